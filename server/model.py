@@ -1,0 +1,129 @@
+"""Records that cross boundaries (engine <-> targets/backends <-> store <-> CLI/LSP).
+
+Everything here is plain data: JSON-serialisable through `to_dict` / `from_dict`, so it can be stored in
+SQLite, sent over LSP, and passed to evaluation worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class _Record:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Kernel(_Record):
+    """A named region of a source file that a target can optimize.
+
+    Offsets are character offsets into the file text; lines are 0-based (LSP convention), end exclusive.
+    """
+
+    name: str
+    target: str
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    signature_line: int
+    text: str
+    runnable: bool = True
+    reason: str = ""  # why it cannot be optimized here (e.g. no harness in the file, backend missing)
+
+
+# Evaluation.status values. Only "ok" is a correct, measured candidate.
+OK = "ok"
+INCORRECT = "incorrect"  # ran, but output differs from the reference
+COMPILE_ERROR = "compile_error"
+RUNTIME_ERROR = "runtime_error"  # crash, non-zero exit, model/emulator error
+TIMEOUT = "timeout"
+REJECTED = "rejected"  # static guard: a known cheat, harness touched, kernel missing
+INFRA_ERROR = "infra_error"  # the backend itself failed (tool missing, host unreachable)
+NOT_MEASURED = "not_measured"  # correct but the backend cannot time (compile-only)
+
+
+@dataclass
+class Evaluation(_Record):
+    status: str
+    value: float | None = None  # the metric; lower is better
+    unit: str = ""  # "cycles", "ms", "us", ...
+    message: str = ""  # one line: what went wrong, or a summary
+    log: str = ""  # compiler/program output, already truncated
+    feedback: dict[str, Any] = field(default_factory=dict)  # hardware feedback for the plan prompt
+    receipt: dict[str, Any] = field(default_factory=dict)  # how it was measured
+    seconds: float = 0.0  # wall time spent evaluating
+    spread: float | None = None  # relative half-width of the CI, None for deterministic models
+
+    @property
+    def correct(self) -> bool:
+        return self.status in (OK, NOT_MEASURED)
+
+    @property
+    def score(self) -> float:
+        """What the search minimises; failed or unmeasured candidates never win."""
+        if self.status != OK or self.value is None:
+            return float("inf")
+        return float(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["correct"] = self.correct
+        return data
+
+
+@dataclass
+class Candidate(_Record):
+    id: str
+    run_id: str
+    parent_id: str | None
+    iteration: int  # 0 = the baseline
+    plan: str  # the plan text that produced it ("" for the baseline)
+    source: str  # the whole candidate file
+    source_hash: str
+    model: str = ""  # which proposer/model wrote the code
+    fixed: bool = False  # produced by a fix-on-failure attempt
+    evaluation: Evaluation | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+        data = dict(data)
+        ev = data.get("evaluation")
+        if isinstance(ev, dict):
+            data["evaluation"] = Evaluation.from_dict(ev)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @property
+    def score(self) -> float:
+        return self.evaluation.score if self.evaluation else float("inf")
+
+
+@dataclass
+class Problem(_Record):
+    """One kernel in one file, to be optimized or evaluated."""
+
+    path: str
+    source: str  # the whole file as the run started
+    kernel: Kernel
+    target: str
+    backend: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Problem:
+        data = dict(data)
+        if isinstance(data.get("kernel"), dict):
+            data["kernel"] = Kernel.from_dict(data["kernel"])
+        return cls(**data)

@@ -1,0 +1,175 @@
+"""The one small interface through which targets and backends plug into speedpatch.
+
+A Target knows a kernel language: it finds kernels in a file, splices rewritten kernel code back in,
+supplies prompt knowledge (its menu) and offline moves. A Backend runs a whole candidate file and
+measures it. Backends must run candidate code only in subprocesses with a time limit inside
+`ctx.workdir` (a fresh scratch directory); `evaluate` must never raise for a bad candidate: a compile
+error, crash, hang or wrong answer is an Evaluation with the matching status.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speedpatch.model import TIMEOUT, Evaluation, Kernel
+
+LOG_LIMIT = 20_000  # characters of output kept per evaluation
+LINE_LIMIT = 400  # characters kept per output line (the method's fix prompt does the same)
+
+
+@dataclass(frozen=True)
+class Availability:
+    usable: bool
+    reason: str = ""  # why not, and what to do about it; or a short description when usable
+
+
+@dataclass
+class EvalContext:
+    kernel: Kernel  # the kernel being optimized (name, region in the ORIGINAL file)
+    path: str  # the original file's path (for includes next to it); never write to it
+    workdir: Path  # fresh scratch directory for this evaluation
+    timeout: float = 60.0  # seconds for the whole evaluation (build + run)
+    settings: dict[str, Any] = field(default_factory=dict)  # this backend's speedpatch.toml table
+    baseline_source: str | None = None  # for backends that alternate baseline/candidate (A/B timing)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Move:
+    """An offline, deterministic rewrite: a plan in words and the whole resulting file."""
+
+    plan: str
+    source: str
+
+
+class Backend(ABC):
+    name: str = ""
+    target: str = ""
+    measures_speed: bool = True  # False: compile-only/functional; the search will not rank by it
+    description: str = ""
+
+    @abstractmethod
+    def availability(self, settings: dict[str, Any] | None = None) -> Availability:
+        """Cheap check (no candidate run) whether this backend can work on this machine."""
+
+    @abstractmethod
+    def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
+        """Build, run, check and measure the whole candidate file `source`."""
+
+
+class Target(ABC):
+    name: str = ""
+    extensions: tuple[str, ...] = ()  # file suffixes this target looks at, e.g. (".c", ".h")
+    language_ids: tuple[str, ...] = ()  # LSP languageId values
+    default_backend: str = ""
+
+    @abstractmethod
+    def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
+        """Kernels in a file (empty when the file is not for this target). Must not raise on junk."""
+
+    @abstractmethod
+    def backends(self) -> list[Backend]:
+        """Every backend of this target, usable here or not."""
+
+    def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
+        """The file with the kernel region replaced by new_code."""
+        return text[: kernel.start] + new_code.rstrip("\n") + "\n" + text[kernel.end :].lstrip("\n")
+
+    def extract_kernel(self, code: str, kernel: Kernel) -> str:
+        """Given an LLM code block, the kernel code to splice in. When the reply is a whole file the
+        target cuts out the kernel by name, so that the harness is never taken from the LLM."""
+        found = [k for k in self.find_kernels(code) if k.name == kernel.name]
+        if found:
+            return found[0].text
+        return code
+
+    def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
+        """Deterministic rewrites of `source` (the whole file) that may speed up `kernel`."""
+        return []
+
+    def feedback_text(self, evaluation: Evaluation) -> str:
+        """Hardware feedback for the plan prompt, from evaluation.feedback."""
+        fb = evaluation.feedback or {}
+        return "\n".join(f"- {k}: {v}" for k, v in fb.items())
+
+    def static_check(self, source: str, kernel: Kernel) -> list[str]:
+        """Reasons to reject a candidate without running it (known cheats). Empty = fine."""
+        return []
+
+    def backend(self, name: str) -> Backend:
+        for b in self.backends():
+            if b.name == name:
+                return b
+        names = ", ".join(b.name for b in self.backends())
+        raise KeyError(f"unknown backend {name!r} for target {self.name}; known: {names}")
+
+
+@dataclass
+class ProcResult:
+    returncode: int | None  # None when it timed out
+    output: str  # stdout + stderr, truncated
+    seconds: float
+    timed_out: bool
+
+
+def truncate_output(text: str, limit: int = LOG_LIMIT, line_limit: int = LINE_LIMIT) -> str:
+    lines = []
+    for line in text.splitlines():
+        lines.append(line if len(line) <= line_limit else line[:line_limit] + " [...]")
+    out = "\n".join(lines)
+    if len(out) > limit:
+        half = limit // 2
+        out = out[:half] + f"\n[... {len(out) - limit} characters cut ...]\n" + out[-half:]
+    return out
+
+
+def run_process(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    input_text: str | None = None,
+    max_output: int = 4_000_000,
+) -> ProcResult:
+    """Run untrusted code: own process group (killed whole on timeout), bounded output kept."""
+    start = time.monotonic()
+    out_path = Path(cwd) / f".out-{os.getpid()}-{time.monotonic_ns()}.txt"
+    with open(out_path, "w+b") as out:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ProcResult(127, f"cannot start {argv[0]}: {exc}", 0.0, False)
+        timed_out = False
+        try:
+            proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        out.seek(0)
+        data = out.read(max_output)
+    out_path.unlink(missing_ok=True)
+    text = data.decode("utf-8", "replace")
+    return ProcResult(None if timed_out else proc.returncode, truncate_output(text), time.monotonic() - start, timed_out)
+
+
+def timeout_evaluation(what: str, seconds: float, output: str) -> Evaluation:
+    return Evaluation(status=TIMEOUT, message=f"{what} did not finish within {seconds:.0f} s", log=output)
