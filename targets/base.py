@@ -80,7 +80,9 @@ class Target(ABC):
 
     def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
         """The file with the kernel region replaced by new_code."""
-        return text[: kernel.start] + new_code.rstrip("\n") + "\n" + text[kernel.end :].lstrip("\n")
+        # keep the file's own layout around the region: a region that ended with a newline gets one back
+        tail = "\n" if kernel.text.endswith("\n") else ""
+        return text[: kernel.start] + new_code.rstrip("\n") + tail + text[kernel.end :]
 
     def extract_kernel(self, code: str, kernel: Kernel) -> str:
         """Given an LLM code block, the kernel code to splice in. When the reply is a whole file the

@@ -1,0 +1,213 @@
+"""The engine's public face: what the CLI and the language server call. No LSP, no terminal here."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from pathlib import Path
+
+from speedpatch import targets
+from speedpatch.config import Config, config_from_dict
+from speedpatch.engine import events as ev
+from speedpatch.engine.budget import Budget
+from speedpatch.engine.pool import EvaluationPool
+from speedpatch.engine.search import Session, run_search
+from speedpatch.errors import StaleError, UserError
+from speedpatch.llm.ensemble import ensemble_warnings
+from speedpatch.llm.offline import OfflineProposer
+from speedpatch.llm.proposer import LLMProposer
+from speedpatch.menu import load_menu
+from speedpatch.model import Evaluation, Kernel, Problem, source_hash
+from speedpatch.store import RunRecord, Store
+from speedpatch.store.records import RUNNING
+from speedpatch.targets.base import Backend, Target
+
+MAX_FILE_BYTES = 2_000_000  # bigger files are not kernels we can send to an LLM
+
+
+def find_kernels(path: str, text: str) -> list[Kernel]:
+    found: list[Kernel] = []
+    if len(text) > MAX_FILE_BYTES:
+        return found
+    for target in targets.targets_for_path(path):
+        try:
+            found += target.find_kernels(text, path)
+        except Exception:  # a target's parser bug must not hide other targets' kernels
+            continue
+    return found
+
+
+def backend_for(target: Target, config: Config, name: str | None = None) -> Backend:
+    chosen = name or config.backends.get(target.name) or target.default_backend
+    try:
+        return target.backend(chosen)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from exc
+
+
+def make_problem(path: str, text: str, kernel: str | None, config: Config, backend: str | None = None) -> Problem:
+    if "\x00" in text:
+        raise UserError(f"{path}: looks like a binary file, not kernel source")
+    kernels = find_kernels(path, text)
+    if not targets.targets_for_path(path):
+        exts = sorted({e for t in targets.all_targets() for e in t.extensions})
+        raise UserError(f"{path}: no target handles this file type (known extensions: {', '.join(exts)})")
+    if not kernels:
+        raise UserError(f"{path}: no kernel found (looked for: {', '.join(t.name for t in targets.targets_for_path(path))} kernels)")
+    if kernel is None:
+        if len(kernels) > 1:
+            names = ", ".join(k.name for k in kernels)
+            raise UserError(f"{path} has several kernels ({names}); choose one with --kernel NAME")
+        chosen = kernels[0]
+    else:
+        matches = [k for k in kernels if k.name == kernel]
+        if not matches:
+            names = ", ".join(k.name for k in kernels)
+            raise UserError(f"{path}: no kernel named {kernel!r}; kernels found: {names}")
+        chosen = matches[0]
+    if not chosen.runnable:
+        raise UserError(f"{path}: kernel {chosen.name} cannot be optimized here: {chosen.reason}")
+    target = targets.get_target(chosen.target)
+    be = backend_for(target, config, backend)
+    return Problem(path=path, source=text, kernel=chosen, target=target.name, backend=be.name)
+
+
+def _target_backend(problem: Problem) -> tuple[Target, Backend]:
+    target = targets.get_target(problem.target)
+    return target, target.backend(problem.backend)
+
+
+def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
+    target, backend = _target_backend(problem)
+    available = backend.availability(config.backend_settings.get(backend.name, {}))
+    if not available.usable:
+        raise UserError(f"backend {backend.name} is not usable here: {available.reason}")
+    pool = EvaluationPool(
+        target, backend, problem, config.backend_settings.get(backend.name, {}), workers=1,
+        timeout=config.search.eval_timeout, seed=config.search.seed,
+    )
+    try:
+        return pool.submit(problem.source if source is None else source).result()
+    finally:
+        pool.shutdown()
+
+
+def _check_backend(target: Target, backend: Backend, config: Config) -> None:
+    available = backend.availability(config.backend_settings.get(backend.name, {}))
+    if not available.usable:
+        raise UserError(f"backend {backend.name} is not usable here: {available.reason}")
+    if not backend.measures_speed:
+        measuring = [b.name for b in target.backends() if b.measures_speed]
+        raise UserError(
+            f"backend {backend.name} cannot time candidates, so it cannot rank them by speed; "
+            f"optimize with a measuring backend instead: {', '.join(measuring) or 'none for this target'}"
+        )
+
+
+def _session(
+    problem: Problem, config: Config, store: Store, run_id: str, on_event: ev.EventSink | None,
+    cancel: threading.Event | None, budget: Budget,
+) -> Session:
+    target, backend = _target_backend(problem)
+    _check_backend(target, backend, config)
+    menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name))
+
+    def cached(key: str) -> Evaluation | None:
+        found = store.find_by_hash(run_id, key)
+        return found.evaluation if found else None
+
+    pool = EvaluationPool(
+        target, backend, problem, config.backend_settings.get(backend.name, {}),
+        workers=config.search.workers, timeout=config.search.eval_timeout, seed=config.search.seed,
+        cached=cached,
+    )
+    cancel = cancel or threading.Event()
+
+    def emit(event: ev.Event) -> None:
+        if on_event is not None:
+            try:
+                on_event(event)
+            except Exception:  # a display problem must never stop a search
+                pass
+
+    if config.use_llm:
+        proposer = LLMProposer(config, target, problem.kernel, menu, store, run_id, budget, cancel.is_set)
+        plan_models = config.llm.plan_models or config.llm.models
+        code_models = config.llm.code_models or config.llm.models
+        for warning in ensemble_warnings(plan_models, code_models, config.search.plans, config.search.codes):
+            emit(ev.Event(ev.WARNING, run_id, {"message": warning}))
+    else:
+        proposer = OfflineProposer(target, problem.kernel)
+    return Session(run_id, problem, config, store, proposer, pool, budget, emit, cancel)
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+def optimize(
+    problem: Problem,
+    config: Config,
+    store: Store,
+    on_event: ev.EventSink | None = None,
+    cancel: threading.Event | None = None,
+    run_id: str | None = None,
+) -> RunRecord:
+    run_id = run_id or new_run_id()
+    session = _session(problem, config, store, run_id, on_event, cancel, Budget(config.budget))
+    store.create_run(run_id, problem, config.search.iterations, config.to_dict())
+    return run_search(session, config.search.iterations)
+
+
+def resume(
+    run_id: str,
+    store: Store,
+    config: Config | None = None,
+    on_event: ev.EventSink | None = None,
+    cancel: threading.Event | None = None,
+) -> RunRecord:
+    """Continue a stored run: the same search is replayed, stored LLM replies and evaluations are reused,
+    and only what is missing is asked or evaluated."""
+    record = store.get_run(run_id)
+    if record.status == RUNNING:
+        raise UserError(f"run {record.run_id} is still running in another process")
+    stored = config_from_dict(record.config)
+    if config is not None:  # the API key and endpoint may come from this session
+        stored.llm.api_key = config.llm.api_key
+    session = _session(record.problem, stored, store, record.run_id, on_event, cancel, Budget(stored.budget))
+    store.claim(record.run_id)
+    return run_search(session, stored.search.iterations)
+
+
+def _kernel_named(target: Target, text: str, name: str) -> Kernel | None:
+    return next((k for k in target.find_kernels(text) if k.name == name), None)
+
+
+def apply_text(record: RunRecord, current_text: str) -> str:
+    """current_text with the run's winner spliced in; StaleError if the kernel changed since the run."""
+    if record.best is None or record.baseline is None or record.best.id == record.baseline.id:
+        raise UserError(f"run {record.run_id} has no candidate faster than the original")
+    target = targets.get_target(record.target)
+    current = _kernel_named(target, current_text, record.kernel)
+    if current is None:
+        raise StaleError(f"stale: kernel {record.kernel} is no longer in {record.path}; the run cannot be applied")
+    if current.text.strip() != record.problem.kernel.text.strip():
+        raise StaleError(
+            f"stale: kernel {record.kernel} in {record.path} changed since run {record.run_id} started; "
+            "start a new run on the current code"
+        )
+    winner = _kernel_named(target, record.best.source, record.kernel)
+    if winner is None:
+        raise UserError(f"run {record.run_id}: the winning candidate has no kernel {record.kernel}")
+    if source_hash(current_text) == source_hash(record.problem.source):
+        return record.best.source  # untouched file: the candidate is exactly the verified program
+    return target.splice(current_text, current, winner.text)
+
+
+def workspace_for(path: str) -> Path:
+    """The workspace of a file: the nearest parent holding speedpatch.toml or .speedpatch, else its folder."""
+    start = Path(path).resolve().parent
+    for folder in (start, *start.parents):
+        if (folder / "speedpatch.toml").is_file() or (folder / ".speedpatch").is_dir():
+            return folder
+    return start

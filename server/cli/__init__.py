@@ -1,0 +1,1 @@
+"""The `speedpatch` command line."""

@@ -1,0 +1,348 @@
+"""`speedpatch` command line: optimize, evaluate, runs, show, apply, resume, backends, bench, serve."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from speedpatch import __version__, api, targets
+from speedpatch.cli import render
+from speedpatch.cli.progress import SearchProgress
+from speedpatch.config import Config, load_config
+from speedpatch.errors import UserError
+from speedpatch.store import RunRecord, Store
+from speedpatch.store.records import CANCELLED, FAILED, INTERRUPTED
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def find_workspace(start: Path) -> Path:
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "speedpatch.toml").is_file() or (folder / ".speedpatch").is_dir():
+            return folder
+    return Path.cwd()
+
+
+def _workspace(args: argparse.Namespace, file: str | None = None) -> Path:
+    if args.workspace:
+        return Path(args.workspace).resolve()
+    return find_workspace(Path(file).resolve().parent if file else Path.cwd())
+
+
+def _read_source(file: str) -> str:
+    path = Path(file)
+    if not path.is_file():
+        raise UserError(f"{file}: no such file")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); is it a binary file?") from exc
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    search = {k: getattr(args, k) for k in ("iterations", "beam", "plans", "codes", "seed") if getattr(args, k, None) is not None}
+    llm: dict[str, Any] = {}
+    if getattr(args, "model", None):
+        llm["models"] = args.model
+    if getattr(args, "base_url", None):
+        llm["base_url"] = args.base_url
+    data: dict[str, Any] = {}
+    if search:
+        data["search"] = search
+    if llm:
+        data["llm"] = llm
+    if getattr(args, "offline", False):
+        data["offline"] = True
+    return data
+
+
+def _config(args: argparse.Namespace, workspace: Path) -> Config:
+    return load_config(workspace, _overrides(args))
+
+
+class _CtrlC:
+    """First Ctrl-C cancels the run (its best so far is kept); a second one aborts at once."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._previous: Any = None
+
+    def __enter__(self) -> threading.Event:
+        def handler(signum, frame):
+            if self.cancel.is_set():
+                raise KeyboardInterrupt
+            self.cancel.set()
+            err.print("[yellow]cancelling: finishing with the best candidate so far (Ctrl-C again to abort)[/yellow]")
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, handler)
+        return self.cancel
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store) -> int:
+    if args.json:
+        print(json.dumps(render.run_json(record)))
+    else:
+        out.print(render.result_table(record))
+        if record.best and record.baseline and record.best.id != record.baseline.id:
+            out.print(f"\n[bold]winner[/bold] {record.best.id}: {' '.join(record.best.plan.split())}")
+            out.print(render.unified_diff(record.problem.source, record.best.source, record.path), markup=False,
+                      highlight=False)
+            out.print(f"apply it with: speedpatch apply {record.run_id}")
+        elif record.status not in (FAILED,):
+            out.print("no candidate beat the original")
+    if record.status == FAILED:
+        if not args.json:
+            err.print(f"[red]error:[/red] {record.message}", markup=True)
+        else:
+            err.print(record.message, markup=False)
+        return 1
+    if record.status == INTERRUPTED:
+        return 3
+    if record.status == CANCELLED:
+        return 130
+    return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    workspace = _workspace(args, args.file)
+    config = _config(args, workspace)
+    text = _read_source(args.file)
+    problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
+    store = Store(workspace)
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
+        record = api.optimize(problem, config, store, on_event=progress, cancel=cancel)
+    return _finish_run(record, args, store)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    workspace = _workspace(args)
+    store = Store(workspace)
+    config = load_config(workspace)
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
+        record = api.resume(args.run, store, config, on_event=progress, cancel=cancel)
+    return _finish_run(record, args, store)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    workspace = _workspace(args, args.file)
+    config = _config(args, workspace)
+    text = _read_source(args.file)
+    problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
+    ev = api.evaluate(problem, None, config)
+    if args.json:
+        print(json.dumps({
+            "correct": ev.correct, "status": ev.status, "value": ev.value, "unit": ev.unit,
+            "backend": problem.backend, "kernel": problem.kernel.name, "message": ev.message,
+            "output": ev.log, "feedback": ev.feedback, "receipt": ev.receipt, "spread": ev.spread,
+        }))
+    else:
+        render.print_evaluation(out, ev, problem.backend)
+        if not ev.correct and ev.log:
+            out.print(ev.log, markup=False, highlight=False)
+    return 0 if ev.correct else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = Store(_workspace(args))
+    records = store.list_runs()
+    if args.json:
+        print(json.dumps([render.run_json(r) for r in records]))
+    elif not records:
+        out.print(f"no runs yet in {store.path}")
+    else:
+        out.print(render.runs_table(records))
+    return 0
+
+
+def _get_run(store: Store, run_id: str) -> RunRecord:
+    try:
+        return store.get_run(run_id)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from exc
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = Store(_workspace(args))
+    record = _get_run(store, args.run)
+    if args.json:
+        data = render.run_json(record)
+        data["candidates"] = [
+            {"id": c.id, "parent_id": c.parent_id, "iteration": c.iteration, "plan": c.plan, "model": c.model,
+             "status": c.evaluation.status if c.evaluation else None,
+             "value": c.evaluation.value if c.evaluation else None}
+            for c in store.candidates(record.run_id)
+        ]
+        data["beams"] = store.beams(record.run_id)
+        data["llm_usage"] = store.llm_usage(record.run_id)
+        print(json.dumps(data))
+        return 0
+    out.print(render.result_table(record))
+    out.print(render.candidates_table(store.candidates(record.run_id)))
+    if record.best:
+        out.print("\n[bold]lineage of the best[/bold]")
+        for c in store.lineage(record.run_id, record.best.id):
+            ev = c.evaluation
+            value = render.fmt_value(ev.value if ev else None, ev.unit if ev else "")
+            out.print(f"  {c.id}: {value}  {' '.join(c.plan.split())[:160] or '(original)'}", markup=False)
+    usage = store.llm_usage(record.run_id)
+    if usage:
+        out.print("\n[bold]LLM use[/bold]")
+        for u in usage:
+            out.print(f"  {u['phase']:5} {u['model']}: {u['calls']} calls, {u['prompt_tokens']}+"
+                      f"{u['completion_tokens']} tokens, {u['seconds']:.1f} s", markup=False)
+    if args.diff and record.best:
+        out.print(render.unified_diff(record.problem.source, record.best.source, record.path), markup=False,
+                  highlight=False)
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    store = Store(_workspace(args))
+    record = _get_run(store, args.run)
+    path = Path(record.path)
+    current = _read_source(str(path))
+    new_text = api.apply_text(record, current)
+    path.write_text(new_text, encoding="utf-8")
+    out.print(f"applied {record.best.id} of run {record.run_id} to {path} ({render.speedup_text(record)})")
+    return 0
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    config = load_config(_workspace(args))
+    rows = []
+    for target in targets.all_targets():
+        for backend in target.backends():
+            try:
+                avail = backend.availability(config.backend_settings.get(backend.name, {}))
+                usable, reason = avail.usable, avail.reason
+            except Exception as exc:  # report, never crash the listing
+                usable, reason = False, f"availability check failed: {exc}"
+            rows.append({"target": target.name, "backend": backend.name, "usable": usable,
+                         "measures_speed": backend.measures_speed, "default": backend.name == target.default_backend,
+                         "reason": reason})
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    from rich.table import Table
+
+    table = Table(title="backends")
+    for col in ("target", "backend", "usable", "times", "why / what"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        name = r["backend"] + (" (default)" if r["default"] else "")
+        table.add_row(r["target"], name, "yes" if r["usable"] else "no", "yes" if r["measures_speed"] else "no",
+                      r["reason"])
+    out.print(table)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from speedpatch.cli.bench import run_bench
+
+    return run_bench(args, out, err)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from speedpatch.lsp.server import main as serve_main
+
+    serve_main()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="speedpatch", description="Make accelerator kernels faster.")
+    parser.add_argument("--version", action="version", version=f"speedpatch {__version__}")
+    parser.add_argument("--workspace", help="workspace folder (default: nearest folder with speedpatch.toml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def search_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--iterations", "-T", type=int)
+        p.add_argument("--beam", "-B", type=int)
+        p.add_argument("--plans", "-N", type=int, help="plans per parent")
+        p.add_argument("--codes", "-K", type=int, help="code samples per plan")
+        p.add_argument("--model", action="append", help="LLM model (repeat for an ensemble)")
+        p.add_argument("--base-url", help="OpenAI-compatible endpoint")
+        p.add_argument("--offline", action="store_true", help="no LLM: deterministic offline moves")
+        p.add_argument("--seed", type=int)
+
+    p = sub.add_parser("optimize", help="search for a faster version of a kernel")
+    p.add_argument("file")
+    p.add_argument("--kernel")
+    p.add_argument("--backend")
+    search_opts(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.set_defaults(func=cmd_optimize)
+
+    p = sub.add_parser("evaluate", help="check and measure a file as it is")
+    p.add_argument("file")
+    p.add_argument("--kernel")
+    p.add_argument("--backend")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", help="show a run")
+    p.add_argument("run")
+    p.add_argument("--diff", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("apply", help="write a run's winner into its file (if the kernel is unchanged)")
+    p.add_argument("run")
+    p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("resume", help="continue an interrupted run")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("backends", help="list backends and whether they work here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_backends)
+
+    p = sub.add_parser("bench", help="offline search over a target's examples, with a table")
+    p.add_argument("target")
+    p.add_argument("--examples", help="folder of example problems (default: examples/<target>)")
+    p.add_argument("--iterations", "-T", type=int, default=3)
+    p.add_argument("--only", action="append", help="example file name (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("serve", help="run the language server over stdio")
+    p.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    start = time.monotonic()
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err.print(f"aborted after {time.monotonic() - start:.0f} s")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""A rich progress display driven by engine events."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from speedpatch.engine import events as ev
+
+
+class SearchProgress:
+    def __init__(self, console: Console, enabled: bool = True) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not enabled,
+            transient=False,
+        )
+        self.task = None
+        self.best = "baseline"
+
+    def __enter__(self) -> SearchProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def __call__(self, event: ev.Event) -> None:
+        d = event.data
+        if event.kind == ev.RUN_STARTED:
+            self.task = self.progress.add_task(
+                f"{d['kernel']} on {d['backend']}", total=d["iterations"], status="measuring baseline"
+            )
+        elif self.task is None:
+            return
+        elif event.kind == ev.BASELINE:
+            cand = d["candidate"]["evaluation"]
+            self.progress.update(self.task, status=f"baseline {cand.get('value')} {cand.get('unit', '')}")
+        elif event.kind == ev.ITERATION_STARTED:
+            self.progress.update(self.task, status=f"iteration {d['iteration']}/{d['iterations']}, best {self.best}")
+        elif event.kind == ev.CANDIDATE:
+            self.progress.update(
+                self.task, status=f"{d['evaluated']} evaluated, {d['correct']} correct, best {self.best}"
+            )
+        elif event.kind == ev.ITERATION_FINISHED:
+            if d.get("speedup"):
+                self.best = f"{d['speedup']:.2f}x"
+            self.progress.update(self.task, completed=d["iteration"], status=f"best {self.best}")
+        elif event.kind == ev.WARNING:
+            self.console.print(f"[yellow]warning:[/yellow] {d['message']}")
+        elif event.kind == ev.RUN_FINISHED:
+            self.progress.update(self.task, status=f"{d['status']}, best {self.best}")

@@ -1,0 +1,143 @@
+"""How runs, candidates and evaluations look in a terminal (rich) and as JSON."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from speedpatch.model import Candidate, Evaluation
+from speedpatch.store import RunRecord
+
+SUSPICIOUS = 10.0  # speedups above this are flagged for review (see the measurement notes)
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{text} {unit}".strip()
+
+
+def speedup_text(record: RunRecord) -> str:
+    s = record.speedup
+    if s is None:
+        return "-"
+    best_ev = record.best.evaluation if record.best else None
+    spread = best_ev.spread if best_ev else None
+    if spread is not None and abs(s - 1.0) <= spread:
+        return f"{s:.2f}x (no measurable difference)"
+    text = f"{s:.2f}x"
+    if s > SUSPICIOUS:
+        text += " (suspicious: over 10x, review it)"
+    return text
+
+
+def receipt_text(ev: Evaluation | None) -> str:
+    if ev is None or not ev.receipt:
+        return ""
+    return ", ".join(f"{k}: {v}" for k, v in ev.receipt.items())
+
+
+def display_path(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    path = display_path(path).lstrip("/")
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+    )
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    base = record.baseline.evaluation if record.baseline else None
+    best = record.best.evaluation if record.best else None
+    return {
+        "run_id": record.run_id,
+        "status": record.status,
+        "message": record.message,
+        "kernel": record.kernel,
+        "path": record.path,
+        "target": record.target,
+        "backend": record.backend,
+        "baseline": {"value": base.value if base else None, "unit": base.unit if base else ""},
+        "best": {
+            "value": best.value if best else None,
+            "unit": best.unit if best else "",
+            "candidate_id": record.best.id if record.best else None,
+        },
+        "speedup": record.speedup,
+        "evaluations": record.evaluations,
+        "llm": record.llm,
+        "receipt": best.receipt if best else {},
+    }
+
+
+def runs_table(records: list[RunRecord]) -> Table:
+    table = Table(title="speedpatch runs")
+    for col in ("run", "status", "kernel", "file", "backend", "iter", "baseline", "best", "speedup", "created"):
+        table.add_column(col)
+    for r in records:
+        base = r.baseline.evaluation if r.baseline else None
+        best = r.best.evaluation if r.best else None
+        table.add_row(
+            r.run_id, r.status, r.kernel, Path(r.path).name, r.backend, f"{r.iteration}/{r.iterations}",
+            fmt_value(base.value if base else None, base.unit if base else ""),
+            fmt_value(best.value if best else None, best.unit if best else ""),
+            speedup_text(r), r.created,
+        )
+    return table
+
+
+def result_table(record: RunRecord) -> Table:
+    table = Table(title=f"run {record.run_id}: {record.kernel} ({record.target}, {record.backend})", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    base = record.baseline.evaluation if record.baseline else None
+    best = record.best.evaluation if record.best else None
+    table.add_row("status", record.status + (f" - {record.message}" if record.message else ""))
+    table.add_row("baseline", fmt_value(base.value if base else None, base.unit if base else ""))
+    table.add_row("best", fmt_value(best.value if best else None, best.unit if best else "")
+                  + (f"  [{record.best.id}]" if record.best else ""))
+    table.add_row("speedup", speedup_text(record))
+    table.add_row("evaluations", f"{record.evaluations.get('total', 0)} ({record.evaluations.get('correct', 0)} correct)")
+    table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "
+                  f"{record.llm.get('completion_tokens', 0)} completion tokens")
+    if best:
+        table.add_row("measured", receipt_text(best))
+    return table
+
+
+def candidates_table(cands: list[Candidate]) -> Table:
+    table = Table(title="candidates")
+    for col in ("id", "parent", "model", "status", "value", "plan"):
+        table.add_column(col, overflow="fold")
+    for c in cands:
+        ev = c.evaluation
+        plan = " ".join(c.plan.split())
+        table.add_row(
+            c.id, c.parent_id or "", c.model, ev.status if ev else "pending",
+            fmt_value(ev.value if ev else None, ev.unit if ev else ""),
+            plan[:100] + ("..." if len(plan) > 100 else ""),
+        )
+    return table
+
+
+def print_evaluation(console: Console, ev: Evaluation, backend: str) -> None:
+    verdict = "correct" if ev.correct else "NOT correct"
+    console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {fmt_value(ev.value, ev.unit)}")
+    if ev.message:
+        console.print(ev.message)
+    if ev.feedback:
+        for k, v in ev.feedback.items():
+            console.print(f"  {k}: {v}")
+    if ev.receipt:
+        console.print(f"measured: {receipt_text(ev)}")

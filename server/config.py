@@ -1,0 +1,191 @@
+"""speedpatch.toml: search parameters, LLM endpoint and models, budgets, backends.
+
+Layers, later wins: built-in defaults < <workspace>/speedpatch.toml < overrides (CLI flags, editor settings).
+Every value is checked; a bad one raises ConfigError naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from speedpatch.errors import ConfigError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+CONFIG_FILE = "speedpatch.toml"
+
+
+@dataclass
+class SearchConfig:
+    iterations: int = 8
+    beam: int = 4
+    plans: int = 4  # plans per parent (N)
+    codes: int = 2  # code samples per plan (K)
+    dropout_keep: float = 0.25  # probability of keeping each menu item in a plan prompt
+    invent_fraction: float = 0.1  # share of plan prompts that ask for a new strategy
+    different_fraction: float = 0.1  # share that ask for one different from the menu
+    early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
+    fix_on_failure: bool = True
+    seed: int = 0
+    workers: int = 0  # parallel evaluations (0 = CPU count)
+    eval_timeout: float = 120.0  # seconds per candidate evaluation (build + run)
+    regression_slack: float = 1.1  # a child may be this much slower than its parent early on
+    slack_iterations: int = 2  # ... in the first this-many iterations
+
+
+@dataclass
+class LLMConfig:
+    base_url: str = ""
+    models: list[str] = field(default_factory=list)
+    plan_models: list[str] = field(default_factory=list)  # default: models
+    code_models: list[str] = field(default_factory=list)  # default: models
+    api_key_env: str = "SPEEDPATCH_API_KEY"  # falls back to OPENAI_API_KEY
+    temperature: float = 1.0
+    reasoning_effort: str = ""  # for reasoning models, instead of temperature
+    max_concurrency: int = 8
+    timeout: float = 180.0
+    retries: int = 4
+    max_tokens: int = 0  # 0 = let the endpoint decide
+    api_key: str = field(default="", repr=False)  # runtime only, never stored
+
+    def resolved_api_key(self) -> str:
+        return self.api_key or os.environ.get(self.api_key_env, "") or os.environ.get("OPENAI_API_KEY", "")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.models)
+
+
+@dataclass
+class BudgetConfig:
+    max_llm_calls: int = 0  # 0 = unlimited
+    max_evaluations: int = 0
+    max_seconds: float = 0.0
+
+
+@dataclass
+class Config:
+    search: SearchConfig = field(default_factory=SearchConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    offline: bool = False
+    backends: dict[str, str] = field(default_factory=dict)  # target -> backend name
+    backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend -> table
+    menus: dict[str, str] = field(default_factory=dict)  # target -> menu file (workspace override)
+    workspace: str = ""
+
+    @property
+    def use_llm(self) -> bool:
+        return not self.offline and self.llm.configured
+
+    def to_dict(self, secrets: bool = False) -> dict[str, Any]:
+        data = asdict(self)
+        if not secrets:
+            data["llm"].pop("api_key", None)
+        return data
+
+
+_SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig}
+
+
+def _check(key: str, value: Any, default: Any) -> Any:
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must be >= 0, got {value}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must be >= 0, got {value}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    if isinstance(default, list):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(f"{key}: expected a list of non-empty strings, got {value!r}")
+        return list(value)
+    return value
+
+
+_POSITIVE = {"search.iterations", "search.beam", "search.plans", "search.codes", "llm.max_concurrency"}
+_FRACTIONS = {"search.dropout_keep", "search.invent_fraction", "search.different_fraction"}
+
+
+def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
+    for name, value in data.items():
+        if name in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{origin}: [{name}] must be a table")
+            section = getattr(config, name)
+            known = {f.name for f in fields(section)}
+            for key, v in value.items():
+                if key not in known or (name == "llm" and key == "api_key" and origin != "overrides"):
+                    allowed = ", ".join(sorted(known - {"api_key"}))
+                    raise ConfigError(f"{origin}: unknown key {name}.{key} (known: {allowed})")
+                full = f"{name}.{key}"
+                checked = _check(full, v, getattr(section, key))
+                if full in _POSITIVE and checked < 1:
+                    raise ConfigError(f"{full}: must be at least 1, got {checked}")
+                if full in _FRACTIONS and not 0 <= checked <= 1:
+                    raise ConfigError(f"{full}: must be between 0 and 1, got {checked}")
+                setattr(section, key, checked)
+        elif name == "offline":
+            config.offline = _check("offline", value, False)
+        elif name in ("backends", "menus"):
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise ConfigError(f"{origin}: [{name}] must map target names to strings")
+            getattr(config, name).update(value)
+        elif name == "backend":
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ConfigError(f"{origin}: [backend.<name>] tables expected under 'backend'")
+            for backend, table in value.items():
+                config.backend_settings.setdefault(backend, {}).update(table)
+        else:
+            raise ConfigError(
+                f"{origin}: unknown key {name!r} (known: search, llm, budget, offline, backends, backend, menus)"
+            )
+
+
+def load_config(workspace: Path | str | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    config = Config()
+    if workspace:
+        config.workspace = str(workspace)
+        path = Path(workspace) / CONFIG_FILE
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+            _apply(config, data, str(path))
+    if overrides:
+        _apply(config, overrides, "overrides")
+    return config
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    """Rebuild a stored config (to_dict output) - used when resuming a run."""
+    config = Config()
+    data = dict(data)
+    workspace = data.pop("workspace", "")
+    settings = data.pop("backend_settings", {})
+    _apply(config, {k: v for k, v in data.items() if v not in ({}, None)}, "overrides")
+    config.backend_settings = settings
+    config.workspace = workspace
+    return config

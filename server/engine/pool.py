@@ -1,0 +1,98 @@
+"""Parallel evaluation of candidate files by a backend.
+
+Each evaluation gets a fresh scratch directory and the backend runs the candidate in subprocesses with a
+time limit (see targets/base.py), so nothing the LLM wrote runs in the engine's process. Identical sources
+are evaluated once. A backend that raises is a backend failure recorded as an Evaluation, never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation, Problem, source_hash
+from speedpatch.targets.base import Backend, EvalContext, Target
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class EvaluationPool:
+    def __init__(
+        self,
+        target: Target,
+        backend: Backend,
+        problem: Problem,
+        settings: dict,
+        workers: int = 0,
+        timeout: float = 120.0,
+        seed: int = 0,
+        cached: Callable[[str], Evaluation | None] | None = None,
+    ) -> None:
+        self.target, self.backend, self.problem = target, backend, problem
+        self.settings, self.timeout, self.seed = settings, timeout, seed
+        self._cached = cached
+        self._executor = ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="eval")
+        self._futures: dict[str, Future[Evaluation]] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, source: str) -> Future[Evaluation]:
+        key = source_hash(source)
+        with self._lock:
+            if key not in self._futures:
+                stored = self._cached(key) if self._cached else None
+                if stored is not None:
+                    fut: Future[Evaluation] = Future()
+                    fut.set_result(stored)
+                else:
+                    fut = self._executor.submit(self._evaluate, source)
+                self._futures[key] = fut
+            return self._futures[key]
+
+    def is_cached(self, source: str) -> bool:
+        key = source_hash(source)
+        with self._lock:
+            if key in self._futures:
+                return True
+        return bool(self._cached and self._cached(key) is not None)
+
+    def _evaluate(self, source: str) -> Evaluation:
+        start = time.monotonic()
+        kernel = self.problem.kernel
+        reasons = self.target.static_check(source, kernel)
+        if reasons:
+            return Evaluation(status=REJECTED, message="; ".join(reasons), seconds=time.monotonic() - start)
+        workdir = Path(tempfile.mkdtemp(prefix="speedpatch-eval-"))
+        try:
+            ctx = EvalContext(
+                kernel=kernel,
+                path=self.problem.path,
+                workdir=workdir,
+                timeout=self.timeout,
+                settings=self.settings,
+                baseline_source=self.problem.source,
+                seed=self.seed,
+            )
+            ev = self.backend.evaluate(source, ctx)
+        except Exception as exc:  # a backend bug must not take the search down
+            ev = Evaluation(
+                status=INFRA_ERROR,
+                message=f"backend {self.backend.name} failed: {exc}",
+                log=traceback.format_exc()[-4000:],
+            )
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if not ev.seconds:
+            ev.seconds = time.monotonic() - start
+        return ev
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._executor.shutdown(wait=wait, cancel_futures=True)

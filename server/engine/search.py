@@ -1,0 +1,232 @@
+"""The beam search of the Autocomp method.
+
+For T iterations: every beam member gets N plans, every plan K code samples (fix-on-failure gives each
+failed sample one repair); all candidates are evaluated in parallel; the next beam is selected by the
+method's rules (selection.py). The best correct candidate of the whole run is tracked and stored as the
+run goes, so a cancel, a budget running out or a crash never loses it.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from speedpatch.config import Config
+from speedpatch.engine import events as ev
+from speedpatch.engine.budget import Budget
+from speedpatch.engine.pool import EvaluationPool
+from speedpatch.engine.proposer import Code, Plan, Proposer, Slot
+from speedpatch.engine.selection import select_beam
+from speedpatch.errors import LLMError
+from speedpatch.llm.proposer import BudgetExhausted, Cancelled
+from speedpatch.model import REJECTED, Candidate, Evaluation, Problem, source_hash
+from speedpatch.store import RunRecord, Store
+from speedpatch.store.records import CANCELLED, FAILED, FINISHED, INTERRUPTED
+
+BASELINE_ID = "base"
+
+
+@dataclass
+class Session:
+    run_id: str
+    problem: Problem
+    config: Config
+    store: Store
+    proposer: Proposer
+    pool: EvaluationPool
+    budget: Budget
+    emit: ev.EventSink
+    cancel: threading.Event = field(default_factory=threading.Event)
+    stop_reason: str = ""  # set when the run must end early (LLM down, budget)
+    stop_status: str = ""
+    counts: dict[str, int] = field(default_factory=lambda: {"evaluated": 0, "correct": 0})
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stopping(self) -> bool:
+        return self.cancel.is_set() or bool(self.stop_reason)
+
+    def stop(self, status: str, reason: str) -> None:
+        with self.lock:
+            if not self.stop_reason:
+                self.stop_status, self.stop_reason = status, reason
+
+
+def _await(session: Session, fut: Future[Evaluation]) -> Evaluation | None:
+    while True:
+        done, _ = wait([fut], timeout=0.2)
+        if done:
+            return fut.result()
+        if session.cancel.is_set():
+            return None
+
+
+def _evaluate(session: Session, cand: Candidate) -> Candidate | None:
+    """Evaluate (or reuse a stored/identical evaluation), store, report. None when stopped first."""
+    pool = session.pool
+    if not pool.is_cached(cand.source) and not session.budget.take_evaluation():
+        session.stop(FINISHED, session.budget.exhausted)
+        return None
+    result = _await(session, pool.submit(cand.source))
+    if result is None:
+        return None
+    cand.evaluation = result
+    session.store.save_candidate(cand)
+    with session.lock:
+        session.counts["evaluated"] += 1
+        session.counts["correct"] += int(result.correct)
+        counts = dict(session.counts)
+    session.emit(ev.Event(ev.CANDIDATE, session.run_id, {"candidate": cand.to_dict(), **counts}))
+    return cand
+
+
+def _child(session: Session, slot: Slot, plan: Plan, code: Code, cid: str, fixed: bool) -> Candidate:
+    source = code.source if code.source is not None else ""
+    cand = Candidate(
+        id=cid, run_id=session.run_id, parent_id=slot.parent.id, iteration=slot.iteration, plan=plan.text,
+        source=source, source_hash=source_hash(source), model=code.model, fixed=fixed,
+    )
+    if code.source is None:
+        cand.evaluation = Evaluation(status=REJECTED, message=f"no code: {code.error}")
+        session.store.save_candidate(cand)
+    return cand
+
+
+def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
+    """One plan for one parent, its K code samples, and a repair for each that fails."""
+    proposer, cfg = session.proposer, session.config.search
+    children: list[Candidate] = []
+    try:
+        if session.stopping():
+            return children
+        plan = proposer.plan(slot)
+        if plan is None:
+            return children
+        session.store.save_plan(session.run_id, slot.key, slot.parent.id, slot.iteration, plan.model, plan.text)
+        for k in range(proposer.codes(cfg.codes)):
+            if session.stopping():
+                break
+            cand = _child(session, slot, plan, proposer.code(slot, plan, k), f"{slot.key}.c{k}", False)
+            if cand.evaluation is None:
+                done = _evaluate(session, cand)
+                if done is None:
+                    break
+            children.append(cand)
+            if cand.evaluation and not cand.evaluation.correct and cfg.fix_on_failure and not session.stopping():
+                code = proposer.fix(slot, plan, k, cand)
+                if code is not None:
+                    fixed = _child(session, slot, plan, code, f"{slot.key}.c{k}f", True)
+                    if fixed.evaluation is not None or _evaluate(session, fixed) is not None:
+                        children.append(fixed)
+    except Cancelled:
+        pass
+    except BudgetExhausted as exc:
+        session.stop(FINISHED, str(exc))
+    except LLMError as exc:
+        session.stop(
+            INTERRUPTED, f"LLM failed: {exc}. The run is stored; continue it with: speedpatch resume {session.run_id}"
+        )
+    return children
+
+
+def _summary(best: Candidate, baseline: Candidate) -> tuple[float | None, dict]:
+    speedup = None
+    if best.score not in (0, float("inf")) and baseline.score != float("inf"):
+        speedup = baseline.score / best.score
+    return speedup, best.to_dict()
+
+
+def run_search(session: Session, iterations: int) -> RunRecord:
+    store, run_id, problem = session.store, session.run_id, session.problem
+    session.emit(
+        ev.Event(ev.RUN_STARTED, run_id, {
+            "kernel": problem.kernel.name, "path": problem.path, "target": problem.target,
+            "backend": problem.backend, "iterations": iterations,
+        })
+    )
+    try:
+        return _search(session, iterations)
+    except Exception as exc:  # record the failure; the caller still gets a RunRecord
+        store.set_status(run_id, FAILED, f"internal error: {exc}")
+        session.emit(ev.Event(ev.RUN_FINISHED, run_id, {"status": FAILED, "speedup": None, "best": None,
+                                                        "message": f"internal error: {exc}"}))
+        raise
+    finally:
+        session.pool.shutdown(wait=False)
+
+
+def _search(session: Session, iterations: int) -> RunRecord:
+    store, run_id, problem, cfg = session.store, session.run_id, session.problem, session.config.search
+    base = Candidate(
+        id=BASELINE_ID, run_id=run_id, parent_id=None, iteration=0, plan="", source=problem.source,
+        source_hash=source_hash(problem.source), model="",
+    )
+    result = _await(session, session.pool.submit(base.source))
+    if result is None:
+        store.set_status(run_id, CANCELLED, "cancelled before the baseline was measured")
+        return _finish(session, None, None, CANCELLED, "cancelled before the baseline was measured")
+    base.evaluation = result
+    store.save_candidate(base)
+    store.update_run(run_id, baseline_id=BASELINE_ID)
+    session.emit(ev.Event(ev.BASELINE, run_id, {"candidate": base.to_dict()}))
+    if not result.correct:
+        why = f"initial code is incorrect ({result.status}): {result.message}"
+        if result.log:
+            why += "\n" + result.log
+        return _finish(session, base, None, FAILED, why)
+    if result.status != "ok":
+        return _finish(session, base, None, FAILED, f"the baseline could not be measured: {result.message}")
+    store.update_run(run_id, best_id=BASELINE_ID)
+    beam, best, stale = [base], base, 0
+    store.save_beam(run_id, 0, [base.id], base.id)
+    threads = max(1, min(64, cfg.beam * max(cfg.plans, 8)))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="slot") as slots:
+        for it in range(1, iterations + 1):
+            if session.stopping():
+                break
+            store.update_run(run_id, iteration=it)
+            session.emit(ev.Event(ev.ITERATION_STARTED, run_id, {"iteration": it, "iterations": iterations}))
+            futures = []
+            for b, parent in enumerate(beam):
+                for n in range(session.proposer.slots(parent, cfg.plans)):
+                    slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}")
+                    futures.append(slots.submit(_run_slot, session, slot))
+            children: list[Candidate] = []
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    children.extend(fut.result())
+                if session.cancel.is_set():
+                    break  # in-flight work is abandoned; what finished still counts below
+            beam = select_beam(beam, children, it, cfg.beam, cfg.regression_slack, cfg.slack_iterations)
+            improved = min(beam, key=lambda c: c.score)
+            if improved.score < best.score:
+                best, stale = improved, 0
+                store.update_run(run_id, best_id=best.id)
+            else:
+                stale += 1
+            store.save_beam(run_id, it, [c.id for c in beam], best.id)
+            speedup, best_dict = _summary(best, base)
+            session.emit(ev.Event(ev.ITERATION_FINISHED, run_id, {
+                "iteration": it, "beam": [c.id for c in beam], "best": best_dict, "speedup": speedup,
+            }))
+            if cfg.early_stop and stale >= cfg.early_stop and not session.stopping():
+                session.stop(FINISHED, f"stopped early: no improvement in {stale} iterations")
+    if session.cancel.is_set():
+        return _finish(session, base, best, CANCELLED, "cancelled; the best candidate so far is kept")
+    if session.stop_reason:
+        return _finish(session, base, best, session.stop_status, session.stop_reason)
+    return _finish(session, base, best, FINISHED, "")
+
+
+def _finish(session: Session, base: Candidate | None, best: Candidate | None, status: str, message: str) -> RunRecord:
+    store, run_id = session.store, session.run_id
+    if best is not None:
+        store.update_run(run_id, best_id=best.id)
+    store.set_status(run_id, status, message)
+    speedup, best_dict = _summary(best, base) if best and base else (None, None)
+    session.emit(ev.Event(ev.RUN_FINISHED, run_id, {
+        "status": status, "speedup": speedup, "best": best_dict, "message": message,
+    }))
+    return store.get_run(run_id)

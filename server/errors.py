@@ -1,0 +1,17 @@
+"""Errors meant for the user: each message says what was wrong and what to do."""
+
+
+class UserError(Exception):
+    """Bad input from the user (file, kernel name, option, configuration)."""
+
+
+class ConfigError(UserError):
+    """An invalid value in speedpatch.toml or in editor settings; the message names the key."""
+
+
+class StaleError(UserError):
+    """The kernel in the file no longer matches what the run started from."""
+
+
+class LLMError(Exception):
+    """The LLM endpoint failed after retries (down, refusing, or answering garbage)."""

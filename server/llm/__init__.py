@@ -1,0 +1,1 @@
+"""LLM access: an OpenAI-compatible client, ensembles of models, and the proposers."""

@@ -1,0 +1,130 @@
+"""The LLM proposer: the method's two-phase prompts sent to an ensemble of models.
+
+Every reply is stored under a key that names its place in the search (iteration, parent, plan, sample),
+so a resumed run replays stored replies instead of asking again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from speedpatch.config import Config
+from speedpatch.engine import prompts
+from speedpatch.engine.budget import Budget
+from speedpatch.engine.extract import last_code_block
+from speedpatch.engine.proposer import Code, Plan, Slot
+from speedpatch.errors import LLMError
+from speedpatch.llm.client import ChatClient
+from speedpatch.llm.ensemble import code_model, plan_model
+from speedpatch.menu import Menu
+from speedpatch.model import Candidate, Kernel
+from speedpatch.store import Store
+from speedpatch.targets.base import Target, truncate_output
+
+LANGUAGE = {"gemmini": "c", "cuda": "cuda", "nki": "python"}
+
+
+class BudgetExhausted(Exception):
+    pass
+
+
+class Cancelled(Exception):
+    pass
+
+
+class LLMProposer:
+    name = "llm"
+
+    def __init__(
+        self,
+        config: Config,
+        target: Target,
+        kernel: Kernel,
+        menu: Menu,
+        store: Store,
+        run_id: str,
+        budget: Budget,
+        cancelled: Callable[[], bool],
+        client: ChatClient | None = None,
+    ) -> None:
+        self.config, self.target, self.kernel, self.menu = config, target, kernel, menu
+        self.store, self.run_id, self.budget, self.cancelled = store, run_id, budget, cancelled
+        self.client = client or ChatClient(config.llm)
+        self.plan_models = config.llm.plan_models or config.llm.models
+        self.code_models = config.llm.code_models or config.llm.models
+        if not self.plan_models or not self.code_models:
+            raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
+        self.language = LANGUAGE.get(target.name, target.name)
+        self._lock = threading.Lock()
+
+    def slots(self, parent: Candidate, plans: int) -> int:
+        return plans
+
+    def codes(self, codes: int) -> int:
+        return codes
+
+    # one stored-or-fresh call ---------------------------------------------------------------------
+    def _ask(self, key: str, phase: str, model: str, prompt: str) -> str:
+        stored = self.store.get_llm_call(self.run_id, key)
+        if stored is not None and stored["prompt"] == prompt:
+            return stored["reply"]
+        if self.cancelled():
+            raise Cancelled()
+        if not self.budget.take_llm_call():
+            raise BudgetExhausted(self.budget.exhausted)
+        reply = self.client.chat(model, prompt)
+        self.store.save_llm_call(
+            self.run_id, key, phase, model, prompt, reply.text, reply.prompt_tokens, reply.completion_tokens,
+            reply.seconds,
+        )
+        return reply.text
+
+    def _kernel_in(self, source: str) -> Kernel:
+        for k in self.target.find_kernels(source):
+            if k.name == self.kernel.name:
+                return k
+        return self.kernel
+
+    def _to_source(self, parent_source: str, reply: str, model: str) -> Code:
+        block = last_code_block(reply)
+        if block is None:
+            return Code(None, model, "the reply holds no complete fenced code block")
+        code = self.target.extract_kernel(block, self.kernel)
+        return Code(self.target.splice(parent_source, self._kernel_in(parent_source), code), model)
+
+    # the three phases -----------------------------------------------------------------------------
+    def plan(self, slot: Slot) -> Plan | None:
+        s = self.config.search
+        rng = slot.rng(s.seed)
+        choice = prompts.draw_menu(self.menu, rng, s.dropout_keep, s.invent_fraction, s.different_fraction)
+        parent = slot.parent
+        ev = parent.evaluation
+        feedback = self.target.feedback_text(ev) if ev else ""
+        prompt = prompts.plan_prompt(
+            self.menu, self.language, parent.source, self.kernel.name, ev.value if ev else None,
+            ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations,
+        )
+        model = plan_model(self.plan_models, slot.index)
+        text = self._ask(f"{slot.key}:plan", "plan", model, prompt).strip()
+        if not text:
+            return None
+        return Plan(text=text, model=model)
+
+    def code(self, slot: Slot, plan: Plan, sample: int) -> Code:
+        model = code_model(self.code_models, sample)
+        prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text)
+        reply = self._ask(f"{slot.key}:code{sample}", "code", model, prompt)
+        return self._to_source(slot.parent.source, reply, model)
+
+    def fix(self, slot: Slot, plan: Plan, sample: int, child: Candidate) -> Code | None:
+        ev = child.evaluation
+        if ev is None or not child.source:
+            return None
+        model = code_model(self.code_models, sample)
+        output = truncate_output(f"{ev.message}\n{ev.log}", limit=8000)
+        prompt = prompts.fix_prompt(
+            self.menu, self.language, child.source, self.kernel.name, plan.text, ev.status, output
+        )
+        reply = self._ask(f"{slot.key}:fix{sample}", "fix", model, prompt)
+        return self._to_source(child.source, reply, model)

@@ -1,0 +1,60 @@
+"""Code actions on the kernels under the cursor (and the quick fix on a ready-rewrite diagnostic)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .diagnostics import READY, SOURCE
+from .formatting import speedup_text
+from .lenses import APPLY, CANCEL, OPTIMIZE, SHOW_DIFF, optimize_title
+from .views import FRESH, KernelView
+
+KIND = types.CodeActionKind.RefactorRewrite
+
+
+def _action(title: str, command: str, args: list, kind: str = KIND, **extra) -> types.CodeAction:
+    return types.CodeAction(
+        title=title, kind=kind, command=types.Command(title=title, command=command, arguments=args), **extra
+    )
+
+
+def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
+    name = view.kernel.name
+    target = {"uri": uri, "kernel": name}
+    if not view.runnable:
+        # shown greyed out with the reason, so the user learns why nothing is offered
+        return [
+            types.CodeAction(
+                title=optimize_title(view), kind=KIND, disabled=types.CodeActionDisabledType(reason=view.reason)
+            )
+        ]
+    if view.job is not None:
+        return [_action(f"Cancel optimization of {name}", CANCEL, [{"runId": view.job.run_id}])]
+    out = [
+        _action(optimize_title(view), OPTIMIZE, [target]),
+        _action(f"Optimize {name} (quick)", OPTIMIZE, [{**target, "quick": True}]),
+    ]
+    record = view.record
+    if record is not None and view.has_winner and view.freshness == FRESH:
+        run = [{"runId": record.run_id}]
+        out.append(_action("Show diff", SHOW_DIFF, run))
+        out.append(_action(f"Apply rewrite ({speedup_text(record.speedup)} faster)", APPLY, run, is_preferred=True))
+    return out
+
+
+def quick_fixes(diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    out = []
+    for diag in diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else {}
+        if diag.source == SOURCE and diag.code == READY and data.get("runId"):
+            out.append(
+                _action(
+                    f"Apply rewrite ({speedup_text(data.get('speedup'))} faster)",
+                    APPLY,
+                    [{"runId": data["runId"]}],
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=True,
+                )
+            )
+    return out

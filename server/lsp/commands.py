@@ -1,0 +1,110 @@
+"""workspace/executeCommand handlers (also what code lenses and code actions invoke)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.lsp.server import LanguageServer
+from speedpatch import api
+from speedpatch.errors import StaleError, UserError
+
+from . import params
+from .lenses import APPLY, CANCEL, OPTIMIZE, SHOW_DIFF
+from .positions import minimal_edit
+from .reports import candidate_payload
+from .session import OPEN_DIFF, Session
+
+RUNS = "speedpatch.runs"
+ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RUNS]
+
+
+def register(server: LanguageServer, session: Session) -> None:
+    @server.command(OPTIMIZE)
+    def optimize(*args):
+        arg = params.first_arg(args)
+        uri, kernel = params.text(arg, "uri"), params.text(arg, "kernel")
+        try:
+            run_id = session.start_run(uri, kernel, bool(arg.get("quick")))
+        except UserError as exc:
+            session.show(f"speedpatch: {exc}", types.MessageType.Error)
+            raise JsonRpcInvalidRequest(str(exc)) from exc
+        return {"runId": run_id}
+
+    @server.command(CANCEL)
+    def cancel(*args):
+        arg = params.first_arg(args)
+        run_id = arg.get("runId")
+        if not run_id:
+            view = session.view(params.text(arg, "uri"), params.text(arg, "kernel"))
+            run_id = view.job.run_id if view is not None and view.job is not None else None
+        return {"cancelled": bool(run_id) and session.cancel(str(run_id))}
+
+    @server.command(SHOW_DIFF)
+    def show_diff(*args):
+        arg = params.first_arg(args)
+        payload = candidate(session, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+        server.protocol.notify(
+            OPEN_DIFF, {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]}
+        )
+        return payload
+
+    @server.command(APPLY)
+    async def apply(*args):
+        arg = params.first_arg(args)
+        return await apply_run(server, session, params.text(arg, "runId"))
+
+    @server.command(RUNS)
+    def runs(*args):
+        return session.all_summaries()
+
+
+def candidate(session: Session, run_id: str, candidate_id: str) -> dict[str, Any]:
+    assert session.index is not None and session.store is not None
+    record = session.index.get(run_id)
+    if record is None:
+        raise JsonRpcInvalidParams(f"no run {run_id!r}")
+    try:
+        return candidate_payload(session.store, record, session.record_path(record), candidate_id or None)
+    except KeyError as exc:
+        raise JsonRpcInvalidParams(str(exc).strip("'\"")) from exc
+
+
+async def apply_run(server: LanguageServer, session: Session, run_id: str) -> dict[str, Any]:
+    """Send the winner as a workspace/applyEdit, only if the kernel still matches the run's start."""
+    assert session.index is not None
+    record = session.index.get(run_id)
+    if record is None:
+        raise JsonRpcInvalidParams(f"no run {run_id!r}")
+    uri = session._uri_for_path(session.record_path(record))
+    current = session.text_of(uri)
+    if current is None:
+        return _refuse(session, f"cannot read {uri}")
+    try:
+        new_text = api.apply_text(record, current)
+    except StaleError as exc:
+        return _refuse(session, f"speedpatch: not applied, the result is stale: {exc}")
+    except UserError as exc:
+        return _refuse(session, f"speedpatch: not applied: {exc}")
+    if new_text == current:
+        return {"applied": False, "message": "the rewrite is already in the document"}
+    doc = server.workspace.text_documents.get(uri)
+    encoding = server.workspace.position_encoding or types.PositionEncodingKind.Utf16
+    edit = minimal_edit(current, new_text, encoding)
+    change = types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version if doc else None),
+        edits=[edit],
+    )
+    label = f"speedpatch: apply {record.kernel} rewrite"
+    result = await server.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(document_changes=[change]), label=label)
+    )
+    if not result.applied:
+        return _refuse(session, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}")
+    return {"applied": True, "message": f"applied {record.kernel} rewrite; save to accept and re-verify it"}
+
+
+def _refuse(session: Session, message: str) -> dict[str, Any]:
+    session.show(message, types.MessageType.Warning)
+    return {"applied": False, "message": message}

@@ -1,0 +1,74 @@
+"""Kernel detection per document text, cached, and safe on anything the editor sends us."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from speedpatch.model import Kernel, source_hash
+
+log = logging.getLogger(__name__)
+
+# Parsing a multi-megabyte generated file on every keystroke would stall the server; kernels worth
+# optimizing by hand live in files far smaller than this.
+MAX_PARSE_CHARS = 1_000_000
+_CACHE_SIZE = 64
+
+
+@dataclass
+class Detection:
+    kernels: list[Kernel] = field(default_factory=list)
+    note: str = ""  # why detection was skipped or failed, shown as a diagnostic; "" when fine
+
+
+class Detector:
+    """Runs every matching target's find_kernels on a text; results are cached by (uri, text hash), so
+    code lens, inlay hint, code action and diagnostics requests for one document version parse it once."""
+
+    def __init__(self, find: Callable[[str, str], list[Kernel]]):
+        self._find = find
+        self._cache: OrderedDict[tuple[str, str], Detection] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def detect(self, uri: str, path: str, text: str) -> Detection:
+        if len(text) > MAX_PARSE_CHARS:
+            return Detection(
+                note=f"speedpatch: file not scanned for kernels: {len(text):,} characters is over the "
+                f"{MAX_PARSE_CHARS:,} limit"
+            )
+        key = (uri, source_hash(text))
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        found = self._scan(path, text)
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return found
+
+    def _scan(self, path: str, text: str) -> Detection:
+        try:
+            return Detection(kernels=list(self._find(path, text)))
+        except Exception as exc:  # a target bug must not take the editor session down
+            log.warning("kernel detection failed for %s: %s", path, exc)
+            return Detection(note=f"speedpatch: kernel detection failed: {type(exc).__name__}: {exc}")
+
+    def forget(self, uri: str) -> None:
+        with self._lock:
+            for key in [k for k in self._cache if k[0] == uri]:
+                del self._cache[key]
+
+
+def kernel_named(kernels: list[Kernel], name: str) -> Kernel | None:
+    return next((k for k in kernels if k.name == name), None)
+
+
+def kernel_at_line(kernels: list[Kernel], start_line: int, end_line: int) -> list[Kernel]:
+    """Kernels whose region overlaps the given (inclusive) line range."""
+    return [k for k in kernels if k.start_line <= end_line and start_line <= max(k.end_line, k.start_line)]

@@ -1,0 +1,87 @@
+"""Code lenses over each kernel: its state, and the commands that fit it."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from speedpatch.store import RunRecord
+
+from .formatting import faster_text, measured, speedup_text
+from .runs import QUEUED, Job
+from .verify import FAILED, HOLDS, VERIFYING
+from .views import APPLIED, FRESH, STALE, KernelView
+
+OPTIMIZE, CANCEL, SHOW_DIFF, APPLY = "speedpatch.optimize", "speedpatch.cancel", "speedpatch.showDiff", "speedpatch.apply"
+
+
+def _lens(line: int, title: str, command: str = "", args: list | None = None) -> types.CodeLens:
+    # A lens whose command is "" renders as plain text in VS Code: used for states that have no action.
+    where = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+    return types.CodeLens(range=where, command=types.Command(title=title, command=command, arguments=args))
+
+
+def optimize_title(view: KernelView) -> str:
+    return f"Optimize {view.kernel.name} ({view.backend})"
+
+
+def _search_title(iteration: int, iterations: int, speedup: float | None, queued: bool, cli: bool) -> str:
+    if queued:
+        return "speedpatch: queued"
+    best = f", best {speedup_text(speedup)}" if speedup else ""
+    where = " (CLI)" if cli else ""
+    return f"searching {iteration}/{iterations}{best}{where}"
+
+
+def winner_title(record: RunRecord) -> str:
+    base, unit = measured(record.baseline)
+    best, _ = measured(record.best)
+    return faster_text(record.speedup, base, best, unit, record.backend)
+
+
+def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
+    line = view.kernel.signature_line
+    name = view.kernel.name
+    target = {"uri": uri, "kernel": name}
+    if not view.runnable:
+        return [_lens(line, f"speedpatch: cannot optimize {name}: {view.reason}")]
+    job: Job | None = view.job
+    if job is not None:
+        title = _search_title(job.iteration, job.iterations, job.speedup, job.state == QUEUED, cli=False)
+        return [_lens(line, title), _lens(line, "Cancel", CANCEL, [{"runId": job.run_id}])]
+    record = view.record
+    optimize = _lens(line, optimize_title(view), OPTIMIZE, [target])
+    if record is None:
+        return [optimize]
+    run = {"runId": record.run_id}
+    if record.status == "running":  # driven by another process (the CLI)
+        title = _search_title(record.iteration, record.iterations, record.speedup, False, cli=True)
+        return [_lens(line, title)]
+    if view.freshness == STALE:
+        return [_lens(line, f"speedpatch: last result is stale ({view.stale_reason})"), optimize]
+    if view.freshness == APPLIED:
+        return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [run]), optimize]
+    if view.freshness == FRESH and view.has_winner:
+        suffix = "" if record.status == "finished" else f" ({record.status})"
+        return [
+            _lens(line, winner_title(record) + suffix),
+            _lens(line, "Show diff", SHOW_DIFF, [run]),
+            _lens(line, f"Apply ({speedup_text(record.speedup)} faster)", APPLY, [run]),
+        ]
+    why = record.message or record.status
+    return [_lens(line, f"speedpatch: no faster version found ({why})"), optimize]
+
+
+def _applied_lens(view: KernelView, line: int) -> types.CodeLens:
+    v = view.verification
+    record = view.record
+    assert record is not None
+    if v is None:
+        return _lens(line, f"applied: {winner_title(record)}, save to re-verify")
+    if v.state == VERIFYING:
+        return _lens(line, "applied rewrite: re-verifying the saved kernel...")
+    if v.state == HOLDS:
+        if v.speedup:
+            return _lens(line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend))
+        return _lens(line, f"verified: {v.message}")
+    assert v.state == FAILED
+    return _lens(line, f"speedpatch warning: {v.message}")
+

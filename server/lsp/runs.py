@@ -1,0 +1,213 @@
+"""The run manager: searches queue up and run one at a time on a background worker thread.
+
+The engine call (speedpatch.api.optimize) blocks for minutes; it runs here, never on the LSP event loop,
+and candidates are evaluated in subprocesses by the backends, so the server keeps answering. Every engine
+Event updates the job's live state and is handed to a listener (the session), which turns it into LSP
+progress, speedpatch/runUpdate and refreshes. Nothing here knows LSP.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from speedpatch import api
+from speedpatch.config import Config
+from speedpatch.engine import events as ev
+from speedpatch.errors import UserError
+from speedpatch.model import Problem
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE = "queued", "running", "done"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Job:
+    run_id: str
+    uri: str
+    path: str  # normalised absolute path
+    problem: Problem
+    config: Config
+    quick: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+    token: str = ""  # work-done progress token ("" when the client has no progress support)
+    state: str = QUEUED
+    status: str = "queued"  # the store's run status once known
+    iteration: int = 0
+    iterations: int = 0
+    evaluated: int = 0
+    correct: int = 0
+    baseline_value: float | None = None
+    best_value: float | None = None
+    unit: str = ""
+    speedup: float | None = None
+    message: str = ""
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def kernel(self) -> str:
+        return self.problem.kernel.name
+
+    @property
+    def target(self) -> str:
+        return self.problem.target
+
+    @property
+    def backend(self) -> str:
+        return self.problem.backend
+
+    def absorb(self, event: ev.Event) -> None:
+        """Fold one engine event into the live state shown while the run is active."""
+        data = event.data
+        if event.kind == ev.RUN_STARTED:
+            self.iterations = int(data.get("iterations") or self.iterations)
+            self.status = "running"
+        elif event.kind == ev.BASELINE:
+            value, unit = _value(data.get("candidate"))
+            self.baseline_value, self.unit = value, unit or self.unit
+            self.best_value = value if self.best_value is None else self.best_value
+        elif event.kind == ev.ITERATION_STARTED:
+            self.iteration = int(data.get("iteration") or self.iteration)
+            self.iterations = int(data.get("iterations") or self.iterations)
+        elif event.kind == ev.CANDIDATE:
+            self.evaluated = int(data.get("evaluated", self.evaluated))
+            self.correct = int(data.get("correct", self.correct))
+            value, _ = _value(data.get("candidate"), only_ok=True)
+            if value is not None and (self.best_value is None or value < self.best_value):
+                self.best_value = value
+                self._update_speedup()
+        elif event.kind == ev.ITERATION_FINISHED:
+            self.iteration = int(data.get("iteration") or self.iteration)
+            value, _ = _value(data.get("best"), only_ok=True)
+            if value is not None:
+                self.best_value = value
+            self.speedup = data.get("speedup") or self.speedup
+            self._update_speedup()
+        elif event.kind == ev.RUN_FINISHED:
+            self.status = str(data.get("status") or "finished")
+            self.message = str(data.get("message") or "")
+            self.speedup = data.get("speedup") or self.speedup
+
+    def _update_speedup(self) -> None:
+        if self.baseline_value and self.best_value:
+            self.speedup = self.baseline_value / self.best_value
+
+
+def _value(candidate: Any, only_ok: bool = False) -> tuple[float | None, str]:
+    if not isinstance(candidate, dict) or not isinstance(candidate.get("evaluation"), dict):
+        return None, ""
+    evaluation = candidate["evaluation"]
+    if only_ok and evaluation.get("status") != "ok":
+        return None, ""
+    return evaluation.get("value"), str(evaluation.get("unit") or "")
+
+
+Listener = Callable[[Job, "ev.Event | None"], None]
+"""Called (from worker threads) after a job changed: with the engine event, or None for queue changes."""
+
+
+class RunManager:
+    def __init__(self, store_factory: Callable[[], Any], listener: Listener):
+        self._store_factory = store_factory
+        self._listener = listener
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._jobs: dict[str, Job] = {}  # queued and running jobs
+        self._lock = threading.Lock()
+        self._worker = threading.Thread(target=self._work, name="speedpatch-runs", daemon=True)
+        self._worker.start()
+
+    def submit(self, job: Job) -> int:
+        """Queue a job; returns how many jobs are ahead of it."""
+        with self._lock:
+            ahead = len(self._jobs)
+            self._jobs[job.run_id] = job
+        self._queue.put(job)
+        return ahead
+
+    def cancel(self, run_id: str) -> bool:
+        with self._lock:
+            job = self._jobs.get(run_id)
+        if job is None:
+            return False
+        job.cancel.set()
+        return True
+
+    def active(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def get(self, run_id: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(run_id)
+
+    def job_for(self, path: str, kernel: str) -> Job | None:
+        with self._lock:
+            return next((j for j in self._jobs.values() if j.path == path and j.kernel == kernel), None)
+
+    def position(self, run_id: str) -> int:
+        with self._lock:
+            return list(self._jobs).index(run_id) if run_id in self._jobs else -1
+
+    def shutdown(self) -> None:
+        for job in self.active():
+            job.cancel.set()
+        self._queue.put(None)
+
+    def join(self, timeout: float) -> None:
+        self._worker.join(timeout)
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                self._run(job)
+            except Exception:  # the worker must survive anything one job does
+                log.exception("run %s crashed", job.run_id)
+            finally:
+                job.state = DONE
+                with self._lock:
+                    self._jobs.pop(job.run_id, None)
+                self._safe_notify(job, None)
+
+    def _run(self, job: Job) -> None:
+        if job.cancel.is_set():
+            job.status, job.message = "cancelled", "cancelled before it started"
+            return
+        job.state, job.status = RUNNING, "running"
+        self._safe_notify(job, None)
+
+        def on_event(event: ev.Event) -> None:
+            job.absorb(event)
+            self._safe_notify(job, event)
+
+        try:
+            record = api.optimize(
+                job.problem, job.config, self._store_factory(), on_event=on_event, cancel=job.cancel, run_id=job.run_id
+            )
+            job.status = record.status
+            job.message = record.message or job.message
+            job.speedup = record.speedup
+        except UserError as exc:
+            job.status, job.message = "failed", str(exc)
+        except Exception as exc:
+            log.exception("run %s failed", job.run_id)
+            job.status, job.message = "failed", f"{type(exc).__name__}: {exc}"
+
+    def _safe_notify(self, job: Job, event: ev.Event | None) -> None:
+        try:
+            self._listener(job, event)
+        except Exception:
+            log.exception("run listener failed")

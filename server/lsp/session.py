@@ -1,0 +1,524 @@
+"""The server's state and its glue: settings -> config, documents -> kernel views, runs -> LSP messages.
+
+Threading: LSP handlers run on the asyncio loop thread. Searches run on the RunManager's worker thread,
+re-verifications on a one-thread executor, the file watcher on watchdog's thread. Anything those threads
+want to send to the client goes through `post`, so all outgoing messages are written from the loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from speedpatch import api
+from speedpatch.config import Config, load_config
+from speedpatch.engine import events as ev
+from speedpatch.errors import ConfigError, UserError
+from speedpatch.model import Kernel, source_hash
+from speedpatch.store import RunRecord, Store
+
+from . import settings as settings_mod
+from .backends import BackendChooser
+from .documents import Detection, Detector, kernel_named
+from .formatting import measured, speedup_text
+from .index import RunIndex, norm_path
+from .reports import summary_of_job, summary_of_record
+from .runs import DONE, RUNNING, Job, RunManager, new_run_id
+from .verify import FAILED, VERIFYING, Verification, Verifications, judge
+from .views import APPLIED, STALE, KernelView, freshness, verification_for
+
+log = logging.getLogger(__name__)
+
+RUN_UPDATE = "speedpatch/runUpdate"
+OPEN_DIFF = "speedpatch/openDiff"
+_REPORTED_EVENTS = {ev.RUN_STARTED, ev.BASELINE, ev.ITERATION_STARTED, ev.ITERATION_FINISHED, ev.RUN_FINISHED}
+
+
+class Session:
+    def __init__(self, server: LanguageServer):
+        self.server = server
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: int | None = None
+        self.root = Path.cwd()
+        self.client_settings: dict[str, Any] = {}
+        self.config = Config()
+        self.config_error = ""
+        self.detector = Detector(api.find_kernels)
+        self.backends = BackendChooser()
+        self.store: Store | None = None
+        self.index: RunIndex | None = None
+        self.runs: RunManager | None = None
+        self.verifications: Verifications | None = None
+        self.verifier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speedpatch-verify")
+        self.external_stale: dict[str, str] = {}  # run id -> why (file changed on disk outside the editor)
+        self.finished_jobs: dict[str, Job] = {}  # runs that ended before the store knew them
+        self._winner_texts: dict[tuple[str, str], str | None] = {}
+        self._progress_ready: set[str] = set()
+        self.watcher: Any = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def initialize(self, params: types.InitializeParams) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        root = None
+        if params.workspace_folders:
+            root = to_fs_path(params.workspace_folders[0].uri)
+        elif params.root_uri:
+            root = to_fs_path(params.root_uri)
+        elif params.root_path:
+            root = params.root_path
+        self.root = Path(norm_path(root or Path.cwd()))
+        self.client_settings = settings_mod.unwrap(params.initialization_options)
+        self.reload_config(announce=True)
+        self.store = Store(self.root)
+        self.index = RunIndex(self.store, self.root)
+        self.index.refresh(force=True)
+        self.verifications = Verifications(self.root / ".speedpatch" / "lsp-verifications.json")
+        self.runs = RunManager(lambda: self.store, self._on_job)
+
+    def start_watching(self) -> None:
+        from .watcher import WorkspaceWatcher
+
+        self.watcher = WorkspaceWatcher(self)
+        self.watcher.start()
+
+    def shutdown(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.runs is not None:
+            self.runs.shutdown()
+            self.runs.join(timeout=10)
+        self.verifier.shutdown(wait=False, cancel_futures=True)
+
+    # ---------------------------------------------------------------- threads -> loop
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run fn on the LSP loop thread (directly when already there)."""
+        if self.loop is None or threading.get_ident() == self.loop_thread:
+            fn(*args)
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._safely, fn, *args)
+        except RuntimeError:  # loop closed: the session is over
+            pass
+
+    @staticmethod
+    def _safely(fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("sending to the client failed")
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.post(self.server.window_show_message, types.ShowMessageParams(type=kind, message=message))
+
+    # ---------------------------------------------------------------- configuration
+    def set_client_settings(self, raw: Any) -> None:
+        self.client_settings = settings_mod.unwrap(raw)
+        self.reload_config(announce=True)
+        self.refresh_editor()
+
+    def make_config(self, extra: dict[str, Any] | None = None) -> Config:
+        overrides = settings_mod.to_overrides(self.client_settings)
+        if extra:
+            overrides = settings_mod.merge(overrides, extra)
+        return load_config(self.root, overrides)
+
+    def reload_config(self, announce: bool = False) -> None:
+        try:
+            self.config = self.make_config()
+            self.config_error = ""
+        except ConfigError as exc:
+            # keep the last good configuration; the user sees what to fix
+            self.config_error = str(exc)
+            if announce:
+                self.show(f"speedpatch: configuration error: {exc}", types.MessageType.Error)
+        self.backends.clear()
+
+    # ---------------------------------------------------------------- documents and views
+    def path_of(self, uri: str) -> str | None:
+        if not uri.startswith("file:"):
+            return None
+        fs = to_fs_path(uri)
+        return norm_path(fs) if fs else None
+
+    def text_of(self, uri: str) -> str | None:
+        """The editor's buffer when open, else the file on disk."""
+        try:
+            doc = self.server.workspace.text_documents.get(uri)
+        except RuntimeError:
+            doc = None
+        if doc is not None:
+            return doc.source
+        path = self.path_of(uri)
+        if path is None:
+            return None
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def detect(self, uri: str) -> tuple[Detection, str, str | None]:
+        text = self.text_of(uri)
+        path = self.path_of(uri)
+        if text is None or path is None:
+            return Detection(), text or "", path
+        return self.detector.detect(uri, path, text), text, path
+
+    def views(self, uri: str) -> tuple[list[KernelView], Detection, str]:
+        detection, text, path = self.detect(uri)
+        if path is None:
+            return [], detection, text
+        return [self._view(k, path) for k in detection.kernels], detection, text
+
+    def view(self, uri: str, kernel: str) -> KernelView | None:
+        views, _, _ = self.views(uri)
+        return next((v for v in views if v.kernel.name == kernel), None)
+
+    def _view(self, kernel: Kernel, path: str) -> KernelView:
+        backend = self.backends.backend_for(kernel.target, self.config)
+        runnable, reason = kernel.runnable, kernel.reason
+        if runnable:
+            if not backend:
+                runnable, reason = False, f"no backend configured for target {kernel.target}"
+            else:
+                avail = self.backends.availability(backend, self.config)
+                if not avail.usable:
+                    runnable, reason = False, f"backend {backend} is not usable here: {avail.reason}"
+        view = KernelView(kernel=kernel, backend=backend, runnable=runnable, reason=reason)
+        assert self.runs is not None and self.index is not None
+        view.job = self.runs.job_for(path, kernel.name)
+        record = self.index.latest(path, kernel.name)
+        if record is None or (view.job is not None and view.job.run_id == record.run_id):
+            return view
+        view.record = record
+        state, why = freshness(record, kernel, self.winner_text(record), self.external_stale.get(record.run_id, ""))
+        view.freshness, view.stale_reason = state, why
+        if state == APPLIED and self.verifications is not None:
+            view.verification = verification_for(self.verifications.get(record.run_id), kernel)
+        return view
+
+    def winner_text(self, record: RunRecord) -> str | None:
+        """The winning candidate's kernel text (what the document holds once the rewrite is applied)."""
+        if record.best is None or record.baseline is None or record.best.id == record.baseline.id:
+            return None
+        key = (record.run_id, record.best.id)
+        if key not in self._winner_texts:
+            found = self.detector.detect(f"speedpatch-run:{record.run_id}", record.path, record.best.source)
+            winner = kernel_named(found.kernels, record.kernel)
+            self._winner_texts[key] = winner.text if winner else None
+        return self._winner_texts[key]
+
+    def record_path(self, record: RunRecord) -> str:
+        assert self.index is not None
+        return self.index.path_of(record)
+
+    def is_stale(self, record: RunRecord) -> bool:
+        if record.run_id in self.external_stale:
+            return True
+        path = self.record_path(record)
+        uri = self._uri_for_path(path)
+        text = self.text_of(uri)
+        if text is None:
+            return False
+        found = self.detector.detect(uri, path, text)
+        state, _ = freshness(record, kernel_named(found.kernels, record.kernel), self.winner_text(record))
+        return state == STALE
+
+    def _uri_for_path(self, path: str) -> str:
+        from pygls.uris import from_fs_path
+
+        # prefer the exact uri the editor used for an open document
+        for uri in list(self.server.workspace.text_documents):
+            if self.path_of(uri) == path:
+                return uri
+        return from_fs_path(path) or path
+
+    # ---------------------------------------------------------------- summaries
+    def summary(self, run_id: str) -> dict[str, Any] | None:
+        assert self.runs is not None and self.index is not None
+        job = self.runs.get(run_id)
+        if job is not None:
+            return summary_of_job(job)
+        record = self.index.get(run_id)
+        if record is not None:
+            return summary_of_record(record, self.record_path(record), self.is_stale(record))
+        job = self.finished_jobs.get(run_id)
+        return summary_of_job(job) if job else None
+
+    def all_summaries(self) -> list[dict[str, Any]]:
+        assert self.runs is not None and self.index is not None
+        out = [summary_of_job(j) for j in self.runs.active()]
+        seen = {s["runId"] for s in out}
+        for record in self.index.all():
+            if record.run_id not in seen:
+                out.append(summary_of_record(record, self.record_path(record), self.is_stale(record)))
+                seen.add(record.run_id)
+        out += [summary_of_job(j) for j in self.finished_jobs.values() if j.run_id not in seen]
+        return out
+
+    # ---------------------------------------------------------------- runs
+    def start_run(self, uri: str, kernel: str, quick: bool) -> str:
+        assert self.runs is not None
+        path = self.path_of(uri)
+        text = self.text_of(uri)
+        if path is None or text is None:
+            raise UserError(f"cannot optimize {uri}: only files on disk can be optimized")
+        if self.config_error:
+            raise UserError(f"fix the configuration first: {self.config_error}")
+        view = self.view(uri, kernel)
+        if view is None:
+            names = ", ".join(v.kernel.name for v in self.views(uri)[0]) or "none"
+            raise UserError(f"no kernel named {kernel!r} in {Path(path).name} (kernels found: {names})")
+        if not view.runnable:
+            raise UserError(f"cannot optimize {kernel}: {view.reason}")
+        if view.job is not None:
+            raise UserError(f"{kernel} is already being optimized (run {view.job.run_id})")
+        config = self.make_config(settings_mod.QUICK_OVERRIDES if quick else None)
+        problem = api.make_problem(path, text, kernel, config, backend=view.backend)
+        job = Job(run_id=new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
+        job.iterations = config.search.iterations
+        if self._client_has_progress():
+            job.token = f"speedpatch-run-{job.run_id}"
+        self.runs.submit(job)
+        self._begin_progress(job)
+        self.refresh_editor()
+        return job.run_id
+
+    def cancel(self, run_id: str) -> bool:
+        assert self.runs is not None
+        return self.runs.cancel(run_id)
+
+    def cancel_token(self, token: Any) -> None:
+        assert self.runs is not None
+        for job in self.runs.active():
+            if job.token and job.token == token:
+                job.cancel.set()
+
+    def _client_has_progress(self) -> bool:
+        caps = self.server.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+    def _begin_progress(self, job: Job) -> None:
+        if not job.token:
+            return
+
+        def begin(*_: Any) -> None:
+            assert self.runs is not None
+            ahead = max(self.runs.position(job.run_id), 0)
+            self.server.work_done_progress.begin(
+                job.token,
+                types.WorkDoneProgressBegin(
+                    title=f"Optimizing {job.kernel} ({job.backend})",
+                    cancellable=True,
+                    message=f"queued behind {ahead} run(s)" if job.state != RUNNING and ahead else "starting",
+                    percentage=0,
+                ),
+            )
+            self._progress_ready.add(job.token)
+            if job.state == DONE:
+                self._end_progress(job)
+
+        self.server.work_done_progress.create(job.token, callback=begin)
+
+    def _report_progress(self, job: Job) -> None:
+        if job.token not in self._progress_ready:
+            return
+        parts = []
+        if job.iterations:
+            parts.append(f"iteration {job.iteration}/{job.iterations}")
+        parts.append(f"{job.evaluated} evaluated, {job.correct} correct")
+        if job.speedup:
+            parts.append(f"best {speedup_text(job.speedup)}")
+        percentage = int(100 * max(job.iteration - 1, 0) / job.iterations) if job.iterations else None
+        self.server.work_done_progress.report(
+            job.token, types.WorkDoneProgressReport(message=", ".join(parts), percentage=percentage, cancellable=True)
+        )
+
+    def _end_progress(self, job: Job) -> None:
+        if job.token not in self._progress_ready:
+            return
+        self._progress_ready.discard(job.token)
+        text = f"{job.status}"
+        if job.speedup:
+            text += f", best {speedup_text(job.speedup)}"
+        if job.message:
+            text += f": {job.message}"
+        self.server.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=text))
+        self.server.work_done_progress.tokens.pop(job.token, None)
+
+    def _on_job(self, job: Job, event: ev.Event | None) -> None:
+        """Called on the run worker thread after every change of a job."""
+        assert self.index is not None
+        kind = event.kind if event is not None else None
+        if kind == ev.WARNING:
+            self.post(
+                self.server.window_log_message,
+                types.LogMessageParams(type=types.MessageType.Warning, message=str(event.data.get("message"))),
+            )
+            return
+        if kind == ev.CANDIDATE:
+            self.post(self._report_progress, job)
+            return
+        if kind in _REPORTED_EVENTS or job.state == DONE:
+            self.index.refresh()  # the store changed: load it here, off the loop thread
+        if job.state == DONE:
+            self._winner_texts.clear()
+            if self.index.get(job.run_id) is None:
+                self.finished_jobs[job.run_id] = job
+            self.post(self._job_done, job)
+            return
+        self.post(self._job_changed, job)
+
+    def _job_changed(self, job: Job) -> None:
+        self._report_progress(job)
+        self._send_update(job.run_id)
+        self.refresh_editor()
+
+    def _job_done(self, job: Job) -> None:
+        self._end_progress(job)
+        self._send_update(job.run_id)
+        self.refresh_editor()
+        if job.status == "failed":
+            self.show(f"speedpatch: optimizing {job.kernel} failed: {job.message}", types.MessageType.Error)
+        elif job.speedup and job.speedup > 1.0:
+            self.show(f"speedpatch: {job.kernel} can run {speedup_text(job.speedup)} faster; see the code lens")
+
+    def _send_update(self, run_id: str) -> None:
+        summary = self.summary(run_id)
+        if summary is not None:
+            self.server.protocol.notify(RUN_UPDATE, summary)
+
+    # ---------------------------------------------------------------- accept on save
+    def on_save(self, uri: str) -> None:
+        views, _, text = self.views(uri)
+        path = self.path_of(uri)
+        if path is None or self.verifications is None:
+            return
+        for view in views:
+            record = view.record
+            if record is None or view.freshness != APPLIED or view.job is not None:
+                continue
+            known = self.verifications.get(record.run_id)
+            file_hash = source_hash(text)
+            kernel_hash = source_hash(view.kernel.text.rstrip())
+            if known and known.file_hash == file_hash and known.kernel_hash == kernel_hash:
+                continue  # this exact file was verified already
+            base, unit = measured(record.baseline)
+            v = Verification(
+                run_id=record.run_id,
+                kernel=record.kernel,
+                kernel_hash=kernel_hash,
+                file_hash=file_hash,
+                unit=unit,
+                baseline_value=base,
+                backend=record.backend,
+            )
+            self.verifications.put(v)
+            self.verifier.submit(self._verify, v, path, text)
+        self.refresh_editor()
+
+    def _verify(self, v: Verification, path: str, text: str) -> None:
+        assert self.verifications is not None
+        try:
+            config = self.make_config()
+            problem = api.make_problem(path, text, v.kernel, config, backend=v.backend)
+            judge(v, api.evaluate(problem, None, config))
+        except Exception as exc:  # an infrastructure failure is reported, never raised into the loop
+            v.state, v.message = FAILED, f"re-verification could not run: {exc}"
+        self.verifications.put(v)
+        if v.state == FAILED:
+            self.show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
+        self.post(self.refresh_editor)
+
+    def verifying(self, run_id: str) -> bool:
+        v = self.verifications.get(run_id) if self.verifications else None
+        return v is not None and v.state == VERIFYING
+
+    # ---------------------------------------------------------------- external changes
+    def on_disk_change(self, path: str) -> None:
+        """A kernel file changed on disk (watcher thread). Saves from the editor leave disk == buffer and
+        are not external; anything else that no longer matches a run's start or winner marks it stale."""
+        assert self.index is not None
+        uri = self._uri_for_path(path)
+        try:
+            disk = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            disk = None
+        buffer = self.server.workspace.text_documents.get(uri)
+        if buffer is not None and disk is not None and buffer.source == disk:
+            return
+        changed = False
+        for record in self.index.for_path(path):
+            why = _disk_staleness(record, disk, self)
+            if why and self.external_stale.get(record.run_id) != why:
+                self.external_stale[record.run_id] = why
+                changed = True
+            elif not why and record.run_id in self.external_stale:
+                del self.external_stale[record.run_id]
+                changed = True
+        if changed:
+            self.post(self.refresh_editor)
+
+    def on_store_change(self) -> None:
+        assert self.index is not None
+        if self.index.refresh():
+            self._winner_texts.clear()
+            self.post(self.refresh_editor)
+
+    def on_config_change(self) -> None:
+        self.reload_config(announce=True)
+        self.post(self.refresh_editor)
+
+    # ---------------------------------------------------------------- editor refresh
+    def refresh_editor(self) -> None:
+        """Ask the client to re-request lenses and hints; re-publish diagnostics of open documents."""
+        if threading.get_ident() != self.loop_thread:
+            self.post(self.refresh_editor)
+            return
+        caps = self.server.client_capabilities.workspace if self.server.client_capabilities else None
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.server.workspace_code_lens_refresh(None)
+        if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+            self.server.workspace_inlay_hint_refresh(None)
+        for uri in list(self.server.workspace.text_documents):
+            self.publish_diagnostics(uri)
+
+    def publish_diagnostics(self, uri: str) -> None:
+        from .diagnostics import diagnostics_for
+
+        views, detection, text = self.views(uri)
+        doc = self.server.workspace.text_documents.get(uri)
+        encoding = self.server.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri,
+                version=doc.version if doc else None,
+                diagnostics=diagnostics_for(views, detection.note, text, encoding),
+            )
+        )
+
+
+def _disk_staleness(record: RunRecord, disk: str | None, session: Session) -> str:
+    """Why a run no longer describes the file on disk ("" when it still does)."""
+    if disk is None:
+        return "the file was deleted or is unreadable"
+    allowed = {record.problem.source}
+    if record.best is not None:
+        allowed.add(record.best.source)
+    if disk in allowed:
+        return ""
+    found = session.detector.detect(f"speedpatch-disk:{record.path}", record.path, disk)
+    current = kernel_named(found.kernels, record.kernel)
+    state, why = freshness(record, current, session.winner_text(record))
+    if state == STALE:
+        return f"changed on disk outside the editor: {why}"
+    return "its file (the harness) changed on disk outside the editor"
+

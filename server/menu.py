@@ -1,0 +1,77 @@
+"""Optimization menus as data: menus/<target>.toml, overridable per workspace.
+
+Keys: knowledge (text for the LLM about the target), optimizations (the menu), plan_rules, code_rules.
+A workspace override is `.speedpatch/menus/<target>.toml` or the file named in speedpatch.toml
+[menus] <target> = "path"; its keys replace the shipped ones (and `extra_optimizations` appends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from speedpatch.config import tomllib
+from speedpatch.errors import ConfigError
+
+OTHER = "Other methods not listed here."
+
+
+@dataclass
+class Menu:
+    target: str
+    knowledge: str = ""
+    optimizations: list[str] = field(default_factory=list)
+    plan_rules: list[str] = field(default_factory=list)
+    code_rules: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+def _read(path_or_text: str, origin: str) -> dict:
+    try:
+        data = tomllib.loads(path_or_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: not valid TOML: {exc}") from exc
+    for key in ("optimizations", "plan_rules", "code_rules", "extra_optimizations"):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{origin}: {key} must be a list of strings")
+    if not isinstance(data.get("knowledge", ""), str):
+        raise ConfigError(f"{origin}: knowledge must be a string")
+    return data
+
+
+def shipped_menu_text(target: str) -> str | None:
+    try:
+        return resources.files("speedpatch.menus").joinpath(f"{target}.toml").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        return None
+
+
+def load_menu(target: str, workspace: str | Path | None = None, override: str | None = None) -> Menu:
+    menu = Menu(target=target)
+    text = shipped_menu_text(target)
+    layers: list[tuple[str, str]] = []
+    if text is not None:
+        layers.append((text, f"menus/{target}.toml"))
+    candidates = []
+    if override:
+        p = Path(override)
+        candidates.append(p if p.is_absolute() or not workspace else Path(workspace) / p)
+    elif workspace:
+        candidates.append(Path(workspace) / ".speedpatch" / "menus" / f"{target}.toml")
+    for path in candidates:
+        if path.is_file():
+            layers.append((path.read_text(encoding="utf-8"), str(path)))
+        elif override:
+            raise ConfigError(f"menus.{target}: menu file {path} does not exist")
+    for body, origin in layers:
+        data = _read(body, origin)
+        menu.knowledge = data.get("knowledge", menu.knowledge)
+        menu.optimizations = list(data.get("optimizations", menu.optimizations))
+        menu.optimizations += data.get("extra_optimizations", [])
+        menu.plan_rules = list(data.get("plan_rules", menu.plan_rules))
+        menu.code_rules = list(data.get("code_rules", menu.code_rules))
+        menu.source = origin
+    menu.optimizations = [o for o in menu.optimizations if o.strip() != OTHER]
+    return menu

@@ -1,0 +1,50 @@
+"""RunRecord: one search over one kernel, as stored."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from speedpatch.model import Candidate, Problem
+
+RUNNING, FINISHED, CANCELLED, FAILED, INTERRUPTED = "running", "finished", "cancelled", "failed", "interrupted"
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    path: str
+    kernel: str
+    target: str
+    backend: str
+    status: str
+    message: str
+    iteration: int
+    iterations: int
+    problem: Problem
+    baseline: Candidate | None
+    best: Candidate | None
+    created: str
+    updated: str
+    config: dict[str, Any] = field(default_factory=dict)
+    llm: dict[str, int] = field(default_factory=dict)
+    evaluations: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.baseline or not self.best:
+            return None
+        base, best = self.baseline.score, self.best.score
+        if base == float("inf") or best == float("inf") or best <= 0:
+            return None
+        return base / best
+
+    @property
+    def unit(self) -> str:
+        ev = self.baseline.evaluation if self.baseline else None
+        return ev.unit if ev else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["speedup"] = self.speedup
+        return data

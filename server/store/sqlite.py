@@ -1,0 +1,310 @@
+"""SQLite persistence for runs, plans, candidates (with lineage and evaluations), beams and LLM calls.
+
+WAL mode and one connection per thread, so the engine's worker threads, the language server and a CLI
+process can all use the same file. Every write bumps meta.version, which readers poll to notice changes
+made by other processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from speedpatch.model import Candidate, Evaluation, Problem
+from speedpatch.store.records import INTERRUPTED, RUNNING, RunRecord
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('version', 0);
+CREATE TABLE IF NOT EXISTS runs (
+  id TEXT PRIMARY KEY, created TEXT NOT NULL, updated TEXT NOT NULL, path TEXT NOT NULL,
+  kernel TEXT NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, status TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '', iteration INTEGER NOT NULL DEFAULT 0, iterations INTEGER NOT NULL,
+  problem TEXT NOT NULL, config TEXT NOT NULL, baseline_id TEXT, best_id TEXT, pid INTEGER, host TEXT
+);
+CREATE TABLE IF NOT EXISTS plans (
+  run_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT NOT NULL, iteration INTEGER NOT NULL,
+  model TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS candidates (
+  run_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, iteration INTEGER NOT NULL,
+  plan TEXT NOT NULL, source TEXT NOT NULL, source_hash TEXT NOT NULL, model TEXT NOT NULL,
+  fixed INTEGER NOT NULL, status TEXT, value REAL, unit TEXT, evaluation TEXT, created TEXT NOT NULL,
+  PRIMARY KEY (run_id, id)
+);
+CREATE INDEX IF NOT EXISTS candidates_hash ON candidates (run_id, source_hash);
+CREATE TABLE IF NOT EXISTS beams (
+  run_id TEXT NOT NULL, iteration INTEGER NOT NULL, members TEXT NOT NULL, best_id TEXT,
+  PRIMARY KEY (run_id, iteration)
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+  run_id TEXT NOT NULL, key TEXT NOT NULL, phase TEXT NOT NULL, model TEXT NOT NULL,
+  prompt TEXT NOT NULL, reply TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL, seconds REAL NOT NULL, created TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+"""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _pid_alive(pid: int | None, host: str | None) -> bool:
+    if host != os.uname().nodename:
+        return True  # driven from another machine: we cannot tell, assume it is alive
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    def __init__(self, workspace: Path | str) -> None:
+        self.root = Path(workspace) / ".speedpatch"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path = self.root / "runs.sqlite3"
+        self._local = threading.local()
+        self._conn().executescript(SCHEMA)  # idempotent; executescript manages its own transaction
+
+    # connection handling -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    class _Tx:
+        def __init__(self, conn: sqlite3.Connection, write: bool) -> None:
+            self.conn, self.write = conn, write
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
+            return self.conn
+
+        def __exit__(self, exc_type, exc, tb) -> None:
+            if exc_type is None:
+                if self.write:
+                    self.conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+                self.conn.execute("COMMIT")
+            else:
+                self.conn.execute("ROLLBACK")
+
+    def _tx(self, write: bool = True) -> Store._Tx:
+        return Store._Tx(self._conn(), write)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def data_version(self) -> int:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        return int(row[0])
+
+    # runs ----------------------------------------------------------------------------------------
+    def create_run(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any]) -> None:
+        stamp = now()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs (id, created, updated, path, kernel, target, backend, status, iterations,"
+                " problem, config, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id, stamp, stamp, problem.path, problem.kernel.name, problem.target, problem.backend,
+                    RUNNING, iterations, json.dumps(problem.to_dict()), json.dumps(config), os.getpid(),
+                    os.uname().nodename,
+                ),
+            )
+
+    def claim(self, run_id: str) -> None:
+        """This process now drives the run (resume)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE runs SET status=?, pid=?, host=?, updated=? WHERE id=?",
+                (RUNNING, os.getpid(), os.uname().nodename, now(), run_id),
+            )
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "message", "iteration", "iterations", "baseline_id", "best_id", "config"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"cannot update run fields {bad}")
+        if "config" in fields:
+            fields["config"] = json.dumps(fields["config"])
+        fields["updated"] = now()
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self._tx() as db:
+            db.execute(f"UPDATE runs SET {cols} WHERE id=?", (*fields.values(), run_id))
+
+    def set_status(self, run_id: str, status: str, message: str = "") -> None:
+        self.update_run(run_id, status=status, message=message)
+
+    def _record(self, row: sqlite3.Row) -> RunRecord:
+        run_id = row["id"]
+        status = row["status"]
+        if status == RUNNING and not _pid_alive(row["pid"], row["host"]):
+            status = INTERRUPTED
+        baseline = self.get_candidate(run_id, row["baseline_id"]) if row["baseline_id"] else None
+        best = self.get_candidate(run_id, row["best_id"]) if row["best_id"] else None
+        db = self._conn()
+        calls = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0)"
+            " FROM llm_calls WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
+        evals = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(status IN ('ok','not_measured')),0) FROM candidates"
+            " WHERE run_id=? AND status IS NOT NULL",
+            (run_id,),
+        ).fetchone()
+        message = row["message"]
+        if status == INTERRUPTED and not message:
+            message = f"interrupted (its process is gone); continue it with: speedpatch resume {run_id}"
+        return RunRecord(
+            run_id=run_id,
+            path=row["path"],
+            kernel=row["kernel"],
+            target=row["target"],
+            backend=row["backend"],
+            status=status,
+            message=message,
+            iteration=row["iteration"],
+            iterations=row["iterations"],
+            problem=Problem.from_dict(json.loads(row["problem"])),
+            baseline=baseline,
+            best=best,
+            created=row["created"],
+            updated=row["updated"],
+            config=json.loads(row["config"]),
+            llm={"calls": calls[0], "prompt_tokens": calls[1], "completion_tokens": calls[2]},
+            evaluations={"total": evals[0], "correct": evals[1]},
+        )
+
+    def get_run(self, run_id: str) -> RunRecord:
+        row = self._conn().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            matches = self._conn().execute("SELECT * FROM runs WHERE id LIKE ?", (run_id + "%",)).fetchall()
+            if len(matches) != 1:
+                raise KeyError(f"no run {run_id!r} in {self.path} (see `speedpatch runs`)")
+            row = matches[0]
+        return self._record(row)
+
+    def list_runs(self) -> list[RunRecord]:
+        rows = self._conn().execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC").fetchall()
+        return [self._record(r) for r in rows]
+
+    # plans, candidates, beams ------------------------------------------------------------------------
+    def save_plan(self, run_id: str, plan_id: str, parent_id: str, iteration: int, model: str, text: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO plans VALUES (?,?,?,?,?,?)",
+                (run_id, plan_id, parent_id, iteration, model, text),
+            )
+
+    def plans(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn().execute("SELECT * FROM plans WHERE run_id=? ORDER BY rowid", (run_id,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def save_candidate(self, cand: Candidate) -> None:
+        ev = cand.evaluation
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    cand.run_id, cand.id, cand.parent_id, cand.iteration, cand.plan, cand.source,
+                    cand.source_hash, cand.model, int(cand.fixed), ev.status if ev else None,
+                    ev.value if ev else None, ev.unit if ev else None,
+                    json.dumps(ev.to_dict()) if ev else None, now(),
+                ),
+            )
+
+    def _candidate(self, row: sqlite3.Row) -> Candidate:
+        ev = Evaluation.from_dict(json.loads(row["evaluation"])) if row["evaluation"] else None
+        return Candidate(
+            id=row["id"], run_id=row["run_id"], parent_id=row["parent_id"], iteration=row["iteration"],
+            plan=row["plan"], source=row["source"], source_hash=row["source_hash"], model=row["model"],
+            fixed=bool(row["fixed"]), evaluation=ev,
+        )
+
+    def get_candidate(self, run_id: str, candidate_id: str) -> Candidate:
+        row = self._conn().execute(
+            "SELECT * FROM candidates WHERE run_id=? AND id=?", (run_id, candidate_id)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"run {run_id} has no candidate {candidate_id!r}")
+        return self._candidate(row)
+
+    def find_by_hash(self, run_id: str, source_hash: str) -> Candidate | None:
+        row = self._conn().execute(
+            "SELECT * FROM candidates WHERE run_id=? AND source_hash=? AND evaluation IS NOT NULL LIMIT 1",
+            (run_id, source_hash),
+        ).fetchone()
+        return self._candidate(row) if row else None
+
+    def candidates(self, run_id: str) -> list[Candidate]:
+        rows = self._conn().execute(
+            "SELECT * FROM candidates WHERE run_id=? ORDER BY iteration, rowid", (run_id,)
+        ).fetchall()
+        return [self._candidate(r) for r in rows]
+
+    def lineage(self, run_id: str, candidate_id: str) -> list[Candidate]:
+        chain: list[Candidate] = []
+        current: str | None = candidate_id
+        while current:
+            cand = self.get_candidate(run_id, current)
+            chain.append(cand)
+            current = cand.parent_id
+        return chain[::-1]
+
+    def save_beam(self, run_id: str, iteration: int, members: list[str], best_id: str | None) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO beams VALUES (?,?,?,?)", (run_id, iteration, json.dumps(members), best_id)
+            )
+
+    def beams(self, run_id: str) -> dict[int, list[str]]:
+        rows = self._conn().execute(
+            "SELECT iteration, members FROM beams WHERE run_id=? ORDER BY iteration", (run_id,)
+        ).fetchall()
+        return {r["iteration"]: json.loads(r["members"]) for r in rows}
+
+    # LLM calls: the record of tokens and the replay cache for resume -------------------------------
+    def get_llm_call(self, run_id: str, key: str) -> dict[str, Any] | None:
+        row = self._conn().execute(
+            "SELECT * FROM llm_calls WHERE run_id=? AND key=?", (run_id, key)
+        ).fetchone()
+        return dict(row) if row else None
+
+    def save_llm_call(
+        self, run_id: str, key: str, phase: str, model: str, prompt: str, reply: str,
+        prompt_tokens: int, completion_tokens: int, seconds: float,
+    ) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, key, phase, model, prompt, reply, prompt_tokens, completion_tokens, seconds, now()),
+            )
+
+    def llm_usage(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn().execute(
+            "SELECT phase, model, COUNT(*) AS calls, SUM(prompt_tokens) AS prompt_tokens,"
+            " SUM(completion_tokens) AS completion_tokens, SUM(seconds) AS seconds FROM llm_calls"
+            " WHERE run_id=? GROUP BY phase, model ORDER BY phase, model",
+            (run_id,),
+        ).fetchall()
+        return [dict(r) for r in rows]
