@@ -25,7 +25,9 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
         # shown greyed out with the reason, so the user learns why nothing is offered
         return [
             types.CodeAction(
-                title=optimize_title(view), kind=KIND, disabled=types.CodeActionDisabledType(reason=view.reason)
+                title=optimize_title(view),
+                kind=KIND,
+                disabled=types.CodeActionDisabledType(reason=view.reason),
             )
         ]
     if view.job is not None:
@@ -38,7 +40,9 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
     if record is not None and view.has_winner and view.freshness == FRESH:
         run = [{"runId": record.run_id}]
         out.append(_action("Show diff", SHOW_DIFF, run))
-        out.append(_action(f"Apply rewrite ({speedup_text(record.speedup)} faster)", APPLY, run, is_preferred=True))
+        out.append(
+            _action(f"Apply rewrite ({speedup_text(record.speedup)} faster)", APPLY, run, is_preferred=True)
+        )
     return out
 
 

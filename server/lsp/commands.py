@@ -44,9 +44,12 @@ def register(server: LanguageServer, session: Session) -> None:
     @server.command(SHOW_DIFF)
     def show_diff(*args):
         arg = params.first_arg(args)
-        payload = candidate(session, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+        payload = candidate(
+            session, params.text(arg, "runId"), params.text(arg, "candidateId", required=False)
+        )
         server.protocol.notify(
-            OPEN_DIFF, {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]}
+            OPEN_DIFF,
+            {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]},
         )
         return payload
 
@@ -93,7 +96,9 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
     encoding = server.workspace.position_encoding or types.PositionEncodingKind.Utf16
     edit = minimal_edit(current, new_text, encoding)
     change = types.TextDocumentEdit(
-        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version if doc else None),
+        text_document=types.OptionalVersionedTextDocumentIdentifier(
+            uri=uri, version=doc.version if doc else None
+        ),
         edits=[edit],
     )
     label = f"speedpatch: apply {record.kernel} rewrite"
@@ -101,7 +106,9 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
         types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(document_changes=[change]), label=label)
     )
     if not result.applied:
-        return _refuse(session, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}")
+        return _refuse(
+            session, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}"
+        )
     return {"applied": True, "message": f"applied {record.kernel} rewrite; save to accept and re-verify it"}
 
 

@@ -37,7 +37,9 @@ def diagnostics_for(views: list[KernelView], note: str, text: str, encoding: str
             message = f"{name}: a rewrite is ready, {winner_title(view.record)}"
             data = {"runId": view.record.run_id, "speedup": view.record.speedup}
             out.append(_diag(where, message, types.DiagnosticSeverity.Information, READY, data))
-        elif view.freshness == APPLIED and view.verification is not None and view.verification.state == FAILED:
+        elif (
+            view.freshness == APPLIED and view.verification is not None and view.verification.state == FAILED
+        ):
             message = f"{name}: the applied rewrite does not hold: {view.verification.message}"
             out.append(_diag(where, message, types.DiagnosticSeverity.Warning, VERIFY_FAILED))
     return out
@@ -46,4 +48,6 @@ def diagnostics_for(views: list[KernelView], note: str, text: str, encoding: str
 def _diag(
     where: types.Range, message: str, severity: types.DiagnosticSeverity, code: str, data: dict | None = None
 ) -> types.Diagnostic:
-    return types.Diagnostic(range=where, message=message, severity=severity, source=SOURCE, code=code, data=data)
+    return types.Diagnostic(
+        range=where, message=message, severity=severity, source=SOURCE, code=code, data=data
+    )

@@ -70,5 +70,5 @@ def kernel_named(kernels: list[Kernel], name: str) -> Kernel | None:
 
 
 def kernel_at_line(kernels: list[Kernel], start_line: int, end_line: int) -> list[Kernel]:
-    """Kernels whose region overlaps the given (inclusive) line range."""
-    return [k for k in kernels if k.start_line <= end_line and start_line <= max(k.end_line, k.start_line)]
+    """Kernels whose region (end_line exclusive) overlaps the given inclusive line range."""
+    return [k for k in kernels if k.start_line <= end_line and start_line < max(k.end_line, k.start_line + 1)]

@@ -34,7 +34,9 @@ def speedup_of(baseline: float | None, value: float | None) -> float | None:
     return baseline / value
 
 
-def faster_text(speedup: float | None, baseline: float | None, best: float | None, unit: str, backend: str) -> str:
+def faster_text(
+    speedup: float | None, baseline: float | None, best: float | None, unit: str, backend: str
+) -> str:
     """'3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native)'"""
     return (
         f"{speedup_text(speedup)} faster: {value_text(baseline)} -> {value_text(best)} {unit} ({backend})"

@@ -13,7 +13,9 @@ def hint_label(view: KernelView) -> str | None:
     if view.job is not None:
         if view.job.baseline_value is None:
             return None
-        return f"{value_text(view.job.baseline_value, view.job.unit)} (baseline, {view.backend}); searching..."
+        return (
+            f"{value_text(view.job.baseline_value, view.job.unit)} (baseline, {view.backend}); searching..."
+        )
     record = view.record
     if record is None or record.baseline is None:
         return None

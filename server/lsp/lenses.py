@@ -10,12 +10,19 @@ from .runs import QUEUED, Job
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, STALE, KernelView
 
-OPTIMIZE, CANCEL, SHOW_DIFF, APPLY = "speedpatch.optimize", "speedpatch.cancel", "speedpatch.showDiff", "speedpatch.apply"
+OPTIMIZE, CANCEL, SHOW_DIFF, APPLY = (
+    "speedpatch.optimize",
+    "speedpatch.cancel",
+    "speedpatch.showDiff",
+    "speedpatch.apply",
+)
 
 
 def _lens(line: int, title: str, command: str = "", args: list | None = None) -> types.CodeLens:
     # A lens whose command is "" renders as plain text in VS Code: used for states that have no action.
-    where = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+    where = types.Range(
+        start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+    )
     return types.CodeLens(range=where, command=types.Command(title=title, command=command, arguments=args))
 
 
@@ -80,8 +87,9 @@ def _applied_lens(view: KernelView, line: int) -> types.CodeLens:
         return _lens(line, "applied rewrite: re-verifying the saved kernel...")
     if v.state == HOLDS:
         if v.speedup:
-            return _lens(line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend))
+            return _lens(
+                line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend)
+            )
         return _lens(line, f"verified: {v.message}")
     assert v.state == FAILED
     return _lens(line, f"speedpatch warning: {v.message}")
-

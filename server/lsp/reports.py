@@ -69,7 +69,9 @@ def candidate_payload(store: Store, record: RunRecord, path: str, candidate_id: 
         raise KeyError(f"run {record.run_id} has no best candidate yet")
     base, unit = measured(record.baseline)
     value, value_unit = measured(candidate)
-    speedup = speedup_of(base, value) if candidate.evaluation and candidate.evaluation.status == "ok" else None
+    speedup = (
+        speedup_of(base, value) if candidate.evaluation and candidate.evaluation.status == "ok" else None
+    )
     lineage = store.lineage(record.run_id, candidate.id)
     return {
         "runId": record.run_id,
@@ -100,8 +102,12 @@ def run_report(store: Store, record: RunRecord, path: str, stale: bool = False) 
     by_id = {c.id: c for c in candidates}
     iterations = []
     for iteration, beam in sorted(store.beams(record.run_id).items()):
-        values = [v for v in (measured(by_id[c])[0] for c in beam if c in by_id and _ok(by_id[c])) if v is not None]
-        iterations.append({"iteration": iteration, "best": min(values) if values else None, "beam": list(beam)})
+        values = [
+            v for v in (measured(by_id[c])[0] for c in beam if c in by_id and _ok(by_id[c])) if v is not None
+        ]
+        iterations.append(
+            {"iteration": iteration, "best": min(values) if values else None, "beam": list(beam)}
+        )
     return {
         "run": summary_of_record(record, path, stale),
         "iterations": iterations,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,10 +25,6 @@ from speedpatch.model import Problem
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE = "queued", "running", "done"
-
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 @dataclass
@@ -195,7 +190,12 @@ class RunManager:
 
         try:
             record = api.optimize(
-                job.problem, job.config, self._store_factory(), on_event=on_event, cancel=job.cancel, run_id=job.run_id
+                job.problem,
+                job.config,
+                self._store_factory(),
+                on_event=on_event,
+                cancel=job.cancel,
+                run_id=job.run_id,
             )
             job.status = record.status
             job.message = record.message or job.message

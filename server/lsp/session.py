@@ -31,7 +31,7 @@ from .documents import Detection, Detector, kernel_named
 from .formatting import measured, speedup_text
 from .index import RunIndex, norm_path
 from .reports import summary_of_job, summary_of_record
-from .runs import DONE, RUNNING, Job, RunManager, new_run_id
+from .runs import DONE, RUNNING, Job, RunManager
 from .verify import FAILED, VERIFYING, Verification, Verifications, judge
 from .views import APPLIED, STALE, KernelView, freshness, verification_for
 
@@ -95,7 +95,7 @@ class Session:
             self.watcher.stop()
         if self.runs is not None:
             self.runs.shutdown()
-            self.runs.join(timeout=10)
+            self.runs.join(timeout=5)
         self.verifier.shutdown(wait=False, cancel_futures=True)
 
     # ---------------------------------------------------------------- threads -> loop
@@ -199,7 +199,9 @@ class Session:
         if record is None or (view.job is not None and view.job.run_id == record.run_id):
             return view
         view.record = record
-        state, why = freshness(record, kernel, self.winner_text(record), self.external_stale.get(record.run_id, ""))
+        state, why = freshness(
+            record, kernel, self.winner_text(record), self.external_stale.get(record.run_id, "")
+        )
         view.freshness, view.stale_reason = state, why
         if state == APPLIED and self.verifications is not None:
             view.verification = verification_for(self.verifications.get(record.run_id), kernel)
@@ -283,7 +285,7 @@ class Session:
             raise UserError(f"{kernel} is already being optimized (run {view.job.run_id})")
         config = self.make_config(settings_mod.QUICK_OVERRIDES if quick else None)
         problem = api.make_problem(path, text, kernel, config, backend=view.backend)
-        job = Job(run_id=new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
+        job = Job(run_id=api.new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
         job.iterations = config.search.iterations
         if self._client_has_progress():
             job.token = f"speedpatch-run-{job.run_id}"
@@ -339,7 +341,8 @@ class Session:
             parts.append(f"best {speedup_text(job.speedup)}")
         percentage = int(100 * max(job.iteration - 1, 0) / job.iterations) if job.iterations else None
         self.server.work_done_progress.report(
-            job.token, types.WorkDoneProgressReport(message=", ".join(parts), percentage=percentage, cancellable=True)
+            job.token,
+            types.WorkDoneProgressReport(message=", ".join(parts), percentage=percentage, cancellable=True),
         )
 
     def _end_progress(self, job: Job) -> None:
@@ -361,7 +364,9 @@ class Session:
         if kind == ev.WARNING:
             self.post(
                 self.server.window_log_message,
-                types.LogMessageParams(type=types.MessageType.Warning, message=str(event.data.get("message"))),
+                types.LogMessageParams(
+                    type=types.MessageType.Warning, message=str(event.data.get("message"))
+                ),
             )
             return
         if kind == ev.CANDIDATE:
@@ -389,7 +394,9 @@ class Session:
         if job.status == "failed":
             self.show(f"speedpatch: optimizing {job.kernel} failed: {job.message}", types.MessageType.Error)
         elif job.speedup and job.speedup > 1.0:
-            self.show(f"speedpatch: {job.kernel} can run {speedup_text(job.speedup)} faster; see the code lens")
+            self.show(
+                f"speedpatch: {job.kernel} can run {speedup_text(job.speedup)} faster; see the code lens"
+            )
 
     def _send_update(self, run_id: str) -> None:
         summary = self.summary(run_id)
@@ -521,4 +528,3 @@ def _disk_staleness(record: RunRecord, disk: str | None, session: Session) -> st
     if state == STALE:
         return f"changed on disk outside the editor: {why}"
     return "its file (the harness) changed on disk outside the editor"
-

@@ -12,7 +12,11 @@ from typing import Any
 # client key -> speedpatch.toml key, per section
 _SECTIONS: dict[str, dict[str, str]] = {
     "llm": {"baseUrl": "base_url", "models": "models", "apiKey": "api_key"},
-    "budget": {"maxLlmCalls": "max_llm_calls", "maxEvaluations": "max_evaluations", "maxSeconds": "max_seconds"},
+    "budget": {
+        "maxLlmCalls": "max_llm_calls",
+        "maxEvaluations": "max_evaluations",
+        "maxSeconds": "max_seconds",
+    },
     "search": {"iterations": "iterations", "beam": "beam", "plans": "plans", "codes": "codes"},
 }
 
@@ -39,7 +43,9 @@ def to_overrides(settings: dict[str, Any]) -> dict[str, Any]:
         given = settings.get(section)
         if not isinstance(given, dict):
             continue
-        table = {toml_key: given[key] for key, toml_key in keys.items() if given.get(key) not in (None, "", [])}
+        table = {
+            toml_key: given[key] for key, toml_key in keys.items() if given.get(key) not in (None, "", [])
+        }
         if table:
             out[section] = table
     backends = settings.get("backends")
