@@ -1,0 +1,92 @@
+// The "speedpatch runs" tree: one item per run (kernel, status, best speedup) with its measured
+// candidates underneath; clicking a candidate opens its diff.
+import * as vscode from 'vscode';
+import { formatSpeedup, formatValue, runDescription, runTooltip } from './format';
+import { Log } from './log';
+import { ReportCandidate, RUN_REPORT, RunReport, RunSummary } from './protocol';
+import { compareValues } from './reportHtml';
+import { RunList } from './runs';
+import { SpeedpatchServer } from './server';
+
+export type RunsNode = { kind: 'run'; run: RunSummary } | { kind: 'candidate'; run: RunSummary; candidate: ReportCandidate };
+
+function statusIcon(status: string): vscode.ThemeIcon {
+  const icons: Record<string, string> = {
+    running: 'sync~spin',
+    finished: 'pass',
+    cancelled: 'circle-slash',
+    failed: 'error',
+    interrupted: 'debug-pause',
+  };
+  return new vscode.ThemeIcon(icons[status] ?? 'circle-outline');
+}
+
+/** Measured candidates fastest first, then the failed ones, so the useful rows are on top. */
+export function orderCandidates(candidates: readonly ReportCandidate[]): ReportCandidate[] {
+  const rank = (c: ReportCandidate): number => (c.status === 'ok' && typeof c.value === 'number' ? c.value : Infinity);
+  return [...candidates].sort((a, b) => compareValues(rank(a), rank(b)) || a.iteration - b.iteration);
+}
+
+export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly subscription: vscode.Disposable;
+
+  constructor(
+    private readonly runs: RunList,
+    private readonly server: SpeedpatchServer,
+    private readonly log: Log,
+  ) {
+    this.subscription = runs.onDidChange(() => this.changed.fire(undefined));
+  }
+
+  getTreeItem(node: RunsNode): vscode.TreeItem {
+    if (node.kind === 'run') {
+      const run = node.run;
+      const item = new vscode.TreeItem(`${run.kernel} ${formatSpeedup(run.speedup)}`, vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = run.runId;
+      item.description = runDescription(run);
+      item.tooltip = runTooltip(run);
+      item.iconPath = statusIcon(run.status);
+      item.contextValue = 'run';
+      return item;
+    }
+    const c = node.candidate;
+    const baseline = node.run.baselineValue;
+    const speedup = c.status === 'ok' && typeof c.value === 'number' && c.value > 0 && baseline ? baseline / c.value : null;
+    const label = c.status === 'ok' ? `${formatValue(c.value, c.unit)} (${formatSpeedup(speedup)})` : c.status;
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+    item.id = `${node.run.runId}/${c.id}`;
+    item.description = c.parentId ? `it ${c.iteration}: ${c.plan.split('\n')[0]}` : 'baseline';
+    item.tooltip = `${c.id} (iteration ${c.iteration}${c.model ? `, ${c.model}` : ''})\n\n${c.plan || 'baseline'}`;
+    item.iconPath = new vscode.ThemeIcon(c.status === 'ok' ? 'symbol-event' : 'warning');
+    item.contextValue = 'candidate';
+    item.command = {
+      command: 'speedpatch.client.showDiff',
+      title: 'Show diff',
+      arguments: [{ runId: node.run.runId, candidateId: c.id }],
+    };
+    return item;
+  }
+
+  async getChildren(node?: RunsNode): Promise<RunsNode[]> {
+    if (!node) {
+      return this.runs.runs.map((run) => ({ kind: 'run', run }));
+    }
+    if (node.kind !== 'run') {
+      return [];
+    }
+    try {
+      const report = await this.server.request<RunReport>(RUN_REPORT, { runId: node.run.runId });
+      return orderCandidates(report.candidates).map((candidate) => ({ kind: 'candidate', run: node.run, candidate }));
+    } catch (error) {
+      this.log.error(`loading candidates of run ${node.run.runId}`, error);
+      return [];
+    }
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this.changed.dispose();
+  }
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bestSpeedup, formatSpeedup, formatValue, mergeRuns, runDescription, statusBarView } from '../src/format';
+import { summary } from './fixtures';
+
+test('speedups show two decimals and an x; unknown shows a dash', () => {
+  assert.equal(formatSpeedup(2.345), '2.35x');
+  assert.equal(formatSpeedup(null), '–');
+  assert.equal(formatSpeedup(Number.NaN), '–');
+});
+
+test('values carry their unit', () => {
+  assert.equal(formatValue(12345, 'cycles'), '12,345 cycles');
+  assert.equal(formatValue(0.123456, 'ms'), '0.1235 ms');
+  assert.equal(formatValue(null, 'ms'), '–');
+});
+
+test('status bar counts running searches and shows the best speedup', () => {
+  const view = statusBarView([
+    summary({ runId: 'a', status: 'running', iteration: 1, iterations: 3, speedup: 1.2 }),
+    summary({ runId: 'b', status: 'finished', speedup: 3.1 }),
+  ]);
+  assert.equal(view.text, '$(rocket) speedpatch: $(sync~spin) 1 running, best 3.10x');
+  assert.match(view.tooltip, /matmul: iteration 1\/3, best 1\.20x/);
+});
+
+test('status bar without runs is just the name', () => {
+  assert.equal(statusBarView([]).text, '$(rocket) speedpatch');
+});
+
+test('runs without a winner do not count toward the best speedup', () => {
+  assert.equal(bestSpeedup([summary({ speedup: null })]), null);
+});
+
+test('a run update replaces the older summary of the same run, newest run first', () => {
+  const old = summary({ runId: 'a', created: '2026-11-30T01:00:00Z', status: 'running' });
+  const other = summary({ runId: 'b', created: '2026-11-30T02:00:00Z' });
+  const merged = mergeRuns([old, other], { ...old, status: 'finished' });
+  assert.deepEqual(
+    merged.map((r) => [r.runId, r.status]),
+    [
+      ['b', 'finished'],
+      ['a', 'finished'],
+    ],
+  );
+});
+
+test('run description shows progress, speedup, correctness and backend', () => {
+  assert.equal(
+    runDescription(summary({ status: 'running', iteration: 1, iterations: 4, speedup: 1.5 })),
+    'iteration 1/4 · 1.50x · 7/9 correct · gemmini-native',
+  );
+  assert.equal(runDescription(summary()), 'finished · 2.50x · 7/9 correct · gemmini-native');
+});
