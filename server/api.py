@@ -172,8 +172,14 @@ def resume(
     if record.status == RUNNING:
         raise UserError(f"run {record.run_id} is still running in another process")
     stored = config_from_dict(record.config)
-    if config is not None:  # the API key and endpoint may come from this session
+    if config is not None:
+        # where and how to reach the LLM is this session's business; what to search stays as stored,
+        # so the replay asks exactly the same questions
         stored.llm.api_key = config.llm.api_key
+        stored.llm.api_key_env = config.llm.api_key_env
+        if config.llm.base_url:
+            stored.llm.base_url = config.llm.base_url
+        stored.workspace = config.workspace or stored.workspace
     session = _session(record.problem, stored, store, record.run_id, on_event, cancel, Budget(stored.budget))
     store.claim(record.run_id)
     return run_search(session, stored.search.iterations)

@@ -161,6 +161,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
         id=BASELINE_ID, run_id=run_id, parent_id=None, iteration=0, plan="", source=problem.source,
         source_hash=source_hash(problem.source), model="",
     )
+    session.budget.evaluations += 1  # the baseline counts against the evaluation budget, but always runs
     result = _await(session, session.pool.submit(base.source))
     if result is None:
         store.set_status(run_id, CANCELLED, "cancelled before the baseline was measured")

@@ -36,11 +36,25 @@ class BackendChooser:
         if hit is not None:
             return hit
         try:
-            found = targets.get_backend(backend).availability(settings)
+            found = self._check(backend, settings)
         except KeyError as exc:
             found = Availability(False, str(exc).strip("'\""))
         except Exception as exc:  # a backend's own check failing is a reason, not a server crash
             found = Availability(False, f"backend check failed: {exc}")
         with self._lock:
             self._cache[key] = found
+        return found
+
+    @staticmethod
+    def _check(name: str, settings: dict) -> Availability:
+        backend = targets.get_backend(name)
+        found = backend.availability(settings)
+        if found.usable and not backend.measures_speed:
+            # the engine refuses to rank candidates it cannot time; say so before the user tries
+            measuring = [b.name for b in targets.get_target(backend.target).backends() if b.measures_speed]
+            return Availability(
+                False,
+                f"{name} only compiles/checks, it cannot time candidates; "
+                f"measuring backends: {', '.join(measuring) or 'none for this target'}",
+            )
         return found

@@ -32,7 +32,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer._lock:
                     outer.requests.append(body)
-                    outer.headers.append(dict(self.headers))
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 answer = outer.script(body)
