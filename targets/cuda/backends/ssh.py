@@ -1,0 +1,52 @@
+"""cuda-ssh: copy the build to a GPU host, build it there with its nvcc, run it there.
+
+speedpatch.toml:
+    [backend_settings.cuda-ssh]
+    host = "gpu1"                 # anything ssh accepts: alias, user@host
+    ssh = "ssh -o BatchMode=yes"  # command (with options) used to run remote commands
+    scp = "scp -o BatchMode=yes"
+    remote_dir = "/tmp/speedpatch"
+    nvcc = "/usr/local/cuda/bin/nvcc"
+    arch = "native"              # or e.g. "sm_90"
+    python = "python3"           # for KernelBench-style problems
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from typing import Any
+
+from speedpatch.model import INFRA_ERROR, Evaluation
+from speedpatch.targets.base import Availability, Backend, EvalContext
+from speedpatch.targets.cuda.evaluate import evaluate_with
+from speedpatch.targets.cuda.executors import SshExecutor
+
+
+class CudaSshBackend(Backend):
+    name = "cuda-ssh"
+    target = "cuda"
+    measures_speed = True
+    description = "copy, build and run on a remote GPU host over ssh (same timing discipline as cuda-local)"
+
+    def availability(self, settings: dict[str, Any] | None = None) -> Availability:
+        settings = settings or {}
+        if not settings.get("host"):
+            return Availability(False, "set [backend_settings.cuda-ssh] host = \"...\" in speedpatch.toml")
+        for key in ("ssh", "scp"):
+            command = shlex.split(str(settings.get(key, key)))
+            if not command or shutil.which(command[0]) is None:
+                return Availability(False, f"{key} command not found: {settings.get(key, key)}")
+        return Availability(True, f"GPU host {settings['host']} (reachability is checked at the first evaluation)")
+
+    def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
+        settings = ctx.settings or {}
+        usable = self.availability(settings)
+        if not usable.usable:
+            return Evaluation(status=INFRA_ERROR, message=usable.reason)
+        executor = SshExecutor(settings, ctx.workdir)
+        ev = evaluate_with(executor, source, ctx, self.name, str(settings.get("nvcc", "nvcc")),
+                           str(settings.get("arch", "native")))
+        if ev.receipt:
+            ev.receipt["host"] = settings["host"]
+        return ev

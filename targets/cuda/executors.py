@@ -1,0 +1,69 @@
+"""Where a CUDA build runs: this machine, or a GPU host over ssh/scp. Same three steps either way:
+upload a build folder, run commands in it, clean up."""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from pathlib import Path
+from typing import Any, Protocol
+
+from speedpatch.targets.base import ProcResult, run_process
+
+
+class Executor(Protocol):
+    where: str  # for messages and receipts, e.g. "this machine" or "host gpu1"
+
+    def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
+        """Make local_dir's files available; a ProcResult describes a failure, None is success."""
+
+    def run(self, argv: list[str], timeout: float) -> ProcResult: ...
+
+    def cleanup(self) -> None: ...
+
+
+class LocalExecutor:
+    where = "this machine"
+
+    def __init__(self) -> None:
+        self.dir: Path | None = None
+
+    def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
+        self.dir = local_dir
+        return None
+
+    def run(self, argv: list[str], timeout: float) -> ProcResult:
+        assert self.dir is not None, "upload first"
+        return run_process(argv, cwd=self.dir, timeout=timeout)
+
+    def cleanup(self) -> None:  # the scratch directory belongs to the caller
+        pass
+
+
+class SshExecutor:
+    """settings: host (required), ssh ("ssh", may carry options), scp ("scp"), remote_dir ("/tmp/speedpatch")."""
+
+    def __init__(self, settings: dict[str, Any], scratch: Path) -> None:
+        self.host = str(settings["host"])
+        self.ssh = shlex.split(str(settings.get("ssh", "ssh")))
+        self.scp = shlex.split(str(settings.get("scp", "scp")))
+        self.remote = f"{str(settings.get('remote_dir', '/tmp/speedpatch')).rstrip('/')}/sp-{uuid.uuid4().hex[:12]}"
+        self.scratch = scratch  # local cwd for the ssh/scp processes themselves
+        self.where = f"host {self.host}"
+
+    def _ssh(self, command: str, timeout: float) -> ProcResult:
+        return run_process([*self.ssh, self.host, command], cwd=self.scratch, timeout=timeout)
+
+    def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
+        made = self._ssh(f"mkdir -p {shlex.quote(self.remote)}", timeout)
+        if made.returncode != 0:
+            return made
+        files = sorted(str(p) for p in local_dir.iterdir() if p.is_file())
+        copied = run_process([*self.scp, "-q", *files, f"{self.host}:{self.remote}/"], cwd=self.scratch, timeout=timeout)
+        return None if copied.returncode == 0 else copied
+
+    def run(self, argv: list[str], timeout: float) -> ProcResult:
+        return self._ssh(f"cd {shlex.quote(self.remote)} && {shlex.join(argv)}", timeout)
+
+    def cleanup(self) -> None:
+        self._ssh(f"rm -rf {shlex.quote(self.remote)}", 30)

@@ -1,0 +1,345 @@
+// speedpatch harness kit: the trusted main() of a .cu problem file.
+//
+// A problem file has two parts separated by a line `// speedpatch: solution`:
+//   above it, the trusted HARNESS: `#include "speedpatch_timing.cuh"`, constants, a host reference and
+//   `static spd::Spec problem()`; below it, the SOLUTION: kernels and
+//   `void launch(const float* const* inputs, float* output)` taking device pointers.
+// Only the solution is ever rewritten. speedpatch builds one binary from three translation units:
+// the harness with main() (SPEEDPATCH_SPLIT defined), the baseline solution in namespace sp_baseline
+// and the candidate solution in namespace sp_candidate, then alternates them trial by trial.
+// Compiled directly (`nvcc -I<this dir> file.cu`) the file checks and times its own solution against itself.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "speedpatch_stats.h"
+
+namespace spd {
+
+using LaunchFn = void (*)(const float* const* inputs, float* output);  // device pointers
+using ReferenceFn = void (*)(const float* const* inputs, float* output);  // host pointers
+
+struct Input {
+  const char* name;
+  size_t count;
+  float lo = -1.0f;  // inputs are uniform in [lo, hi)
+  float hi = 1.0f;
+};
+
+struct Spec {
+  std::string name;
+  std::vector<Input> inputs;
+  size_t output_count = 0;
+  ReferenceFn reference = nullptr;
+  double rtol = 1e-4, atol = 1e-4;
+  double flops = 0;  // per call, for the achieved FLOP rate (0 = not meaningful)
+  double bytes = 0;  // minimum DRAM traffic per call, for the achieved bandwidth
+  std::string shapes;  // for the receipt, e.g. "A 512x512, B 512x512"
+};
+
+struct Options {
+  int seeds = 3;      // independent input sets checked for correctness, then rotated through the trials
+  uint64_t seed0 = 0;  // first seed
+  int warmup = 3;
+  int trials = 100;   // per side
+  double confidence = 0.95;
+};
+
+inline Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i];
+    const char* val = argv[i + 1];
+    if (key == "--seeds") o.seeds = std::max(1, std::atoi(val));
+    else if (key == "--seed") o.seed0 = std::strtoull(val, nullptr, 10);
+    else if (key == "--warmup") o.warmup = std::max(0, std::atoi(val));
+    else if (key == "--trials") o.trials = std::max(1, std::atoi(val));
+    else if (key == "--confidence") o.confidence = std::atof(val);
+  }
+  return o;
+}
+
+// Everything the harness reports goes through one JSON line so the backend never parses prose.
+inline void emit(const std::string& status, const std::string& message, const std::string& extra = "") {
+  std::printf("SPEEDPATCH_RESULT {\"status\":\"%s\",\"message\":\"%s\"%s%s}\n", status.c_str(),
+              json_escape(message).c_str(), extra.empty() ? "" : ",", extra.c_str());
+  std::fflush(stdout);
+}
+
+// A kernel the harness launches itself to evict L2: writes every byte of a buffer bigger than L2.
+static __global__ void spd_flush_kernel(unsigned int* buf, size_t words, unsigned int value) {
+  size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) buf[i] = value + unsigned(i);
+}
+
+struct Device {
+  cudaDeviceProp prop{};
+  int id = 0;
+  double peak_gbps = 0;    // theoretical DRAM bandwidth from device attributes
+  double peak_gflops = 0;  // theoretical FP32 FMA rate from SM count, clock and cores per SM
+  std::string json() const {
+    char buf[768];
+    std::snprintf(buf, sizeof buf,
+                  "{\"name\":\"%s\",\"cc\":\"%d.%d\",\"sms\":%d,\"l2_bytes\":%d,\"peak_gbps\":%s,\"peak_gflops_fp32\":%s,"
+                  "\"driver\":%d,\"runtime\":%d}",
+                  json_escape(prop.name).c_str(), prop.major, prop.minor, prop.multiProcessorCount, prop.l2CacheSize,
+                  json_number(peak_gbps).c_str(), json_number(peak_gflops).c_str(), driver, runtime);
+    return buf;
+  }
+  int driver = 0, runtime = 0;
+};
+
+inline int fp32_cores_per_sm(int major, int minor) {
+  if (major == 7) return 64;
+  if (major == 8) return minor == 0 ? 64 : 128;
+  return major >= 9 ? 128 : 64;
+}
+
+// Returns false (after printing the result line) when there is no usable device.
+inline bool open_device(Device& d) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    emit("no_device", std::string("no CUDA device: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices"));
+    return false;
+  }
+  cudaGetDevice(&d.id);
+  cudaGetDeviceProperties(&d.prop, d.id);
+  int mem_khz = 0, sm_khz = 0;
+  cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, d.id);
+  cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, d.id);
+  d.peak_gbps = 2.0 * mem_khz * 1e3 * (d.prop.memoryBusWidth / 8.0) / 1e9;
+  d.peak_gflops = 2.0 * d.prop.multiProcessorCount * fp32_cores_per_sm(d.prop.major, d.prop.minor) * sm_khz * 1e3 / 1e9;
+  cudaDriverGetVersion(&d.driver);
+  cudaRuntimeGetVersion(&d.runtime);
+  return true;
+}
+
+// One side of the A/B comparison: its own device inputs (rewritten from the pristine sets before each
+// call, so a kernel that writes its inputs or caches by pointer gains nothing) and its own output.
+struct Side {
+  const char* label;
+  LaunchFn launch;
+  std::vector<float*> live;  // device inputs passed to launch
+  float* out = nullptr;
+  std::vector<double> ms;        // CUDA-event time per trial
+  std::vector<double> wall_ms;   // host time to device-wide idle per trial (catches work off the stream)
+  int last_set = -1;
+};
+
+#define SPD_CHECK(call, what)                                                                       \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      emit("runtime_error", std::string(what) + ": " + cudaGetErrorString(e_));                    \
+      std::exit(4);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+class Bench {
+ public:
+  Bench(const Spec& spec, const Options& opt, const Device& dev) : spec_(spec), opt_(opt), dev_(dev) {}
+
+  int run(LaunchFn baseline, LaunchFn candidate) {
+    if (spec_.reference == nullptr || spec_.output_count == 0 || spec_.inputs.empty()) {
+      emit("bad_problem", "problem() must set inputs, output_count and reference");
+      return 2;
+    }
+    make_inputs();
+    for (size_t s = 0; s < refs_.size(); ++s) {
+      if (is_degenerate(refs_[s].data(), refs_[s].size(), spec_.atol)) {
+        emit("bad_problem", "the reference output for seed " + std::to_string(opt_.seed0 + s) +
+                                " is (near-)constant, so it cannot tell a correct kernel from a wrong one");
+        return 2;
+      }
+    }
+    Side a{"baseline", baseline}, b{"candidate", candidate};
+    alloc(a);
+    alloc(b);
+    // Correctness first, on every seed: the baseline must pass its own harness, then the candidate.
+    for (Side* side : {&a, &b}) {
+      for (int s = 0; s < int(pristine_.size()); ++s) {
+        call(*side, s, nullptr);
+        Check c = check(*side, s);
+        if (!c.ok) {
+          std::string status = side == &a ? "baseline_incorrect" : "incorrect";
+          emit(status, std::string(side->label) + " is wrong on seed " + std::to_string(opt_.seed0 + s) + ": " + c.why,
+               "\"max_abs_err\":" + json_number(c.max_abs_err));
+          return 1;
+        }
+      }
+    }
+    // Warm-ups (not timed), then trials alternating A,B / B,A so neither side always goes first.
+    for (int i = 0; i < opt_.warmup; ++i) {
+      call(a, i % int(pristine_.size()), nullptr);
+      call(b, i % int(pristine_.size()), nullptr);
+    }
+    for (int i = 0; i < opt_.trials; ++i) {
+      int set = (i + 1) % int(pristine_.size());  // the last trial does not use seed 0 (pointer caches)
+      if (i % 2 == 0) { timed(a, set); timed(b, set); } else { timed(b, set); timed(a, set); }
+    }
+    // The output of the last timed call of each side is re-checked: right once is not enough.
+    for (Side* side : {&a, &b}) {
+      Check c = check(*side, side->last_set);
+      if (!c.ok) {
+        emit(side == &a ? "baseline_incorrect" : "incorrect",
+             std::string(side->label) + " output is wrong after the timing loop: " + c.why);
+        return 1;
+      }
+    }
+    report(a, b);
+    return 0;
+  }
+
+ private:
+  void make_inputs() {
+    pristine_.resize(size_t(opt_.seeds));
+    refs_.resize(size_t(opt_.seeds));
+    for (int s = 0; s < opt_.seeds; ++s) {
+      std::vector<std::vector<float>> host(spec_.inputs.size());
+      std::vector<const float*> ptrs;
+      for (size_t k = 0; k < spec_.inputs.size(); ++k) {
+        const Input& in = spec_.inputs[k];
+        host[k].resize(in.count);
+        fill_uniform(host[k].data(), in.count, (opt_.seed0 + uint64_t(s)) * 1000003ull + k, in.lo, in.hi);
+        ptrs.push_back(host[k].data());
+        float* dev = nullptr;
+        SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(float)), "allocating inputs");
+        SPD_CHECK(cudaMemcpy(dev, host[k].data(), in.count * sizeof(float), cudaMemcpyHostToDevice), "copying inputs");
+        pristine_[s].push_back(dev);
+      }
+      refs_[s].assign(spec_.output_count, 0.0f);
+      spec_.reference(ptrs.data(), refs_[s].data());
+    }
+    // At least 1.5x L2, so a trial never starts with the previous trial's data cached.
+    flush_words_ = std::max<size_t>(size_t(dev_.prop.l2CacheSize) * 3 / 2, size_t(64) << 20) / sizeof(unsigned int);
+    SPD_CHECK(cudaMalloc(&flush_, flush_words_ * sizeof(unsigned int)), "allocating the L2 flush buffer");
+    SPD_CHECK(cudaEventCreate(&start_), "creating events");
+    SPD_CHECK(cudaEventCreate(&stop_), "creating events");
+  }
+
+  void alloc(Side& side) {
+    for (const Input& in : spec_.inputs) {
+      float* dev = nullptr;
+      SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(float)), "allocating inputs");
+      side.live.push_back(dev);
+    }
+    SPD_CHECK(cudaMalloc(&side.out, spec_.output_count * sizeof(float)), "allocating the output");
+  }
+
+  // Fresh inputs, NaN-filled output (a kernel that skips writing cannot pass), L2 flushed, all idle.
+  void prepare(Side& side, int set) {
+    for (size_t k = 0; k < spec_.inputs.size(); ++k)
+      SPD_CHECK(cudaMemcpy(side.live[k], pristine_[set][k], spec_.inputs[k].count * sizeof(float), cudaMemcpyDeviceToDevice),
+                "restoring inputs");
+    SPD_CHECK(cudaMemset(side.out, 0xFF, spec_.output_count * sizeof(float)), "clearing the output");
+    spd_flush_kernel<<<4 * dev_.prop.multiProcessorCount, 256>>>(flush_, flush_words_, ++flush_value_);
+    SPD_CHECK(cudaGetLastError(), "L2 flush");
+    // Persisting-L2 lines would survive the flush: drop them (the static guards also forbid setting them).
+    cudaCtxResetPersistingL2Cache();
+    cudaGetLastError();  // not supported on every device; harmless then
+    SPD_CHECK(cudaDeviceSynchronize(), "before the timed call");
+  }
+
+  void call(Side& side, int set, double* ms) {
+    prepare(side, set);
+    auto t0 = std::chrono::steady_clock::now();
+    SPD_CHECK(cudaEventRecord(start_, 0), "recording the start event");
+    side.launch(side.live.data(), side.out);
+    SPD_CHECK(cudaEventRecord(stop_, 0), "recording the stop event");
+    cudaError_t launch_err = cudaGetLastError();
+    cudaError_t sync_err = cudaDeviceSynchronize();  // waits for work on every stream the call started
+    auto t1 = std::chrono::steady_clock::now();
+    if (launch_err != cudaSuccess || sync_err != cudaSuccess) {
+      cudaError_t e = launch_err != cudaSuccess ? launch_err : sync_err;
+      emit("runtime_error", std::string(side.label) + " failed: " + cudaGetErrorString(e));
+      std::exit(4);
+    }
+    side.last_set = set;
+    if (ms) {
+      float event_ms = 0;
+      SPD_CHECK(cudaEventElapsedTime(&event_ms, start_, stop_), "reading events");
+      *ms = event_ms;
+      side.wall_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  }
+
+  void timed(Side& side, int set) {
+    double ms = 0;
+    call(side, set, &ms);
+    side.ms.push_back(ms);
+  }
+
+  Check check(Side& side, int set) {
+    std::vector<float> got(spec_.output_count);
+    SPD_CHECK(cudaMemcpy(got.data(), side.out, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "reading the output");
+    return compare(got.data(), refs_[set].data(), got.size(), spec_.rtol, spec_.atol);
+  }
+
+  void report(const Side& a, const Side& b) {
+    Summary sa = summarize(a.ms, opt_.confidence), sb = summarize(b.ms, opt_.confidence);
+    Summary wa = summarize(a.wall_ms, opt_.confidence), wb = summarize(b.wall_ms, opt_.confidence);
+    std::vector<double> ratios;  // paired: trial i of the baseline against trial i of the candidate
+    for (size_t i = 0; i < a.ms.size() && i < b.ms.size(); ++i)
+      if (b.ms[i] > 0) ratios.push_back(a.ms[i] / b.ms[i]);
+    Summary sr = summarize(ratios, opt_.confidence);
+    // Work the events did not see (another stream, a host thread) shows up as host time far beyond them.
+    double hidden_ms = wb.median - sb.median;
+    if (hidden_ms > 0.05 + 0.5 * sb.median && hidden_ms > 2.0 * std::max(0.0, wa.median - sa.median) + 0.05) {
+      emit("rejected", "the candidate keeps the device busy " + json_number(hidden_ms) +
+                           " ms beyond its timed stream: work outside the default stream is not allowed");
+      return;
+    }
+    std::string extra;
+    extra += "\"problem\":\"" + json_escape(spec_.name) + "\",\"shapes\":\"" + json_escape(spec_.shapes) + "\"";
+    extra += ",\"device\":" + dev_.json();
+    extra += ",\"seeds\":" + std::to_string(opt_.seeds) + ",\"seed0\":" + std::to_string(opt_.seed0);
+    extra += ",\"warmup\":" + std::to_string(opt_.warmup) + ",\"trials\":" + std::to_string(opt_.trials);
+    extra += ",\"flush_bytes\":" + std::to_string(flush_words_ * sizeof(unsigned int));
+    extra += ",\"rtol\":" + json_number(spec_.rtol) + ",\"atol\":" + json_number(spec_.atol);
+    extra += ",\"baseline_ms\":" + json_summary(sa) + ",\"candidate_ms\":" + json_summary(sb);
+    extra += ",\"baseline_wall_ms\":" + json_summary(wa) + ",\"candidate_wall_ms\":" + json_summary(wb);
+    extra += ",\"speedup\":" + json_summary(sr);
+    double sec = sb.median / 1e3;
+    extra += ",\"flops\":" + json_number(spec_.flops) + ",\"bytes\":" + json_number(spec_.bytes);
+    extra += ",\"achieved_gflops\":" + json_number(spec_.flops > 0 && sec > 0 ? spec_.flops / sec / 1e9 : NAN);
+    extra += ",\"achieved_gbps\":" + json_number(spec_.bytes > 0 && sec > 0 ? spec_.bytes / sec / 1e9 : NAN);
+    emit("ok", "correct on " + std::to_string(opt_.seeds) + " seeds; median " + json_number(sb.median) + " ms vs baseline " +
+                   json_number(sa.median) + " ms",
+         extra);
+  }
+
+  const Spec& spec_;
+  Options opt_;
+  const Device& dev_;
+  std::vector<std::vector<float*>> pristine_;  // [seed][input] device copies never handed to a kernel
+  std::vector<std::vector<float>> refs_;       // [seed] host reference outputs
+  unsigned int* flush_ = nullptr;
+  size_t flush_words_ = 0;
+  unsigned int flush_value_ = 0;
+  cudaEvent_t start_{}, stop_{};
+};
+
+inline int run_main(const Spec& spec, LaunchFn baseline, LaunchFn candidate, int argc, char** argv) {
+  Options opt = parse_options(argc, argv);
+  Device dev;
+  if (!open_device(dev)) return 3;
+  Bench bench(spec, opt, dev);
+  return bench.run(baseline, candidate);
+}
+
+}  // namespace spd
+
+#ifndef SPEEDPATCH_SPLIT
+// Standalone build of a problem file: its own solution against itself (a self-check of the file).
+static spd::Spec problem();
+void launch(const float* const* inputs, float* output);
+int main(int argc, char** argv) { return spd::run_main(problem(), launch, launch, argc, argv); }
+#endif

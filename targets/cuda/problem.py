@@ -1,0 +1,67 @@
+"""How a CUDA problem file is laid out: a trusted harness part and a solution part.
+
+A `.cu` problem file has a line `// speedpatch: solution`. Everything above it is the harness (inputs,
+reference, `problem()`, and `#include "speedpatch_timing.cuh"`); everything below it is the solution that
+the search rewrites (kernels plus `void launch(const float* const* inputs, float* output)`).
+A KernelBench-style `.py` problem has a line `# speedpatch: solution` instead: above it the PyTorch
+reference `Model`, `get_inputs`, `get_init_inputs`; below it the CUDA sources, `load_inline` and `ModelNew`.
+
+Directives in the harness part tune the static guards:
+    // speedpatch: precision fp32        (fp32 | tf32 | fp16 | bf16; lower precision than this is a cheat)
+    // speedpatch: allow cublas, cudnn   (reference libraries the solution may call)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+CU_MARKER = re.compile(r"^[ \t]*//[ \t]*speedpatch:[ \t]*solution\b[^\n]*$", re.MULTILINE)
+PY_MARKER = re.compile(r"^[ \t]*#[ \t]*speedpatch:[ \t]*solution\b[^\n]*$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^[ \t]*(?://|#)[ \t]*speedpatch:[ \t]*(precision|allow)\b[ \t:=]*([^\n]*)$", re.MULTILINE)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # highest first
+
+KIT = "kit"  # .cu file using speedpatch_timing.cuh
+KERNELBENCH = "kernelbench"  # .py file with Model / ModelNew
+
+
+@dataclass(frozen=True)
+class ProblemLayout:
+    kind: str  # KIT or KERNELBENCH
+    harness: str  # text above the marker line, marker line included
+    solution: str  # text below the marker line
+    solution_start: int  # character offset of the solution in the file
+    solution_line: int  # 0-based line of the solution's first line
+    precision: str = "fp32"
+    allow: tuple[str, ...] = field(default_factory=tuple)
+
+
+def is_kernelbench_path(path: str) -> bool:
+    return PurePath(path).suffix.lower() == ".py"
+
+
+def split_problem(text: str, path: str = "") -> ProblemLayout | None:
+    """The layout of a problem file, or None when the file has no solution marker."""
+    kernelbench = is_kernelbench_path(path) or (bool(PY_MARKER.search(text)) and not CU_MARKER.search(text))
+    match = (PY_MARKER if kernelbench else CU_MARKER).search(text)
+    if match is None:
+        return None
+    start = match.end() + 1 if match.end() < len(text) else match.end()
+    harness = text[:start]
+    precision, allow = "fp32", []
+    for m in DIRECTIVE.finditer(harness):
+        words = [w for w in re.split(r"[\s,]+", m.group(2).strip()) if w]
+        if m.group(1) == "precision" and words and words[0].lower() in PRECISIONS:
+            precision = words[0].lower()
+        elif m.group(1) == "allow":
+            allow += [w.lower() for w in words]
+    return ProblemLayout(
+        kind=KERNELBENCH if kernelbench else KIT,
+        harness=harness,
+        solution=text[start:],
+        solution_start=start,
+        solution_line=harness.count("\n"),
+        precision=precision,
+        allow=tuple(allow),
+    )

@@ -1,0 +1,143 @@
+"""The CUDA target: kernels are `__global__` functions. In a problem file the optimizable region is the
+whole solution part (kernels + launch), because a kernel and its launch configuration change together.
+That region is named after its entry point, `launch` (`ModelNew` in KernelBench files), not after a
+`__global__` function: a rewrite may rename or split kernels, and the region must still be found by name
+in every candidate. Its signature line is the first `__global__` function, where the editor shows it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+
+from speedpatch.model import Evaluation, Kernel
+from speedpatch.targets.base import Backend, Move, Target
+from speedpatch.targets.cuda import guards
+from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
+from speedpatch.targets.cuda.backends.local import CudaLocalBackend, local_gpu
+from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
+from speedpatch.targets.cuda.build import find_nvcc
+from speedpatch.targets.cuda.detect import global_functions
+from speedpatch.targets.cuda.feedback import feedback_text
+from speedpatch.targets.cuda.moves import offline_moves
+from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
+
+NO_HARNESS = ("no speedpatch harness in this file: add a trusted harness and a `// speedpatch: solution` line "
+              "(see examples/cuda/)")
+SOLUTION_NAME = "launch"  # the region of a .cu problem: every kernel plus launch()
+KERNELBENCH_NAME = "ModelNew"
+KB_REFERENCE_NAMES = {"Model", "get_inputs", "get_init_inputs"}
+
+
+def _end_line(text: str, end: int) -> int:
+    """Exclusive 0-based end line of a region ending at character `end`."""
+    return text.count("\n", 0, end) + (0 if end == 0 or text[end - 1] == "\n" else 1)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset)
+
+
+@functools.lru_cache(maxsize=1)
+def _has_local_gpu() -> bool:
+    return find_nvcc() is not None and local_gpu() is not None
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    extensions = (".cu", ".cuh")
+    language_ids = ("cuda-cpp", "cuda")
+
+    @property
+    def default_backend(self) -> str:  # type: ignore[override]
+        return "cuda-local" if _has_local_gpu() else "cuda-compile"
+
+    def backends(self) -> list[Backend]:
+        return [CudaLocalBackend(), CudaSshBackend(), CudaCompileBackend()]
+
+    # --- kernels -------------------------------------------------------------------------------------
+
+    def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
+        try:
+            layout = split_problem(text, path)
+            if layout is not None and layout.kind == KERNELBENCH:
+                return self._kernelbench_kernels(text, layout)
+            functions = global_functions(text)
+        except Exception:  # find_kernels must not raise on junk
+            return []
+        if layout is None:
+            return [
+                Kernel(f.name, self.name, f.start, f.end, _line_of(text, f.start), _end_line(text, f.end),
+                       f.signature_line, text[f.start : f.end], runnable=False, reason=NO_HARNESS)
+                for f in functions
+            ]
+        solution = [f for f in functions if f.start >= layout.solution_start]
+        if not solution:
+            return []
+        end = len(text)
+        return [Kernel(SOLUTION_NAME, self.name, layout.solution_start, end, layout.solution_line,
+                       _end_line(text, end), solution[0].signature_line, layout.solution)]
+
+    def _kernelbench_kernels(self, text: str, layout: ProblemLayout) -> list[Kernel]:
+        if "ModelNew" not in layout.solution:
+            return []
+        line = next((i for i, s in enumerate(text.splitlines()) if "class ModelNew" in s), layout.solution_line)
+        return [Kernel(KERNELBENCH_NAME, self.name, layout.solution_start, len(text),
+                       layout.solution_line, _end_line(text, len(text)), line, layout.solution)]
+
+    def extract_kernel(self, code: str, kernel: Kernel) -> str:
+        """The solution to splice in, taken from an LLM reply: what follows a solution marker; a whole
+        solution (kernels + launch / ModelNew) without harness; else the named kernels swapped into the
+        current solution. The harness is never taken from the reply."""
+        python = "class ModelNew" in kernel.text or "load_inline" in kernel.text
+        layout = split_problem(code, "x.py" if python else "x.cu")
+        if layout is not None:
+            return layout.solution
+        if python:
+            return _kernelbench_solution(code)
+        if not kernel.runnable:
+            return super().extract_kernel(code, kernel)
+        if re.search(r"\bvoid\s+launch\s*\(", code) and "spd::Spec" not in code and "speedpatch_timing" not in code:
+            return code
+        new_functions = {f.name: code[f.start : f.end] for f in global_functions(code)}
+        result = kernel.text
+        for old in reversed(global_functions(kernel.text)):
+            if old.name in new_functions:
+                result = result[: old.start] + new_functions[old.name] + result[old.end :]
+        return result if result != kernel.text else code
+
+    # --- checks, feedback, moves --------------------------------------------------------------------
+
+    def diagnostics(self, text: str, path: str = "") -> list[guards.Finding]:
+        """Guard findings with positions, for editor diagnostics (empty for files without a harness)."""
+        layout = split_problem(text, path)
+        if layout is None:
+            return []
+        return guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line,
+                            python=layout.kind == KERNELBENCH)
+
+    def static_check(self, source: str, kernel: Kernel) -> list[str]:
+        python = "class ModelNew" in source and "load_inline" in source
+        return [f.text() for f in self.diagnostics(source, "x.py" if python else "x.cu")]
+
+    def feedback_text(self, evaluation: Evaluation) -> str:
+        return feedback_text(evaluation)
+
+    def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
+        return offline_moves(source, kernel)
+
+
+
+def _kernelbench_solution(code: str) -> str:
+    """A reply holding a whole KernelBench file: keep everything but the reference definitions."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    lines = code.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in KB_REFERENCE_NAMES:
+            first = min([node.lineno, *[d.lineno for d in node.decorator_list]])
+            drop.update(range(first - 1, node.end_lineno or node.lineno))
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
