@@ -1,0 +1,426 @@
+/* What each Gemmini instruction does to the scratchpad, accumulator and DRAM (here: host memory), and
+ * how it is handed to the cycle model. Semantics follow the ISA notes and the Spike functional model:
+ * float scale then round-half-to-even then saturate; OS output uses a rounding right shift. */
+#include <math.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+gm_state_t G;
+
+static float float_from_bits(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* x * scale in float, ties to even (nearbyintf under the default rounding mode), saturated to int8. */
+static elem_t scale_to_elem(int64_t x, float scale) {
+  float y = nearbyintf((float)x * scale);
+  if (!(y == y)) return 0; /* NaN scale: the hardware has no defined answer; keep it deterministic */
+  if (y > (float)elem_t_max) return elem_t_max;
+  if (y < (float)elem_t_min) return elem_t_min;
+  return (elem_t)y;
+}
+
+static elem_t saturate_elem(int64_t x) {
+  return x > elem_t_max ? elem_t_max : (x < elem_t_min ? elem_t_min : (elem_t)x);
+}
+
+/* Rounding right shift with ties to even, as the OS dataflow applies to its outputs. */
+static int64_t rounding_shift(int64_t x, uint32_t shift) {
+  if (shift == 0) return x;
+  int64_t q = x >> shift; /* floor */
+  int64_t half = (x >> (shift - 1)) & 1;
+  int64_t below = (x & ((INT64_C(1) << (shift - 1)) - 1)) != 0;
+  return q + (half & (below | (q & 1)));
+}
+
+static elem_t activate(elem_t x, int act) { return (act == ACT_RELU && x < 0) ? 0 : x; }
+
+static void check_act(int act, const char *where) {
+  if (act != ACT_NONE && act != ACT_RELU)
+    gm_fail("activation %d (%s) is not supported by this model (only none and ReLU)",
+            act, where);
+}
+
+static void touch_spad(uint32_t row) {
+  if ((int64_t)row > S.max_spad_row) S.max_spad_row = row;
+  if (!S.spad_touched[row]) {
+    S.spad_touched[row] = 1;
+    S.spad_rows_touched++;
+  }
+}
+
+static void touch_acc(uint32_t row) {
+  if ((int64_t)row > S.max_acc_row) S.max_acc_row = row;
+  if (!S.acc_touched[row]) {
+    S.acc_touched[row] = 1;
+    S.acc_rows_touched++;
+  }
+}
+
+static void check_row(int mem, uint64_t row, const char *what) {
+  uint64_t limit = mem == MEM_ACC ? ACC_ROWS : SPAD_ROWS;
+  if (row >= limit)
+    gm_fail("%s: %s row %llu is out of range (%s has %llu rows)", what,
+            mem == MEM_ACC ? "accumulator" : "scratchpad", (unsigned long long)row,
+            mem == MEM_ACC ? "the accumulator" : "the scratchpad", (unsigned long long)limit);
+}
+
+void gm_reset(void) {
+  memset(&G, 0, sizeof G);
+  G.dataflow = DF_OS;
+  G.a_stride = 1;
+  G.c_stride = 1;
+  for (int i = 0; i < 3; i++) {
+    G.ld_stride[i] = DIM * sizeof(elem_t);
+    G.ld_block_stride[i] = DIM;
+    G.ld_pixels[i] = 1;
+    G.ld_scale[i] = 1.0f;
+  }
+  G.st_stride = DIM * sizeof(elem_t);
+  G.acc_scale = 1.0f;
+  G.preload_addr = G.output_addr = GARBAGE_LOCAL;
+}
+
+/* ---------------------------------------------------------------------------------------- CONFIG */
+
+void gm_config(uint64_t rs1, uint64_t rs2) {
+  switch (rs1 & 3) {
+  case 0: { /* CONFIG_EX */
+    int set_only_strides = (rs1 >> 7) & 1;
+    if (!set_only_strides) {
+      int dataflow = (rs1 >> 2) & 1, a_t = (rs1 >> 8) & 1, b_t = (rs1 >> 9) & 1;
+      uint32_t shift = (uint32_t)rs2;
+      if (dataflow == DF_OS && !a_t && b_t)
+        gm_fail("illegal CONFIG_EX: the output-stationary dataflow cannot transpose only B");
+      if (dataflow == DF_WS && a_t && b_t)
+        gm_fail("illegal CONFIG_EX: the weight-stationary dataflow cannot transpose both A and B");
+      if (shift >= 32) gm_fail("illegal CONFIG_EX: sys_shift %u must be below 32", shift);
+      G.dataflow = dataflow;
+      G.sys_act = (rs1 >> 3) & 3;
+      G.sys_shift = shift;
+      G.a_transpose = a_t;
+      G.b_transpose = b_t;
+    }
+    G.a_stride = (rs1 >> 16) & 0xFFFF;
+    G.c_stride = (rs2 >> 48) & 0xFFFF;
+    tm_schedule(U_EX, T_EX_CMD_OVERHEAD, 0, 0);
+    break;
+  }
+  case 1: { /* CONFIG_LD */
+    uint32_t slot = (rs1 >> 3) & 3;
+    if (slot > 2) gm_fail("illegal CONFIG_LD: load slot %u (only 0, 1, 2 exist)", slot);
+    uint32_t bits = (uint32_t)(rs1 >> 32);
+    G.ld_stride[slot] = rs2;
+    G.ld_block_stride[slot] = (rs1 >> 16) & 0xFFFF;
+    G.ld_scale[slot] = bits == 0 ? 1.0f : float_from_bits(bits);
+    G.ld_shrunk[slot] = (rs1 >> 2) & 1;
+    G.ld_pixels[slot] = (rs1 >> 8) & 0xFF;
+    if (G.ld_pixels[slot] == 0) G.ld_pixels[slot] = 1;
+    tm_schedule(U_LOAD, T_EX_CMD_OVERHEAD, 0, 0);
+    break;
+  }
+  case 2: /* CONFIG_ST */
+    G.st_stride = rs2 & 0xFFFFFFFF;
+    G.acc_act = (rs1 >> 2) & 3;
+    G.acc_scale = float_from_bits((uint32_t)(rs2 >> 32));
+    G.pool_stride = (rs1 >> 4) & 3;
+    G.pool_size = (rs1 >> 6) & 3;
+    G.pool_upad = (rs1 >> 8) & 3;
+    G.pool_lpad = (rs1 >> 10) & 3;
+    G.pool_out_dim = (rs1 >> 24) & 0xFF;
+    G.pool_porows = (rs1 >> 32) & 0xFF;
+    G.pool_pocols = (rs1 >> 40) & 0xFF;
+    G.pool_orows = (rs1 >> 48) & 0xFF;
+    G.pool_ocols = (rs1 >> 56) & 0xFF;
+    tm_schedule(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
+    break;
+  default: /* CONFIG_NORM: statistics for LayerNorm/softmax, which this model rejects where used */
+    tm_schedule(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
+    break;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ MVIN */
+
+void gm_mvin(uint64_t dram, uint64_t local, int slot) {
+  const uint32_t addr = (uint32_t)local;
+  const uint32_t cols = (local >> 32) & 0xFFFF, rows = (local >> 48) & 0xFFFF;
+  if (addr == GARBAGE_LOCAL) gm_fail("mvin to the garbage address");
+  const int is_acc = (addr >> 31) & 1, accumulate = (addr >> 30) & 1;
+  const uint32_t base = addr & 0x1FFFFFFF;
+  const int shrunk = G.ld_shrunk[slot];
+  const uint32_t esize = is_acc ? (shrunk ? sizeof(elem_t) : sizeof(acc_t)) : sizeof(elem_t);
+  const uint32_t max_cols = MAX_BYTES / esize;
+  const uint32_t pixels = G.ld_pixels[slot], block_stride = G.ld_block_stride[slot];
+  const uint64_t stride = G.ld_stride[slot];
+  const float scale = G.ld_scale[slot];
+  const int mem = is_acc ? MEM_ACC : MEM_SPAD;
+
+  if (cols > max_cols)
+    gm_fail("mvin of %u columns exceeds one DMA request of %d bytes (at most %u columns here)", cols,
+            MAX_BYTES, max_cols);
+  if (rows == 0 || cols == 0) {
+    tm_schedule(U_LOAD, T_DMA_CMD_OVERHEAD, 0, 0);
+    return;
+  }
+  const uint32_t blocks = (cols + DIM - 1) / DIM;
+  if (pixels > 1 && cols * pixels > DIM)
+    gm_fail("mvin with %u pixel repeats of %u columns does not fit in a row of %d", pixels, cols, DIM);
+  for (uint32_t b = 0; b < blocks; b++) {
+    uint64_t last = (uint64_t)base + (uint64_t)b * block_stride + rows - 1;
+    check_row(mem, last, "mvin");
+    uint64_t first = (uint64_t)base + (uint64_t)b * block_stride;
+    uint64_t low = first >= pixels - 1 ? first - (pixels - 1) : 0;
+    tm_write(mem, (uint32_t)low, (uint32_t)(last - low + 1), 1);
+    for (uint64_t r = low; r <= last; r++) mem == MEM_ACC ? touch_acc((uint32_t)r) : touch_spad((uint32_t)r);
+  }
+
+  for (uint32_t row = 0; row < rows; row++) {
+    const unsigned char *src = dram ? (const unsigned char *)(uintptr_t)(dram + row * stride) : NULL;
+    for (uint32_t col = 0; col < cols; col++) {
+      const uint32_t block = col / DIM, lcol = col % DIM;
+      const uint32_t lrow = base + row + block * block_stride;
+      int64_t value = 0;
+      if (src) {
+        if (is_acc && !shrunk) {
+          acc_t v;
+          memcpy(&v, src + (size_t)col * sizeof(acc_t), sizeof v);
+          value = v; /* this configuration has no accumulator mvin scale */
+        } else {
+          elem_t v;
+          memcpy(&v, src + (size_t)col * sizeof(elem_t), sizeof v);
+          value = scale == 1.0f ? v : scale_to_elem(v, scale);
+        }
+      }
+      for (uint32_t p = 0; p < pixels && p <= lrow; p++) {
+        if (is_acc) {
+          acc_t *cell = &G.acc[lrow - p][lcol + p * cols];
+          *cell = accumulate ? (acc_t)((uint32_t)*cell + (uint32_t)value) : (acc_t)value;
+        } else {
+          G.spad[lrow - p][lcol + p * cols] = (elem_t)value;
+        }
+      }
+    }
+  }
+
+  uint64_t beats = dram ? tm_dma_beats(rows, (uint64_t)cols * esize) : 0;
+  if (dram) S.dram_read_bytes += (uint64_t)rows * cols * esize;
+  uint64_t local_cycles = (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES;
+  tm_schedule(U_LOAD, T_DMA_CMD_OVERHEAD + local_cycles, dram ? T_DRAM_LATENCY : 0, beats);
+}
+
+/* ----------------------------------------------------------------------------------------- MVOUT */
+
+static elem_t acc_to_elem(acc_t v) { return activate(scale_to_elem(v, G.acc_scale), G.acc_act); }
+
+static void mvout_pooled(unsigned char *dram, uint32_t base, int is_acc, uint32_t channels) {
+  const int mem = is_acc ? MEM_ACC : MEM_SPAD;
+  const uint32_t orows = G.pool_orows, ocols = G.pool_ocols;
+  if (channels > DIM) gm_fail("pooled mvout of %u channels exceeds DIM=%d", channels, DIM);
+  if (orows && ocols) {
+    check_row(mem, (uint64_t)base + (uint64_t)orows * ocols - 1, "pooled mvout");
+    tm_read(mem, base, orows * ocols, 1);
+  }
+  for (uint32_t porow = 0; porow < G.pool_porows; porow++)
+    for (uint32_t pocol = 0; pocol < G.pool_pocols; pocol++)
+      for (uint32_t ch = 0; ch < channels; ch++) {
+        elem_t best = elem_t_min;
+        for (uint32_t wr = 0; wr < G.pool_size; wr++)
+          for (uint32_t wc = 0; wc < G.pool_size; wc++) {
+            int64_t orow = (int64_t)porow * G.pool_stride + wr - G.pool_upad;
+            int64_t ocol = (int64_t)pocol * G.pool_stride + wc - G.pool_lpad;
+            elem_t e = 0;
+            if (orow >= 0 && ocol >= 0 && orow < orows && ocol < ocols) {
+              uint32_t row = base + (uint32_t)(orow * ocols + ocol);
+              e = is_acc ? acc_to_elem(G.acc[row][ch]) : G.spad[row][ch];
+            }
+            if (e > best) best = e;
+          }
+        dram[((uint64_t)porow * G.pool_out_dim + pocol) * G.st_stride + ch] = (unsigned char)best;
+      }
+  uint64_t out_rows = (uint64_t)G.pool_porows * G.pool_pocols;
+  uint64_t in_rows = (uint64_t)orows * ocols;
+  S.dram_write_bytes += out_rows * channels;
+  tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD + in_rows * T_SPAD_ROW_CYCLES,
+              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_beats(out_rows, channels));
+}
+
+void gm_mvout(uint64_t dram, uint64_t local) {
+  const uint32_t addr = (uint32_t)local;
+  const uint32_t cols = (local >> 32) & 0xFFFF, rows = (local >> 48) & 0xFFFF;
+  if (addr == GARBAGE_LOCAL) gm_fail("mvout from the garbage address");
+  if (dram == 0) gm_fail("mvout to DRAM address 0");
+  const int is_acc = (addr >> 31) & 1, full = (addr >> 29) & 1;
+  const uint32_t norm = (addr >> 26) & 7, base = addr & 0x3FFFFFF;
+  const int mem = is_acc ? MEM_ACC : MEM_SPAD;
+  if (norm != 0 && is_acc) gm_fail("mvout normalization command %u is not supported by this model", norm);
+  if (is_acc && !full) check_act(G.acc_act, "CONFIG_ST activation");
+  unsigned char *out = (unsigned char *)(uintptr_t)dram;
+
+  if (G.pool_stride != 0) {
+    mvout_pooled(out, base, is_acc, cols);
+    return;
+  }
+  if (rows == 0 || cols == 0) {
+    tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD, 0, 0);
+    return;
+  }
+  const uint32_t blocks = (cols + DIM - 1) / DIM;
+  for (uint32_t b = 0; b < blocks; b++) {
+    check_row(mem, (uint64_t)base + (uint64_t)b * DIM + rows - 1, "mvout");
+    tm_read(mem, base + b * DIM, rows, 1);
+  }
+  const uint32_t esize = (is_acc && full) ? sizeof(acc_t) : sizeof(elem_t);
+  for (uint32_t i = 0; i < rows; i++) {
+    unsigned char *dst = out + (uint64_t)i * G.st_stride;
+    for (uint32_t j = 0; j < cols; j++) {
+      const uint32_t row = base + (j / DIM) * DIM + i, col = j % DIM;
+      if (!is_acc) {
+        dst[j] = (unsigned char)G.spad[row][col];
+      } else if (full) {
+        memcpy(dst + (size_t)j * sizeof(acc_t), &G.acc[row][col], sizeof(acc_t));
+      } else {
+        dst[j] = (unsigned char)acc_to_elem(G.acc[row][col]);
+      }
+    }
+  }
+  S.dram_write_bytes += (uint64_t)rows * cols * esize;
+  tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD + (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES,
+              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_beats(rows, (uint64_t)cols * esize));
+}
+
+/* --------------------------------------------------------------------------------------- EXECUTE */
+
+static void check_dims(uint32_t rows, uint32_t cols, const char *what) {
+  if (rows > DIM || cols > DIM)
+    gm_fail("%s operand of %u rows x %u columns exceeds the %dx%d array", what, rows, cols, DIM, DIM);
+}
+
+static void check_spad_operand(uint32_t addr, const char *what) {
+  if (addr != GARBAGE_LOCAL && (addr >> 30) != 0)
+    gm_fail("%s operand 0x%08x must be a scratchpad address (the model does not read it from the "
+            "accumulator)", what, addr);
+}
+
+void gm_preload(uint64_t bd, uint64_t c) {
+  G.preload_addr = (uint32_t)bd;
+  G.output_addr = (uint32_t)c;
+  G.preload_cols = (bd >> 32) & 0xFFFF;
+  G.preload_rows = (bd >> 48) & 0xFFFF;
+  G.output_cols = (c >> 32) & 0xFFFF;
+  G.output_rows = (c >> 48) & 0xFFFF;
+  check_dims(G.preload_rows, G.preload_cols, "PRELOAD B/D");
+  check_dims(G.output_rows, G.output_cols, "PRELOAD C");
+  check_spad_operand(G.preload_addr, "PRELOAD B/D");
+  uint64_t occupancy = T_EX_CMD_OVERHEAD;
+  if (G.preload_addr != GARBAGE_LOCAL && G.preload_rows) {
+    uint64_t last_row = (uint64_t)G.preload_addr + G.preload_rows - 1;
+    if (G.dataflow == DF_WS && G.b_transpose) last_row = (uint64_t)G.preload_addr + G.preload_cols - 1;
+    check_row(MEM_SPAD, last_row, "PRELOAD");
+    tm_read(MEM_SPAD, G.preload_addr, (uint32_t)(last_row - G.preload_addr + 1), 1);
+    occupancy = (uint64_t)(last_row - G.preload_addr + 1) * T_EX_ROW_CYCLES;
+  }
+  tm_schedule(U_EX, occupancy, 0, 0);
+}
+
+void gm_compute(uint64_t a_op, uint64_t bd_op, int preload) {
+  static acc_t A[DIM][DIM], BD[DIM][DIM], R[DIM][DIM];
+  const uint32_t a_addr = (uint32_t)a_op, bd_addr = (uint32_t)bd_op;
+  const uint32_t a_cols = (a_op >> 32) & 0xFFFF, a_rows = (a_op >> 48) & 0xFFFF;
+  const uint32_t bd_cols = (bd_op >> 32) & 0xFFFF, bd_rows = (bd_op >> 48) & 0xFFFF;
+  const int ws = G.dataflow == DF_WS;
+  check_dims(a_rows, a_cols, "COMPUTE A");
+  check_dims(bd_rows, bd_cols, ws ? "COMPUTE D" : "COMPUTE B");
+  check_spad_operand(a_addr, "COMPUTE A");
+  check_spad_operand(bd_addr, ws ? "COMPUTE D" : "COMPUTE B");
+  uint64_t streamed = 0;
+
+  /* A (DIM x DIM, zero outside rows x cols), row i at a_addr + a_stride*i (transposed: column). */
+  memset(A, 0, sizeof A);
+  if (a_addr != GARBAGE_LOCAL && a_rows && a_cols) {
+    uint32_t n = G.a_transpose ? a_cols : a_rows;
+    uint64_t last = (uint64_t)a_addr + (uint64_t)G.a_stride * (n - 1);
+    check_row(MEM_SPAD, last, "COMPUTE A");
+    tm_read(MEM_SPAD, a_addr, n, G.a_stride);
+    for (uint32_t i = 0; i < a_rows; i++)
+      for (uint32_t k = 0; k < a_cols; k++)
+        A[i][k] = G.a_transpose ? G.spad[a_addr + G.a_stride * k][i] : G.spad[a_addr + G.a_stride * i][k];
+    streamed = n;
+  }
+
+  /* The second operand: D (bias) in WS, B in OS (transposed: row j holds column j). */
+  memset(BD, 0, sizeof BD);
+  if (bd_addr != GARBAGE_LOCAL && bd_rows && bd_cols) {
+    int bt = !ws && G.b_transpose;
+    uint32_t n = bt ? bd_cols : bd_rows;
+    check_row(MEM_SPAD, (uint64_t)bd_addr + n - 1, "COMPUTE B/D");
+    tm_read(MEM_SPAD, bd_addr, n, 1);
+    for (uint32_t i = 0; i < bd_rows; i++)
+      for (uint32_t j = 0; j < bd_cols; j++) BD[i][j] = bt ? G.spad[bd_addr + j][i] : G.spad[bd_addr + i][j];
+    if (n > streamed) streamed = n;
+  }
+
+  if (preload) {
+    /* The preloaded matrix enters the PEs: weights (WS, optionally transposed) or initial sums (OS). */
+    int pt = ws && G.b_transpose;
+    memset(G.pe, 0, sizeof G.pe);
+    if (G.preload_addr != GARBAGE_LOCAL)
+      for (uint32_t i = 0; i < G.preload_rows; i++)
+        for (uint32_t j = 0; j < G.preload_cols; j++)
+          G.pe[i][j] = pt ? G.spad[G.preload_addr + j][i] : G.spad[G.preload_addr + i][j];
+  }
+
+  uint32_t depth_j = ws ? G.preload_cols : bd_cols;
+  if (G.output_addr != GARBAGE_LOCAL) depth_j = G.output_cols;
+  S.macs += (uint64_t)a_rows * a_cols * depth_j;
+
+  if (ws) {
+    for (int i = 0; i < DIM; i++)
+      for (int j = 0; j < DIM; j++) R[i][j] = BD[i][j];
+    for (int i = 0; i < DIM; i++)
+      for (int k = 0; k < DIM; k++) {
+        const acc_t a = A[i][k];
+        if (a == 0) continue;
+        for (int j = 0; j < DIM; j++) R[i][j] = (acc_t)((uint32_t)R[i][j] + (uint32_t)(a * G.pe[k][j]));
+      }
+  } else {
+    for (int i = 0; i < DIM; i++)
+      for (int k = 0; k < DIM; k++) {
+        const acc_t a = A[i][k];
+        if (a == 0) continue;
+        for (int j = 0; j < DIM; j++) G.pe[i][j] = (acc_t)((uint32_t)G.pe[i][j] + (uint32_t)(a * BD[k][j]));
+      }
+  }
+
+  /* Write C: to the accumulator as acc_t (overwrite or accumulate), to the scratchpad saturated
+   * (OS: after the rounding shift) and activated. */
+  const uint32_t out = G.output_addr;
+  if (out != GARBAGE_LOCAL && G.output_rows && G.output_cols) {
+    const int to_acc = (out >> 31) & 1, accumulate = (out >> 30) & 1;
+    const uint32_t base = out & 0x1FFFFFFF;
+    const int mem = to_acc ? MEM_ACC : MEM_SPAD;
+    check_row(mem, (uint64_t)base + (uint64_t)G.c_stride * (G.output_rows - 1), "COMPUTE C");
+    if (!to_acc) check_act(G.sys_act, "CONFIG_EX activation");
+    tm_write(mem, base, G.output_rows, G.c_stride);
+    for (uint32_t i = 0; i < G.output_rows; i++) {
+      const uint32_t row = base + G.c_stride * i;
+      to_acc ? touch_acc(row) : touch_spad(row);
+      for (uint32_t j = 0; j < G.output_cols; j++) {
+        const acc_t v = ws ? R[i][j] : G.pe[i][j];
+        if (to_acc) {
+          G.acc[row][j] = accumulate ? (acc_t)((uint32_t)G.acc[row][j] + (uint32_t)v) : v;
+        } else {
+          int64_t shifted = ws ? v : rounding_shift(v, G.sys_shift);
+          G.spad[row][j] = activate(saturate_elem(shifted), G.sys_act);
+        }
+      }
+    }
+  }
+  if (streamed == 0) streamed = 1;
+  tm_schedule(U_EX, streamed * T_EX_ROW_CYCLES, T_MESH_LATENCY, 0);
+}
+
+void gm_flush(void) { tm_schedule(U_EX, T_EX_CMD_OVERHEAD, 0, 0); }

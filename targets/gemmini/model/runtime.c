@@ -1,0 +1,194 @@
+/* Entry points of the native model: RoCC dispatch, fence, cycle counter, the host-work hook
+ * (__sanitizer_cov_trace_pc), error reporting and the statistics file. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gemmini_model.h"
+#include "model_internal.h"
+
+gm_stats_t S;
+uint64_t gm_insn_no, gm_cur_funct, gm_cur_rs1, gm_cur_rs2;
+const char *gm_in_loop;
+
+static int initialized;
+static volatile sig_atomic_t in_model;
+
+static const char *funct_name(uint64_t f) {
+  static const char *names[] = {"CONFIG", "MVIN2", "MVIN", "MVOUT", "COMPUTE_PRELOADED",
+                                "COMPUTE_ACCUMULATE", "PRELOAD", "FLUSH", "LOOP_WS",
+                                "LOOP_WS_CONFIG_BOUNDS", "LOOP_WS_CONFIG_ADDRS_AB",
+                                "LOOP_WS_CONFIG_ADDRS_DC", "LOOP_WS_CONFIG_STRIDES_AB",
+                                "LOOP_WS_CONFIG_STRIDES_DC", "MVIN3", "LOOP_CONV_WS",
+                                "LOOP_CONV_WS_CONFIG_1", "LOOP_CONV_WS_CONFIG_2", "LOOP_CONV_WS_CONFIG_3",
+                                "LOOP_CONV_WS_CONFIG_4", "LOOP_CONV_WS_CONFIG_5", "LOOP_CONV_WS_CONFIG_6"};
+  if (f < sizeof names / sizeof names[0]) return names[f];
+  if (f == F_COUNTER) return "COUNTER";
+  return NULL;
+}
+
+static void write_stats(void) {
+  const char *path = getenv("GEMMINI_MODEL_STATS");
+  if (!path || !*path || !initialized) return;
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "{\n  \"dim\": %d,\n", DIM);
+  for (int pass = 0; pass < 2; pass++) {
+    const uint64_t *counts = pass ? S.executed : S.host_issued;
+    fprintf(f, "  \"%s\": {", pass ? "executed_instructions" : "instructions");
+    int first = 1;
+    for (int i = 0; i < NUM_FUNCTS; i++) {
+      if (!counts[i]) continue;
+      const char *name = funct_name((uint64_t)i);
+      if (name) fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", name, (unsigned long long)counts[i]);
+      else fprintf(f, "%s\"funct_%d\": %llu", first ? "" : ", ", i, (unsigned long long)counts[i]);
+      first = 0;
+    }
+    fprintf(f, "},\n");
+  }
+  double spad_kib = (double)S.spad_rows_touched * DIM * sizeof(elem_t) / 1024.0;
+  double acc_kib = (double)S.acc_rows_touched * DIM * sizeof(acc_t) / 1024.0;
+  fprintf(f, "  \"macs\": %llu,\n", (unsigned long long)S.macs);
+  fprintf(f, "  \"max_spad_row\": %lld,\n  \"max_acc_row\": %lld,\n", (long long)S.max_spad_row,
+          (long long)S.max_acc_row);
+  fprintf(f, "  \"spad_rows\": %u,\n  \"acc_rows\": %d,\n", SPAD_ROWS, ACC_ROWS);
+  fprintf(f, "  \"spad_kib_used\": %.2f,\n  \"spad_kib_total\": %.2f,\n", spad_kib,
+          (double)SPAD_ROWS * DIM * sizeof(elem_t) / 1024.0);
+  fprintf(f, "  \"acc_kib_used\": %.2f,\n  \"acc_kib_total\": %.2f,\n", acc_kib,
+          (double)ACC_ROWS * DIM * sizeof(acc_t) / 1024.0);
+  fprintf(f, "  \"cycles\": %llu,\n", (unsigned long long)S.last_cycles);
+  fprintf(f, "  \"cycle_reads\": %llu,\n", (unsigned long long)S.cycle_reads);
+  fprintf(f, "  \"host_cycles_at_exit\": %llu,\n", (unsigned long long)T.host);
+  fprintf(f, "  \"accelerator_done_cycle\": %llu,\n", (unsigned long long)T.all_done);
+  fprintf(f, "  \"host_blocks\": %llu,\n", (unsigned long long)S.host_blocks);
+  fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_blocks * T_HOST_CYCLES_PER_BLOCK);
+  fprintf(f, "  \"fences\": %llu,\n", (unsigned long long)S.fences);
+  fprintf(f, "  \"busy_cycles\": {\"load\": %llu, \"execute\": %llu, \"store\": %llu},\n",
+          (unsigned long long)T.busy[U_LOAD], (unsigned long long)T.busy[U_EX],
+          (unsigned long long)T.busy[U_STORE]);
+  fprintf(f, "  \"dram_read_bytes\": %llu,\n  \"dram_write_bytes\": %llu\n}\n",
+          (unsigned long long)S.dram_read_bytes, (unsigned long long)S.dram_write_bytes);
+  fclose(f);
+}
+
+static void on_fault(int sig, siginfo_t *info, void *ctx) {
+  (void)ctx;
+  if (!in_model) { /* the program's own bug: crash as it would have */
+    signal(sig, SIG_DFL);
+    return;
+  }
+  char msg[320];
+  int n = snprintf(msg, sizeof msg,
+                   "gemmini-model: error: invalid DRAM address %p touched by the accelerator%s%s "
+                   "(instruction #%llu funct=%llu rs1=0x%llx rs2=0x%llx)\n",
+                   info ? info->si_addr : NULL, gm_in_loop ? " inside " : "", gm_in_loop ? gm_in_loop : "",
+                   (unsigned long long)gm_insn_no, (unsigned long long)gm_cur_funct,
+                   (unsigned long long)gm_cur_rs1, (unsigned long long)gm_cur_rs2);
+  if (n > 0) {
+    ssize_t ignored = write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    (void)ignored;
+  }
+  _exit(3);
+}
+
+static void init(void) {
+  if (initialized) return;
+  initialized = 1;
+  gm_reset();
+  tm_reset();
+  memset(&S, 0, sizeof S);
+  S.max_spad_row = S.max_acc_row = -1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+  atexit(write_stats);
+}
+
+/* Before main, so that host work done before the first RoCC instruction is counted on a clean state. */
+__attribute__((constructor)) static void init_at_start(void) { init(); }
+
+void gm_fail(const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  fprintf(stderr, "gemmini-model: error: %s%s%s (instruction #%llu funct=%llu rs1=0x%llx rs2=0x%llx)\n", what,
+          gm_in_loop ? " inside " : "", gm_in_loop ? gm_in_loop : "", (unsigned long long)gm_insn_no,
+          (unsigned long long)gm_cur_funct, (unsigned long long)gm_cur_rs1, (unsigned long long)gm_cur_rs2);
+  in_model = 0;
+  exit(3);
+}
+
+uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+  init();
+  gm_insn_no++;
+  gm_cur_funct = funct, gm_cur_rs1 = rs1, gm_cur_rs2 = rs2;
+  gm_in_loop = NULL;
+  S.host_issued[funct < NUM_FUNCTS ? funct : NUM_FUNCTS - 1]++;
+  if (funct < NUM_FUNCTS && funct != F_LOOP_WS && funct != F_LOOP_CONV_WS) S.executed[funct]++;
+  in_model = 1;
+  tm_host_begin();
+  uint64_t rd = 0;
+  switch (funct) {
+  case F_CONFIG: gm_config(rs1, rs2); break;
+  case F_MVIN: gm_mvin(rs1, rs2, 0); break;
+  case F_MVIN2: gm_mvin(rs1, rs2, 1); break;
+  case F_MVIN3: gm_mvin(rs1, rs2, 2); break;
+  case F_MVOUT: gm_mvout(rs1, rs2); break;
+  case F_PRELOAD: gm_preload(rs1, rs2); break;
+  case F_COMPUTE_PRELOADED: gm_compute(rs1, rs2, 1); break;
+  case F_COMPUTE_ACCUMULATE: gm_compute(rs1, rs2, 0); break;
+  case F_FLUSH: gm_flush(); break;
+  case F_LOOP_WS: gm_loop_ws(rs1, rs2); break;
+  case F_LOOP_CONV_WS: gm_loop_conv_ws(rs1, rs2); break;
+  case F_COUNTER: tm_frontend_only(); break; /* performance counters are not modelled: reads give 0 */
+  default:
+    if (funct >= F_LOOP_WS_CONFIG_BOUNDS && funct <= F_LOOP_WS_CONFIG_STRIDES_DC) {
+      gm_loop_ws_config(funct, rs1, rs2);
+    } else if (funct >= F_LOOP_CONV_WS_CONFIG_1 && funct <= F_LOOP_CONV_WS_CONFIG_6) {
+      gm_loop_conv_ws_config(funct, rs1, rs2);
+    } else {
+      gm_fail("unknown instruction funct=%llu", (unsigned long long)funct);
+    }
+  }
+  tm_host_end();
+  in_model = 0;
+  gm_in_loop = NULL;
+  return rd;
+}
+
+void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) { (void)gemmini_model_rocc_rd(funct, rs1, rs2); }
+
+/* Functional effects already happened at issue; the fence only moves the host clock to the moment
+ * everything outstanding has completed. */
+void gemmini_model_fence(void) {
+  init();
+  S.fences++;
+  tm_fence();
+}
+
+uint64_t gemmini_model_cycles(void) {
+  init();
+  S.cycle_reads++;
+  S.last_cycles = T.host;
+  return T.host;
+}
+
+void gemmini_model_charge_host(uint64_t cycles) { tm_charge_host(cycles); }
+
+/* Called by the compiler at every basic block of code built with -fsanitize-coverage=trace-pc (the
+ * user's file, library headers included): host computation costs cycles like on the real core. */
+void __sanitizer_cov_trace_pc(void) {
+  S.host_blocks++;
+  T.host += T_HOST_CYCLES_PER_BLOCK;
+}

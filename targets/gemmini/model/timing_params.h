@@ -1,0 +1,43 @@
+/* Every timing parameter of the Gemmini cycle model, in one place.
+ *
+ * Starting values follow the published defaults of a Gemmini timing model (see README.md): queues of
+ * 8/16/4 entries, 64-byte DMA beats, ~8 bytes/cycle of DRAM bandwidth plus latency, a mesh latency of
+ * about 2*DIM+1 cycles, about one RoCC instruction per host instruction, and host work that is not free.
+ * Sizes (DIM, rows) come from gemmini_params.h; nothing here depends on a particular configuration
+ * except through DIM.
+ */
+#ifndef GEMMINI_TIMING_PARAMS_H
+#define GEMMINI_TIMING_PARAMS_H
+
+/* ---- host core ---- */
+#define T_HOST_CYCLES_PER_BLOCK 4  /* host cycles charged per executed basic block of the user file
+                                      (-fsanitize-coverage=trace-pc): ~5 instructions at ~1 IPC */
+#define T_ROCC_ISSUE_CYCLES 2      /* host cycles to issue one RoCC instruction (operands + handshake) */
+#define T_FENCE_CYCLES 4           /* host cycles a fence costs on top of waiting for the accelerator */
+
+/* ---- command frontend ---- */
+#define T_FRONTEND_CYCLES 1        /* cycles between two commands entering the queues (hardware loops too) */
+
+/* ---- reservation-station queues (entries; an entry is freed when its command completes) ---- */
+#define T_LOAD_QUEUE 8             /* mvin, mvin2, mvin3, config_ld */
+#define T_EX_QUEUE 16              /* preload, compute, config_ex, flush */
+#define T_STORE_QUEUE 4            /* mvout, config_st */
+
+/* ---- DMA and DRAM (shared by loads and stores) ---- */
+#define T_DMA_BEAT_BYTES 64        /* bytes per DMA beat; each row of a mvin/mvout is its own request(s) */
+#define T_DRAM_BYTES_PER_CYCLE 8   /* sustained DRAM bandwidth */
+#define T_DRAM_LATENCY 80          /* cycles from a read request to its data (and for write acks) */
+#define T_DMA_MAX_INFLIGHT 16      /* beats in flight; with the latency this also bounds bandwidth */
+#define T_DMA_CMD_OVERHEAD 4       /* cycles to decode a mvin/mvout and translate its address */
+
+/* ---- scratchpad / accumulator ports ---- */
+#define T_SPAD_ROW_CYCLES 1        /* cycles per row written or read by the DMA side */
+#define T_ACC_READ_LATENCY 4       /* accumulator read + scale + activation pipeline on mvout */
+
+/* ---- execute (mesh) ---- */
+#define T_MESH_LATENCY (2 * DIM + 1) /* cycles from the first operand row entering the mesh to the
+                                        last result row leaving it (fill + drain) */
+#define T_EX_ROW_CYCLES 1          /* cycles per operand row streamed into the mesh */
+#define T_EX_CMD_OVERHEAD 1        /* cycles for a command that streams nothing (config, garbage preload) */
+
+#endif /* GEMMINI_TIMING_PARAMS_H */
