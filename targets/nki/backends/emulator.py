@@ -1,0 +1,52 @@
+"""nki-emulator: run the kernel file in the NumPy NKI emulator (in a subprocess with a time limit) and
+report the cost model's latency. Deterministic; needs nothing beyond NumPy."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+from speedpatch.model import OK, Evaluation
+from speedpatch.targets.base import Availability, Backend, EvalContext, run_process
+from speedpatch.targets.nki.backends.common import RUNNER, new_nonce, now, to_evaluation
+from speedpatch.targets.nki.emulator import PKGS_DIR
+
+
+class NkiEmulatorBackend(Backend):
+    name = "nki-emulator"
+    target = "nki"
+    measures_speed = True
+    description = "NumPy emulator of NKI + engine-level cost model (deterministic, modeled microseconds)"
+
+    def availability(self, settings: dict[str, Any] | None = None) -> Availability:
+        return Availability(True, f"built in (NumPy {np.__version__}); latency is a deterministic model")
+
+    def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
+        candidate = ctx.workdir / "candidate.py"
+        candidate.write_text(source, encoding="utf-8")
+        nonce = new_nonce()
+        seeds = ctx.settings.get("seeds", "")
+        argv = [sys.executable, str(RUNNER), str(candidate), "--kernel", ctx.kernel.name, "--mode", "emulate",
+                "--pkgs", PKGS_DIR, "--deadline", f"{max(1.0, ctx.timeout - 2.0):.1f}"]
+        if seeds:
+            argv += ["--seeds", ",".join(str(s) for s in seeds)]
+        # runner.py puts the emulator's package folder first on sys.path of that process only.
+        proc = run_process(argv, ctx.workdir, ctx.timeout, env=dict(os.environ), input_text=nonce + "\n")
+        evaluation, result = to_evaluation(proc, nonce, candidate.name, ctx.timeout, "the emulated kernel")
+        evaluation.receipt = {
+            "backend": self.name,
+            "device": "NumPy NKI emulator; engine-level cost model with trn1-like NeuronCore parameters "
+                      "(speedpatch/targets/nki/emulator/params.py)",
+            "compiler": "none (emulated)",
+            "inputs": result.get("inputs", {}),
+            "seeds": result.get("seeds", []),
+            "warmups": 0,
+            "trials": 1,
+            "statistic": "deterministic model",
+            "date": now(),
+        }
+        if evaluation.status == OK:
+            evaluation.feedback = result.get("report", {})
+        return evaluation

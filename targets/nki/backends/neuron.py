@@ -1,0 +1,60 @@
+"""nki-neuron: compile and run on a Trainium host (local or over SSH) with the Neuron SDK; checks the
+output against the harness reference on every seed, then times it with nki.benchmark (P99 latency in
+microseconds of `iters` runs after `warmup` runs; settings "warmup", "iters")."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from speedpatch.model import Evaluation
+from speedpatch.targets.base import Availability, Backend, EvalContext
+from speedpatch.targets.nki.backends import remote
+from speedpatch.targets.nki.backends.common import new_nonce, now, to_evaluation
+
+
+class NkiNeuronBackend(Backend):
+    name = "nki-neuron"
+    target = "nki"
+    measures_speed = True
+    description = "real Trainium (trn1/trn2) via the Neuron SDK, locally or over SSH; nki.benchmark P99 latency"
+
+    def availability(self, settings: dict[str, Any] | None = None) -> Availability:
+        settings = settings or {}
+        with tempfile.TemporaryDirectory() as tmp:
+            info, why = remote.probe(settings, Path(tmp))
+        if info is None:
+            return Availability(False, why + ("" if settings.get("host") else
+                                              "; set [backend_settings.nki-neuron] host = \"<trn host>\" to use SSH"))
+        entry, why = remote.real_nki(info)
+        if entry is None:
+            return Availability(False, why)
+        if not info.get("devices"):
+            hint = "" if settings.get("host") else "; set host = \"<trainium host>\" to run over SSH"
+            return Availability(False, f"no Neuron device (/dev/neuron*) on {remote.where(settings)}{hint}")
+        if not entry.get("benchmark"):
+            return Availability(False, f"nki {entry.get('version')} has no nki.benchmark")
+        return Availability(True, f"nki {entry.get('version') or '(version unknown)'}, {info['devices']} Neuron "
+                                  f"device(s) on {remote.where(settings)}")
+
+    def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
+        warmup = int(ctx.settings.get("warmup", 2))
+        iters = int(ctx.settings.get("iters", 10))
+        nonce = new_nonce()
+        argv = ["--kernel", ctx.kernel.name, "--mode", "benchmark", "--warmup", str(warmup), "--iters", str(iters),
+                "--deadline", f"{max(1.0, ctx.timeout - 5.0):.1f}"]
+        proc = remote.run_runner(ctx.settings, source, argv, nonce, ctx.workdir, ctx.timeout)
+        evaluation, result = to_evaluation(proc, nonce, "candidate.py", ctx.timeout, "the Trainium run")
+        evaluation.receipt = {
+            "backend": self.name,
+            "device": f"Trainium NeuronCore on {remote.where(ctx.settings)}",
+            "compiler": f"neuronx-cc via nki {result.get('nki_version', 'unknown')}",
+            "inputs": result.get("inputs", {}),
+            "seeds": result.get("seeds", []),
+            "warmups": warmup,
+            "trials": iters,
+            "statistic": "P99 latency (nki.benchmark)",
+            "date": now(),
+        }
+        return evaluation

@@ -1,0 +1,99 @@
+"""Running runner.py with a real Neuron installation, locally or on a Trainium host over SSH.
+
+One process per evaluation: `<python> -c BOOTSTRAP`, with runner.py, the candidate and the nonce sent as
+JSON on stdin; over SSH that is `<ssh> <host> '<python> -c BOOTSTRAP'`, so nothing has to be installed on
+the host beyond the Neuron SDK's Python. Settings (the backend's table in speedpatch.toml):
+    host = "trn1-box"      # omit to run locally
+    ssh = "ssh -o BatchMode=yes"
+    python = "/opt/aws_neuronx_venv_pytorch/bin/python"   # default: python3 (remote) / this Python (local)
+    env = {NAME = "value"}  # extra environment for local runs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from speedpatch.targets.base import ProcResult, run_process
+from speedpatch.targets.nki.backends.common import RUNNER
+
+BOOTSTRAP = (
+    "import json,os,sys,tempfile,shutil,importlib.util as u\n"
+    "job=json.loads(sys.stdin.read())\n"
+    "d=tempfile.mkdtemp(prefix='speedpatch-nki-')\n"
+    "try:\n"
+    " open(os.path.join(d,'runner.py'),'w').write(job['runner'])\n"
+    " c=os.path.join(d,'candidate.py'); open(c,'w').write(job['candidate'])\n"
+    " s=u.spec_from_file_location('speedpatch_runner',os.path.join(d,'runner.py')); m=u.module_from_spec(s)\n"
+    " s.loader.exec_module(m); m.main([c]+job['argv'],job['nonce'])\n"
+    "finally:\n"
+    " shutil.rmtree(d,ignore_errors=True)\n"
+)
+
+PROBE = (
+    "import json,glob\n"
+    "out={'devices':len(glob.glob('/dev/neuron*'))}\n"
+    "for n in ('nki','neuronxcc.nki'):\n"
+    " try:\n"
+    "  m=__import__(n,fromlist=['_'])\n"
+    "  out[n]={'ok':True,'version':str(getattr(m,'__version__','')),"
+    "'simulate':hasattr(m,'simulate_kernel') or hasattr(m,'simulate'),'benchmark':hasattr(m,'benchmark'),"
+    "'emulator':bool(getattr(m,'SPEEDPATCH_EMULATOR',False))}\n"
+    " except Exception as e:\n"
+    "  t=type(e).__name__+': '+str(e)\n"
+    "  out[n]={'ok':False,'error':t[:300],'placeholder':'WRONG PACKAGE' in t.upper()}\n"
+    "print('SPEEDPATCH-PROBE '+json.dumps(out))\n"
+)
+
+
+def command(settings: dict[str, Any], program: str) -> list[str]:
+    host = settings.get("host")
+    if host:
+        python = settings.get("python", "python3")
+        return [*shlex.split(settings.get("ssh", "ssh")), str(host), f"{python} -c {shlex.quote(program)}"]
+    python = settings.get("python") or sys.executable
+    return [*shlex.split(python), "-c", program]
+
+
+def environment(settings: dict[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
+    return env
+
+
+def where(settings: dict[str, Any]) -> str:
+    return f"host {settings['host']}" if settings.get("host") else "this machine"
+
+
+def probe(settings: dict[str, Any], cwd: Path, timeout: float = 20.0) -> tuple[dict[str, Any] | None, str]:
+    """What the Python that would run candidates can import: ({"nki": {...}, ...}, '') or (None, why)."""
+    proc = run_process(command(settings, PROBE), cwd, timeout, env=environment(settings))
+    for line in proc.output.splitlines():
+        if line.startswith("SPEEDPATCH-PROBE "):
+            return json.loads(line[len("SPEEDPATCH-PROBE ") :]), ""
+    if proc.timed_out:
+        return None, f"no answer from {where(settings)} within {timeout:.0f} s"
+    return None, f"cannot run Python on {where(settings)}: {proc.output.strip()[-300:] or f'exit {proc.returncode}'}"
+
+
+def real_nki(info: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The usable real installation from a probe, or why there is none (placeholder packages named)."""
+    found = [info.get(n, {}) for n in ("nki", "neuronxcc.nki")]
+    for entry in found:
+        if entry.get("ok") and not entry.get("emulator"):
+            return entry, ""
+    if any(e.get("placeholder") for e in found):
+        return None, ("only the PyPI placeholder packages (nki / neuronx-cc raise 'WRONG PACKAGE') are installed; "
+                      "install the Neuron SDK from AWS's pip index (pip install --extra-index-url "
+                      "https://pip.repos.neuron.amazonaws.com neuronx-cc nki) in the Python this backend uses")
+    errors = "; ".join(e.get("error", "") for e in found if e.get("error"))
+    return None, f"no Neuron nki installation importable ({errors or 'not installed'})"
+
+
+def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float) -> ProcResult:
+    job = {"runner": RUNNER.read_text(encoding="utf-8"), "candidate": source, "argv": argv, "nonce": nonce}
+    return run_process(command(settings, BOOTSTRAP), cwd, timeout, env=environment(settings), input_text=json.dumps(job))

@@ -1,0 +1,126 @@
+"""Finding NKI kernels in Python source with `ast`: functions decorated with nki.jit / baremetal /
+benchmark / profile (or the legacy neuronxcc.nki ones), under whatever names the file imports them as.
+A file that does not parse (the user is typing) falls back to a line scan for the same decorators."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+KERNEL_DECORATORS = {"jit", "baremetal", "benchmark", "profile", "trace"}
+NKI_MODULES = ("nki", "neuronxcc.nki")
+HARNESS_NAMES = ("reference",)
+INPUT_NAMES = ("INPUTS", "make_inputs")
+
+
+@dataclass(frozen=True)
+class Found:
+    name: str
+    start_line: int  # 1-based, first decorator line
+    end_line: int  # 1-based, inclusive
+    def_line: int  # 1-based
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> canonical dotted name, for imports of nki modules and their decorators."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def is_kernel_decorator(dotted: str, aliases: dict[str, str]) -> bool:
+    if not dotted:
+        return False
+    head, _, rest = dotted.partition(".")
+    canonical = aliases.get(head, head) + (f".{rest}" if rest else "")
+    module, _, attr = canonical.rpartition(".")
+    return attr in KERNEL_DECORATORS and module in NKI_MODULES
+
+
+def find_in_tree(tree: ast.Module) -> list[Found]:
+    aliases = _aliases(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(is_kernel_decorator(_dotted(d), aliases) for d in node.decorator_list):
+                start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                found.append(Found(node.name, start, node.end_lineno or node.lineno, node.lineno))
+    return sorted(found, key=lambda f: f.start_line)
+
+
+def module_names(tree: ast.Module) -> set[str]:
+    """Names bound at module level (to tell whether the file carries a harness)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+_DECORATOR_LINE = re.compile(r"^@\s*([A-Za-z_][\w.]*)")
+_DEF_LINE = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)")
+_IMPORT_LINE = re.compile(r"^\s*(?:import\s+([\w.]+)(?:\s+as\s+(\w+))?|from\s+([\w.]+)\s+import\s+(\w+)(?:\s+as\s+(\w+))?)")
+
+
+def scan_lines(text: str) -> list[Found]:
+    """Fallback for files that do not parse: top-level decorated defs, ended by the next top-level line."""
+    lines = text.splitlines()
+    aliases: dict[str, str] = {}
+    for line in lines:
+        m = _IMPORT_LINE.match(line)
+        if m and m.group(1):
+            aliases[m.group(2) or m.group(1).split(".")[0]] = m.group(1) if m.group(2) else m.group(1).split(".")[0]
+        elif m and m.group(3):
+            aliases[m.group(5) or m.group(4)] = f"{m.group(3)}.{m.group(4)}"
+    found = []
+    i = 0
+    while i < len(lines):
+        m = _DECORATOR_LINE.match(lines[i])
+        if m and is_kernel_decorator(m.group(1), aliases):
+            start = i
+            j = i
+            while j < len(lines) and not _DEF_LINE.match(lines[j]):
+                j += 1
+            if j == len(lines):
+                break
+            name = _DEF_LINE.match(lines[j]).group(1)  # type: ignore[union-attr]
+            end = j
+            k = j + 1
+            while k < len(lines):
+                stripped = lines[k].strip()
+                if stripped and not lines[k][0].isspace() and not stripped.startswith("#") and not stripped.startswith(")"):
+                    break
+                if stripped:
+                    end = k
+                k += 1
+            found.append(Found(name, start + 1, end + 1, j + 1))
+            i = k
+        else:
+            i += 1
+    return found

@@ -1,0 +1,222 @@
+"""Emulated `nki.isa` (nisa): one function per engine instruction.
+
+Both calling conventions work: the current one with the destination first (`nc_matmul(dst, stationary,
+moving)`, `activation(dst=..., op=..., data=...)`) and the legacy one that returns a new tile
+(`res = nisa.nc_matmul(stationary, moving)`).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from speedpatch.targets.nki.emulator import language as nl
+from speedpatch.targets.nki.emulator import ops
+from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.tensor import Tile, sbuf
+
+
+class engine(Enum):  # noqa: N801 - NKI's public name
+    tensor = "tensor"
+    vector = "vector"
+    scalar = "scalar"
+    gpsimd = "gpsimd"
+    unknown = "unknown"
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class reduce_cmd(Enum):  # noqa: N801
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+
+
+def _split_dst(args: tuple, kwargs: dict, first_is_dst: bool) -> tuple[Tile | None, tuple]:
+    dst = kwargs.pop("dst", None)
+    if dst is None and first_is_dst and args:
+        return args[0], args[1:]
+    return dst, args
+
+
+def _bind(names: list[str], args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
+    if len(args) > len(names):
+        raise NkiError(f"nisa.{what}: too many positional arguments")
+    bound = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key in bound:
+            raise NkiError(f"nisa.{what}: argument {key!r} given twice")
+        bound[key] = value
+    return bound
+
+
+def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
+    """psum (+)= stationary.T @ moving. With a destination it accumulates into it (PSUM accumulation)."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3)
+    a = _bind(["stationary", "moving"], rest, kwargs, "nc_matmul")
+    return ops.matmul(dst, a["stationary"], a["moving"], accumulate=dst is not None)
+
+
+def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["data", "mask", "dtype", "engine"], rest, kwargs, "nc_transpose")
+    return ops.transpose(dst, a["data"])
+
+
+def activation(*args: Any, **kwargs: Any) -> Tile:
+    """op(data * scale + bias) on the Scalar engine; scale/bias (scalars or (P, 1) tiles) are free."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    a = _bind(["op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd", "dtype", "mask"], rest, kwargs,
+              "activation")
+    return _activation(dst, a)
+
+
+def activation_reduce(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    a = _bind(["op", "data", "reduce_op", "reduce_res", "bias", "scale", "dtype", "mask"], rest, kwargs,
+              "activation_reduce")
+    return _activation(dst, a)
+
+
+def _activation(dst: Tile | None, a: dict[str, Any]) -> Tile:
+    fn = nl.np_unary(a.get("op"))
+    data, bias, scale = a["data"], a.get("bias"), a.get("scale", 1.0)
+    operands = [data, 1.0 if scale is None else scale, 0.0 if bias is None else bias]
+    out = ops.elementwise("activation", "scalar", lambda x, s, b: fn(x * s + b), operands, dst=dst,
+                          dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
+    res = a.get("reduce_res")
+    if res is not None:
+        red = nl.reduce_fn(a.get("reduce_op") or np.add)
+        values = red(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
+        res.write(values.reshape(res.shape) if values.size == np.prod(res.shape) else values)
+    return out
+
+
+def tensor_scalar(*args: Any, **kwargs: Any) -> Tile:
+    """op1(op0(data, operand0), operand1); operands are scalars or (P, 1) tiles. Vector engine."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
+    a = _bind(["data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1", "dtype", "mask", "engine"], rest,
+              kwargs, "tensor_scalar")
+    op0, op1 = nl.np_binary(a["op0"]), a.get("op1")
+    rev0, rev1 = bool(a.get("reverse0", False)), bool(a.get("reverse1", False))
+    operands = [a["data"], a["operand0"]]
+    if op1 is not None:
+        operands.append(a["operand1"])
+        f1 = nl.np_binary(op1)
+
+    def run(x: Any, s0: Any, s1: Any = None) -> Any:
+        y = op0(s0, x) if rev0 else op0(x, s0)
+        if op1 is None:
+            return y
+        return f1(s1, y) if rev1 else f1(y, s1)
+
+    return ops.elementwise("tensor_scalar", ops.engine_name(a.get("engine"), "vector"), run, operands, dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"))
+
+
+def tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
+    a = _bind(["data1", "data2", "op", "dtype", "mask", "engine"], rest, kwargs, "tensor_tensor")
+    for key in ("data1", "data2"):
+        if not isinstance(a[key], Tile):
+            raise NkiError(f"nisa.tensor_tensor: {key} must be a tile")
+    return ops.elementwise("tensor_tensor", ops.engine_name(a.get("engine"), "vector"), nl.np_binary(a["op"]),
+                           [a["data1"], a["data2"]], dst=dst, dtype=ops.out_dtype(a.get("dtype"), a["data1"], a["data2"]),
+                           mask=a.get("mask"))
+
+
+def tensor_reduce(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    a = _bind(["op", "data", "axis", "dtype", "negate", "keepdims", "mask"], rest, kwargs, "tensor_reduce")
+    return nl.reduce_tile(nl.reduce_fn(a["op"]), a["data"], a["axis"], dtype=a.get("dtype"),
+                          keepdims=bool(a.get("keepdims", False)), dst=dst, negate=bool(a.get("negate", False)),
+                          what="tensor_reduce")
+
+
+def tensor_copy(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["src", "mask", "dtype", "engine"], rest, kwargs, "tensor_copy")
+    return ops.elementwise("tensor_copy", ops.engine_name(a.get("engine"), "vector"), lambda v: v, [a["src"]], dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), a["src"]), mask=a.get("mask"))
+
+
+def reciprocal(*args: Any, **kwargs: Any) -> Tile:
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["data", "dtype", "mask"], rest, kwargs, "reciprocal")
+    return ops.elementwise("reciprocal", "vector", lambda v: 1.0 / v, [a["data"]], dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"))
+
+
+def memset(*args: Any, **kwargs: Any) -> Tile:
+    if args and isinstance(args[0], Tile) or "dst" in kwargs:
+        dst, rest = _split_dst(args, kwargs, first_is_dst=True)
+        a = _bind(["value", "dtype", "mask", "engine"], rest, kwargs, "memset")
+    else:
+        a = _bind(["shape", "value", "dtype", "mask", "engine"], args, kwargs, "memset")
+        dst = nl.ndarray(a["shape"], a["dtype"], buffer=sbuf, name="memset")
+    return ops.elementwise("memset", ops.engine_name(a.get("engine"), "vector"),
+                           lambda: np.float32(a["value"]), [], dst=dst, mask=a.get("mask"))
+
+
+def dma_copy(*args: Any, **kwargs: Any) -> Tile:
+    a = _bind(["dst", "src", "mask", "dge_mode"], args, kwargs, "dma_copy")
+    return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy")
+
+
+def iota(*args: Any, **kwargs: Any) -> Tile:
+    """Values of an index expression (e.g. nl.arange(128)[:, None] * 4 + nl.arange(8)[None, :])."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    a = _bind(["expr", "dtype", "mask"], rest, kwargs, "iota")
+    values = np.asarray(a["expr"], dtype=np.float32)
+    if values.ndim == 1:
+        values = values[:, None]
+    return ops.elementwise("iota", "gpsimd", lambda: values, [], dst=dst, dtype=a.get("dtype") or "int32",
+                           mask=a.get("mask")) if dst is not None else _iota_new(values, a)
+
+
+def _iota_new(values: np.ndarray, a: dict[str, Any]) -> Tile:
+    dst = nl.ndarray(values.shape, a.get("dtype") or "int32", buffer=sbuf, name="iota")
+    return ops.elementwise("iota", "gpsimd", lambda: values, [], dst=dst, mask=a.get("mask"))
+
+
+def bn_stats(*args: Any, **kwargs: Any) -> Tile:
+    """Per-partition [mean, variance, count] of data (padded to 6 values), for bn_aggr. Vector engine."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["data", "mask", "dtype"], rest, kwargs, "bn_stats")
+    data = a["data"]
+    if data.ndim != 2:
+        raise NkiError("nisa.bn_stats: data must be 2-D (partition, free)")
+    if data.shape[1] > 512:
+        raise NkiError(f"nisa.bn_stats: free size {data.shape[1]} > 512 (bn_stats_fmax); split and use bn_aggr")
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = np.zeros((x.shape[0], 6), dtype=np.float32)
+        out[:, 0] = x.mean(axis=1)
+        out[:, 1] = x.var(axis=1)
+        out[:, 2] = x.shape[1]
+        return out
+
+    return ops.elementwise("bn_stats", "vector", run, [data], dst=dst, dtype=a.get("dtype") or "float32")
+
+
+def bn_aggr(*args: Any, **kwargs: Any) -> Tile:
+    """Combine bn_stats chunks (P, 6*k) into (P, 2) = [mean, variance]."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["data", "mask", "dtype"], rest, kwargs, "bn_aggr")
+
+    def run(stats: np.ndarray) -> np.ndarray:
+        chunks = stats.reshape(stats.shape[0], -1, 6)
+        mean, var, count = chunks[..., 0], chunks[..., 1], chunks[..., 2]
+        total = count.sum(axis=1, keepdims=True)
+        m = (mean * count).sum(axis=1, keepdims=True) / total
+        v = ((var + (mean - m) ** 2) * count).sum(axis=1, keepdims=True) / total
+        return np.concatenate([m, v], axis=1)
+
+    return ops.elementwise("bn_aggr", "vector", run, [a["data"]], dst=dst, dtype=a.get("dtype") or "float32")

@@ -1,0 +1,382 @@
+"""Emulated `nki.language` (nl): tensors, loops, indexing helpers, DMA, and the high-level math ops.
+
+Every op also accepts `dst=` (write into an existing tile) besides returning a new SBUF tile (the
+legacy return-value style). Math functions are objects usable both as calls (`nl.exp(x)`) and as the
+`op=` of nki.isa instructions (`nisa.activation(op=nl.exp, ...)`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from speedpatch.targets.nki.emulator import costmodel, ops
+from speedpatch.targets.nki.emulator import params as P
+from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported as nl.<dtype>
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    int8,
+    int16,
+    int32,
+    tfloat32,
+    uint8,
+    uint16,
+    uint32,
+)
+from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.tensor import (  # noqa: F401 - re-exported
+    DynSlice,
+    Tile,
+    hbm,
+    new_tile,
+    par_dim,
+    private_hbm,
+    psum,
+    sbuf,
+    shared_hbm,
+)
+
+# ---- math: erf-based GELU without SciPy (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7) -----------------
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * np.exp(-a * a)
+    return (s * y).astype(np.float32)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.float32(math.sqrt(2.0 / math.pi)) * (x + 0.044715 * x**3)))
+
+
+class NkiOp:
+    """A math function: callable as an instruction and usable as an `op=` argument."""
+
+    def __init__(self, name: str, fn: Callable[..., Any], engine: str, arity: int, reduce: Callable | None = None):
+        self.name = name
+        self.np = fn
+        self.engine = engine
+        self.arity = arity
+        self.reduce = reduce  # the reduction this op performs when used as a reduce op (add -> sum)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    def __call__(self, *args: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **kw: Any) -> Tile:
+        if len(args) != self.arity:
+            raise NkiError(f"nl.{self.name} takes {self.arity} operand(s), got {len(args)}")
+        return ops.elementwise(self.name, self.engine, self.np, args, dst=dst, dtype=ops.out_dtype(dtype, *args), mask=mask)
+
+
+def _u(name: str, fn: Callable, engine: str = "scalar") -> NkiOp:
+    return NkiOp(name, fn, engine, 1)
+
+
+def _b(name: str, fn: Callable, reduce: Callable | None = None) -> NkiOp:
+    return NkiOp(name, fn, "vector", 2, reduce)
+
+
+exp = _u("exp", np.exp)
+log = _u("log", np.log)
+tanh = _u("tanh", np.tanh)
+sigmoid = _u("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)))
+relu = _u("relu", lambda x: np.maximum(x, 0))
+gelu = _u("gelu", _gelu)
+gelu_apprx_tanh = _u("gelu_apprx_tanh", _gelu_tanh)
+silu = _u("silu", lambda x: x / (1.0 + np.exp(-x)))
+softplus = _u("softplus", lambda x: np.log1p(np.exp(x)))
+sqrt = _u("sqrt", np.sqrt)
+rsqrt = _u("rsqrt", lambda x: 1.0 / np.sqrt(x))
+sin = _u("sin", np.sin)
+cos = _u("cos", np.cos)
+erf = _u("erf", _erf)
+square = _u("square", np.square)
+copy_op = _u("copy", lambda x: x)
+identity = copy_op
+abs = _u("abs", np.abs, "vector")  # noqa: A001 - NKI's public name
+negative = _u("negative", np.negative, "vector")
+reciprocal = _u("reciprocal", lambda x: 1.0 / x, "vector")
+sign = _u("sign", np.sign, "vector")
+floor = _u("floor", np.floor, "vector")
+ceil = _u("ceil", np.ceil, "vector")
+
+add = _b("add", np.add, np.sum)
+subtract = _b("subtract", np.subtract)
+multiply = _b("multiply", np.multiply, np.prod)
+divide = _b("divide", np.divide)
+maximum = _b("maximum", np.maximum, np.max)
+minimum = _b("minimum", np.minimum, np.min)
+power = _b("power", np.power)
+equal = _b("equal", lambda a, b: (a == b).astype(np.float32))
+not_equal = _b("not_equal", lambda a, b: (a != b).astype(np.float32))
+greater = _b("greater", lambda a, b: (a > b).astype(np.float32))
+greater_equal = _b("greater_equal", lambda a, b: (a >= b).astype(np.float32))
+less = _b("less", lambda a, b: (a < b).astype(np.float32))
+less_equal = _b("less_equal", lambda a, b: (a <= b).astype(np.float32))
+logical_and = _b("logical_and", lambda a, b: np.logical_and(a, b).astype(np.float32))
+logical_or = _b("logical_or", lambda a, b: np.logical_or(a, b).astype(np.float32))
+
+
+def np_binary(op: Any) -> Callable:
+    if isinstance(op, NkiOp):
+        return op.np
+    if isinstance(op, Reduction):
+        return op.binary
+    if callable(op):
+        return op
+    raise NkiError(f"unsupported op {op!r}")
+
+
+def np_unary(op: Any) -> Callable:
+    if op is None:
+        return lambda x: x
+    return np_binary(op)
+
+
+# ---- reductions (Vector engine, along free axes) -----------------------------------------------------
+
+
+class Reduction:
+    def __init__(self, name: str, fn: Callable, binary: Callable):
+        self.name = name
+        self.np = fn
+        self.binary = binary
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    def __call__(self, x: Tile, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None, dst: Tile | None = None) -> Tile:
+        return reduce_tile(self.np, x, axis, dtype=dtype, keepdims=keepdims, mask=mask, dst=dst, what=self.name)
+
+
+sum = Reduction("sum", np.sum, np.add)  # noqa: A001 - NKI's public name
+max = Reduction("max", np.max, np.maximum)  # noqa: A001
+min = Reduction("min", np.min, np.minimum)  # noqa: A001
+mean = Reduction("mean", np.mean, np.add)
+prod = Reduction("prod", np.prod, np.multiply)
+
+
+def reduce_fn(op: Any) -> Callable:
+    """The NumPy reduction meant by an `op=` argument (nl.add / np.add -> sum, nl.max -> max...)."""
+    if isinstance(op, Reduction):
+        return op.np
+    if isinstance(op, NkiOp) and op.reduce is not None:
+        return op.reduce
+    table = {np.add: np.sum, np.maximum: np.max, np.minimum: np.min, np.multiply: np.prod}
+    if op in table:
+        return table[op]
+    if op in (np.sum, np.max, np.min, np.prod, np.mean, np.amax, np.amin):
+        return op
+    raise NkiError(f"{op!r} is not a reduction op (use nl.add, nl.maximum, nl.minimum, nl.multiply)")
+
+
+def reduce_tile(fn: Callable, x: Tile, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+                dst: Tile | None = None, negate: bool = False, what: str = "reduce") -> Tile:
+    if not isinstance(x, Tile):
+        raise NkiError(f"{what}: data must be a tile")
+    ops.require_on_chip(x, what)
+    axes = ops.reduce_axes(x, axis, what)
+
+    def run(v: np.ndarray) -> np.ndarray:
+        r = fn(v, axis=axes, keepdims=keepdims)
+        return -r if negate else r
+
+    return ops.elementwise(what, "vector", run, [x], dst=dst, dtype=ops.out_dtype(dtype, x), mask=None)
+
+
+# ---- creation ----------------------------------------------------------------------------------------
+
+
+def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
+    return new_tile(shape, dtype, buffer, name=name or "ndarray")
+
+
+def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
+    tile = new_tile(shape, dtype, buffer, name=name or "full")
+    tile.write(np.float32(fill_value))
+    if tile.buffer.kind != "hbm":  # a memset on the Vector engine
+        costmodel.current().issue("vector", ops.engine_cost_ns("vector", tile.free_size), [], [tile.access()])
+    return tile
+
+
+def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **kw: Any) -> Tile:
+    return full(shape, 0.0, dtype, buffer, name or "zeros", **kw)
+
+
+def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **kw: Any) -> Tile:
+    return full(shape, 1.0, dtype, buffer, name or "ones", **kw)
+
+
+def zeros_like(x: Tile, dtype: Any = None, buffer: Any = None, **kw: Any) -> Tile:
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, **kw)
+
+
+# ---- indexing ----------------------------------------------------------------------------------------
+
+
+def arange(*args: int) -> np.ndarray:
+    return np.arange(*[int(a) for a in args])
+
+
+def ds(start: Any, size: int, step: int = 1) -> DynSlice:
+    return DynSlice(start, size, step)
+
+
+@dataclass(frozen=True)
+class _Grid:
+    axes: tuple[np.ndarray, ...]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.axes)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.axes[i]
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.axes[0]
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.axes[1]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.axes[2]
+
+    @property
+    def z(self) -> np.ndarray:
+        return self.axes[3]
+
+
+class _MGrid:
+    """nl.mgrid[0:128, 0:512] -> open index grids (i_p with shape (128, 1), i_f with shape (1, 512))."""
+
+    def __getitem__(self, key: Any) -> _Grid:
+        keys = key if isinstance(key, tuple) else (key,)
+        return _Grid(tuple(np.ogrid[keys]) if len(keys) > 1 else (np.arange(keys[0].start or 0, keys[0].stop),))
+
+
+mgrid = _MGrid()
+
+
+class _TileSize:
+    pmax = P.PARTITIONS
+    gemm_stationary_fmax = P.GEMM_STATIONARY_FMAX
+    gemm_moving_fmax = P.GEMM_MOVING_FMAX
+    psum_fmax = P.PSUM_BANK_BYTES // 4
+    psum_partition_size = P.PSUM_BANK_BYTES * P.PSUM_BANKS
+    sbuf_partition_size = P.SBUF_BYTES_PER_PARTITION
+
+
+tile_size = _TileSize()
+
+# ---- loops -------------------------------------------------------------------------------------------
+
+
+def affine_range(*args: int, **_: Any) -> range:
+    return range(*[int(a) for a in args])
+
+
+def static_range(*args: int, **_: Any) -> range:
+    return range(*[int(a) for a in args])
+
+
+def sequential_range(*args: int, **_: Any) -> Iterator[int]:
+    trace = costmodel.current()
+    for i in range(*[int(a) for a in args]):
+        trace.start_iteration_barrier()
+        yield i
+
+
+# ---- SPMD launch grid --------------------------------------------------------------------------------
+
+_program: list[tuple[int, ...]] = [()]
+_grid: list[tuple[int, ...]] = [()]
+
+
+def program_id(axis: int = 0) -> int:
+    ids = _program[-1]
+    return ids[axis] if axis < len(ids) else 0
+
+
+def num_programs(axes: int = 0) -> int:
+    grid = _grid[-1]
+    return grid[axes] if axes < len(grid) else 1
+
+
+def program_ndim() -> int:
+    return len(_grid[-1])
+
+
+# ---- data movement -----------------------------------------------------------------------------------
+
+
+def load(src: Tile, mask: Any = None, dtype: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
+    if not isinstance(src, Tile):
+        raise NkiError("nl.load: source must be a kernel tensor (an HBM argument or nl.ndarray)")
+    if dst is None:
+        dst = new_tile(src.shape, dtype or src.dtype, sbuf, name=f"load({src.name})")
+    return ops.dma(dst, src, mask=mask, what="nl.load")
+
+
+def store(dst: Tile, value: Any, mask: Any = None, **_: Any) -> Tile:
+    if not isinstance(value, Tile):
+        raise NkiError("nl.store: value must be a tile (write constants into an SBUF tile first)")
+    return ops.dma(dst, value, mask=mask, what="nl.store")
+
+
+def load_transpose2d(src: Tile, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
+    if src.ndim != 2:
+        raise NkiError("nl.load_transpose2d: source must be 2-D")
+    dst = new_tile((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf, name="load_transpose2d")
+    return ops.dma(dst, src, mask=mask, what="nl.load_transpose2d", transpose_hbm=True)
+
+
+def copy(x: Tile, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
+    return ops.elementwise("copy", "vector", lambda v: v, [x], dst=dst, dtype=ops.out_dtype(dtype, x), mask=mask)
+
+
+def copy_into(dst: Tile, value: Any) -> None:
+    """`tile[...] = value`: a tensor copy (Vector engine) or a memset for a constant."""
+    if isinstance(value, Tile) and value.buffer.kind == "hbm" or dst.buffer.kind == "hbm":
+        if not isinstance(value, Tile):
+            raise NkiError("cannot assign a constant to an HBM tensor; write an SBUF tile and nl.store it")
+        ops.dma(dst, value, what="assignment")
+        return
+    ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst)
+
+
+def accumulate_into(dst: Tile, other: Any) -> None:
+    ops.accumulate_into(dst, other)
+
+
+def transpose(x: Tile, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+    result = ops.transpose(None, x, out_buffer=sbuf, what="nl.transpose")
+    return result
+
+
+def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tile:
+    """x @ y into PSUM. With transpose_x=True, x is given as (K, M) (already transposed)."""
+    stationary = x if transpose_x else ops.transpose(None, x, out_buffer=sbuf, what="nl.matmul (transpose of x)")
+    return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul")
+
+
+def where(condition: Tile, x: Any, y: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None) -> Tile:
+    return ops.elementwise("where", "vector", lambda c, a, b: np.where(c != 0, a, b), [condition, x, y], dst=dst,
+                           dtype=ops.out_dtype(dtype, x, y), mask=mask)
+
+
+def device_print(prefix: str, x: Any, **_: Any) -> None:
+    print(prefix, x.read() if isinstance(x, Tile) else x)

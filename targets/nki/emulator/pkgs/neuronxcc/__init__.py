@@ -1,0 +1,1 @@
+"""Emulated legacy `neuronxcc` namespace (speedpatch); only `neuronxcc.nki` is provided."""

@@ -1,0 +1,5 @@
+"""Emulated legacy `neuronxcc.nki` (speedpatch): the same emulator as `nki`."""
+
+from nki import baremetal, benchmark, jit, profile, simulate, simulate_kernel, trace  # noqa: F401
+
+from . import isa, language  # noqa: F401, E402

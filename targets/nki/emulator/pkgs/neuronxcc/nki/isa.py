@@ -1,0 +1,1 @@
+from nki.isa import *  # noqa: F401, F403

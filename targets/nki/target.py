@@ -1,0 +1,124 @@
+"""The NKI target: AWS Trainium kernels written in Python against `nki` / `nki.language` / `nki.isa`
+(or the legacy `neuronxcc.nki`).
+
+A kernel is a function decorated with nki.jit / nki.baremetal / nki.benchmark / nki.profile. The file is
+a complete problem when it also carries a harness at module level (trusted; the search only ever
+rewrites the kernel function):
+
+    INPUTS = {"a": ((256, 512), "float32"), "b": ((256, 512), "float32")}  # kernel args, in order
+    def reference(a, b):                                                   # NumPy, same order
+        return a + b
+    # optional: make_inputs(rng) -> dict (instead of INPUTS), OUTPUTS = {name: (shape, dtype)} for kernels
+    # that write output arguments, TOLERANCE = {"rtol": ..., "atol": ...}, SEEDS = (0, 1, 2)
+
+Every evaluation checks the kernel against reference() on fresh random inputs for each seed (rtol/atol,
+rejecting NaN and constant outputs) before its latency counts. See runner.py for the details.
+
+Backends: nki-emulator (default; NumPy emulator + engine cost model, "us" of modeled latency),
+nki-simulate (the real nki.simulate, functional only), nki-neuron (real Trainium via nki.benchmark).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from speedpatch.model import Evaluation, Kernel
+from speedpatch.targets.base import Backend, Move, Target
+from speedpatch.targets.nki import detect
+from speedpatch.targets.nki.backends.emulator import NkiEmulatorBackend
+from speedpatch.targets.nki.backends.neuron import NkiNeuronBackend
+from speedpatch.targets.nki.backends.simulate import NkiSimulateBackend
+
+# Names a kernel has no business touching: the harness, the emulator's internals, process escape hatches.
+_FORBIDDEN = {
+    "reference", "INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "globals", "locals", "vars",
+    "__import__", "importlib", "sys", "os", "subprocess", "threading", "multiprocessing", "ctypes", "gc",
+    "inspect", "speedpatch", "costmodel", "last_report", "exec", "eval", "open", "builtins", "__builtins__",
+}
+
+
+def _line_offsets(text: str) -> list[int]:
+    offsets = [0]
+    for m in re.finditer("\n", text):
+        offsets.append(m.end())
+    return offsets
+
+
+class NkiTarget(Target):
+    name = "nki"
+    extensions = (".py",)
+    language_ids = ("python",)
+    default_backend = "nki-emulator"
+
+    def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            tree = None
+        try:
+            found = detect.find_in_tree(tree) if tree is not None else detect.scan_lines(text)
+        except RecursionError:
+            return []
+        if not found:
+            return []
+        reason = ""
+        if tree is None:
+            reason = "the file does not parse (fix the syntax error first)"
+        else:
+            names = detect.module_names(tree)
+            if "reference" not in names or not any(n in names for n in detect.INPUT_NAMES):
+                reason = ("no harness in the file: define INPUTS = {name: (shape, dtype)} (or make_inputs(rng)) "
+                          "and reference(...) at module level")
+        offsets = _line_offsets(text)
+        kernels = []
+        for f in found:
+            start = offsets[f.start_line - 1]
+            end = offsets[f.end_line] if f.end_line < len(offsets) else len(text)
+            kernels.append(Kernel(
+                name=f.name, target=self.name, start=start, end=end, start_line=f.start_line - 1,
+                end_line=f.end_line, signature_line=f.def_line - 1, text=text[start:end],
+                runnable=not reason, reason=reason,
+            ))
+        return kernels
+
+    def backends(self) -> list[Backend]:
+        return [NkiEmulatorBackend(), NkiSimulateBackend(), NkiNeuronBackend()]
+
+    def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
+        from speedpatch.targets.nki.moves import offline_moves
+
+        return offline_moves(source, kernel)
+
+    def static_check(self, source: str, kernel: Kernel) -> list[str]:
+        current = [k for k in self.find_kernels(source) if k.name == kernel.name]
+        if not current:
+            return [f"kernel {kernel.name!r} is missing from the candidate"]
+        try:
+            tree = ast.parse(current[0].text)
+        except SyntaxError:
+            return []  # the evaluation reports the syntax error with its line
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                 for a in n.names}
+        bad = sorted(used & _FORBIDDEN)
+        return [f"the kernel uses {name!r}, which kernels may not touch (harness or process internals)" for name in bad]
+
+    def feedback_text(self, evaluation: Evaluation) -> str:
+        fb = evaluation.feedback or {}
+        if "engines" not in fb:
+            return super().feedback_text(evaluation)
+        lines = [f"- modeled latency: {fb.get('latency_us')} us"]
+        for engine, e in fb["engines"].items():
+            label = "DMA queues" if engine == "dma" else f"{engine.capitalize()} engine"
+            lines.append(f"- {label}: busy {e['busy_us']} us ({e['utilization'] * 100:.0f}% of the kernel), "
+                         f"{e['instructions']} instructions")
+        lines.append(f"- Tensor engine (PE array) utilization: {fb.get('pe_utilization', 0) * 100:.1f}%")
+        lines.append(f"- DMA: {fb.get('dma_transfers')} transfers, {fb.get('dma_bytes')} bytes")
+        lines.append(f"- peak SBUF {fb.get('sbuf_peak_kib_per_partition')} KiB of 192 KiB per partition, "
+                     f"peak PSUM {fb.get('psum_peak_kib_per_partition')} KiB of 16 KiB per partition")
+        hot = ", ".join(f"line {h['line']} ({h['busy_us']} us)" for h in fb.get("hot_lines", []))
+        if hot:
+            lines.append(f"- busiest source lines (engine time): {hot}")
+        return "\n".join(lines)
