@@ -83,7 +83,10 @@ export class Commands {
       void vscode.window.showInformationMessage('speedpatch: open a kernel source file and put the cursor in a kernel.');
       return;
     }
-    const offers = await optimizeOffers(editor.document.uri, editor.selection);
+    const all = await optimizeOffers(editor.document.uri, editor.selection);
+    // The full search is what this command means; the "(quick)" variants stay in the code action menu.
+    const full = all.filter((o) => !o.args.quick);
+    const offers = full.length > 0 ? full : all;
     if (offers.length === 0) {
       void vscode.window.showInformationMessage('speedpatch: no kernel found in this file.');
       return;

@@ -1,0 +1,181 @@
+// Drives a running code-server (a real VS Code workbench) with headless Chromium through one scenario and
+// asserts on the DOM. Run by tests/vscode/test_e2e.py; exits 0 on success, 1 with the reason on failure,
+// leaving a screenshot and the page text in $E2E_ARTIFACTS.
+//
+// Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
+// name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
+// CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000).
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const URL = env('E2E_URL');
+const FOLDER = env('E2E_FOLDER');
+const FILE = env('E2E_FILE');
+const SCENARIO = env('E2E_SCENARIO');
+const ARTIFACTS = env('E2E_ARTIFACTS');
+const SEARCH_TIMEOUT = Number(process.env.E2E_TIMEOUT_MS ?? 180000);
+const started = Date.now();
+
+function step(message) {
+  console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+
+// Monaco renders spaces of injected text (inlay hints) as U+00A0.
+const normalise = (text) => (text ?? '').replace(/\u00a0/g, ' ');
+
+async function texts(page, selector) {
+  return (await page.locator(selector).allTextContents()).map(normalise);
+}
+
+/** Polls the texts of `selector` until one matches `pattern`; returns it. */
+async function waitForText(page, selector, pattern, timeout, what) {
+  const deadline = Date.now() + timeout;
+  let last = [];
+  while (Date.now() < deadline) {
+    last = await texts(page, selector);
+    const hit = last.find((t) => pattern.test(t));
+    if (hit !== undefined) return hit;
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`timed out after ${timeout} ms waiting for ${what} (${pattern}); last seen: ${JSON.stringify(last.slice(0, 12))}`);
+}
+
+/** Runs a command from the command palette by its full title ("speedpatch: Show log"). */
+async function palette(page, title) {
+  step(`palette: ${title}`);
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 15000 });
+  await input.fill(`>${title}`);
+  // Enter only once the palette's focused row is the wanted command, or Enter could run another one.
+  await page
+    .locator('.quick-input-list .monaco-list-row.focused', { hasText: title })
+    .first()
+    .waitFor({ state: 'visible', timeout: 15000 });
+  await page.keyboard.press('Enter');
+}
+
+async function openFile(page, name) {
+  step(`open ${name}`);
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 15000 });
+  await input.fill(name);
+  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: name }).first().waitFor({ timeout: 15000 });
+  await page.keyboard.press('Enter');
+  await page.locator(`.tab[aria-label*="${name}"]`).first().waitFor({ timeout: 15000 });
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15000 });
+}
+
+/** Clicks the code lens whose text matches `pattern` (each lens command is an <a> in the decoration). */
+async function clickLens(page, pattern) {
+  step(`click code lens ${pattern}`);
+  const link = page.locator('.codelens-decoration a', { hasText: pattern }).first();
+  await link.waitFor({ state: 'visible', timeout: 60000 });
+  await link.click();
+}
+
+async function showOutput(page) {
+  await palette(page, 'speedpatch: Show log');
+  return waitForText(page, '.part.panel .view-lines', /speedpatch extension .* activated/, 30000, 'the speedpatch Output channel');
+}
+
+async function scenarioActivate(page) {
+  await openFile(page, FILE);
+  const output = await showOutput(page);
+  step(`output channel: ${output.slice(0, 300)}`);
+  await waitForText(page, '.part.panel .view-lines', /server state: Starting -> Running/, 60000, 'the server running');
+  const status = await waitForText(page, '.statusbar-item', /speedpatch/, 15000, 'the status bar item');
+  step(`status bar: ${status}`);
+}
+
+async function scenarioOptimize(page) {
+  await openFile(page, FILE);
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens');
+  // The cursor starts at the top of the file, outside the kernel: the command offers the file's kernel.
+  await palette(page, 'speedpatch: Optimize kernel at cursor');
+  const progress = await waitForText(page, '.codelens-decoration', /searching|queued|x faster/, 60000, 'the search starting');
+  step(`lens while searching: ${progress}`);
+  const done = await waitForText(page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens');
+  step(`lens after the search: ${done}`);
+  const status = await waitForText(page, '.statusbar-item', /best \d+\.\d+x/, 15000, 'the best speedup in the status bar');
+  step(`status bar: ${status}`);
+
+  // The lens runs the server's showDiff; the server's openDiff notification makes the extension open it.
+  await clickLens(page, 'Show diff');
+  await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30000 });
+  const tab = await waitForText(page, '.tab', /\d+\.\d+x faster/, 15000, 'the diff tab titled with the speedup');
+  step(`diff editor open: ${tab}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'diff.png') });
+
+  await palette(page, 'speedpatch: Apply best rewrite');
+  await waitForText(page, '.codelens-decoration', /save to re-verify/, 30000, 'the applied (unsaved) lens');
+  // Save the file itself (the diff's other side is read-only): reopen its editor, then save.
+  await openFile(page, FILE);
+  await palette(page, 'File: Save');
+  const verified = await waitForText(page, '.codelens-decoration', /^verified .*\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the re-verified lens');
+  step(`re-verified: ${verified}`);
+  const hint = await waitForText(page, '.view-lines', /re-measured/, 15000, 'the re-measured inlay hint');
+  step(`inlay hint line: ${hint.slice(0, 200)}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'verified.png') });
+}
+
+const SCENARIOS = { activate: scenarioActivate, optimize: scenarioOptimize };
+
+async function main() {
+  const scenario = SCENARIOS[SCENARIO];
+  if (!scenario) throw new Error(`unknown scenario ${SCENARIO}`);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const consoleLines = [];
+  page.on('console', (msg) => consoleLines.push(`${msg.type()}: ${msg.text()}`));
+  let failure;
+  try {
+    step(`open ${URL} on ${FOLDER}`);
+    await page.goto(`${URL}/?folder=${encodeURIComponent(FOLDER)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    step('workbench rendered');
+    await scenario(page);
+    step('passed');
+  } catch (error) {
+    failure = error;
+    console.log(`FAILED: ${error instanceof Error ? error.stack : error}`);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'failure.png') }).catch(() => undefined);
+    fs.writeFileSync(path.join(ARTIFACTS, 'page.txt'), normalise(await page.locator('body').innerText().catch(() => '')));
+    // The extension's own log helps most: show it and keep a second screenshot with it open.
+    await showOutput(page).catch(() => undefined);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'failure-output.png') }).catch(() => undefined);
+    fs.writeFileSync(path.join(ARTIFACTS, 'output-panel.txt'), (await texts(page, '.part.panel .view-line').catch(() => [])).join('\n'));
+  } finally {
+    fs.writeFileSync(path.join(ARTIFACTS, 'browser-console.txt'), consoleLines.join('\n'));
+    await browser.close();
+  }
+  process.exit(failure ? 1 : 0);
+}
+
+main().catch((error) => {
+  console.log(`FAILED: ${error instanceof Error ? error.stack : error}`);
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+"""The extension in a real VS Code (code-server) driven by headless Chromium, asserted on the DOM.
+
+One code-server serves the module's scenarios. Everything runs under .e2e/<run>/ (HOME, TMPDIR, XDG_*,
+workspaces, logs); that folder is deleted when all scenarios pass and kept, with screenshots, the page text
+and the driver's log per scenario, when one fails.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from vscode_session import VSCode
+from vscode_tools import ROOT, build_vsix, require_vscode
+
+pytestmark = pytest.mark.slow
+
+DEMO = ROOT / "examples" / "gemmini"
+DEMO_FILE = "matmul_128.c"
+SEARCH_SECONDS = 240
+
+
+@pytest.fixture(scope="module")
+def vscode() -> Iterator[VSCode]:
+    browser = require_vscode()
+    folder = ROOT / ".e2e" / time.strftime("%Y%m%d-%H%M%S")
+    folder.mkdir(parents=True, exist_ok=True)
+    session = VSCode(folder=folder, chromium=browser)
+    session.prepare()
+    session.install(build_vsix(folder))
+    session.start()
+    failures_before = _failures()
+    try:
+        yield session
+    finally:
+        session.stop()
+        if _failures() == failures_before:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_failed: list[str] = []
+
+
+def _failures() -> int:
+    return len(_failed)
+
+
+def _run(vscode: VSCode, scenario: str, workspace: Path, file: str, timeout: float) -> None:
+    done = vscode.drive(scenario, workspace, file, timeout)
+    if done.returncode != 0:
+        _failed.append(scenario)
+        pytest.fail(
+            f"scenario {scenario!r} failed; artifacts (screenshots, page text, logs) kept in {vscode.folder}\n"
+            + done.stdout[-6000:]
+            + done.stderr[-2000:]
+        )
+
+
+def editor_settings(**extra: object) -> dict[str, object]:
+    return {
+        "speedpatch.pythonPath": sys.executable,  # the interpreter running the tests has speedpatch installed
+        "chat.disableAIFeatures": True,
+        "workbench.startupEditor": "none",
+        "editor.inlayHints.enabled": "on",
+        "editor.codeLens": True,
+        "files.autoSave": "off",
+        **extra,
+    }
+
+
+def test_extension_activates_starts_the_server_and_logs_to_its_output_channel(vscode: VSCode) -> None:
+    source = DEMO / DEMO_FILE if (DEMO / DEMO_FILE).exists() else None
+    if source is None:
+        pytest.skip(f"{DEMO / DEMO_FILE} is missing")
+    workspace = vscode.workspace("ws-activate", [source], editor_settings())
+    _run(vscode, "activate", workspace, DEMO_FILE, timeout=90)
+
+
+def test_optimize_then_diff_apply_save_and_reverify_the_gemmini_demo(vscode: VSCode) -> None:
+    if not (DEMO / DEMO_FILE).exists():
+        pytest.skip(f"{DEMO / DEMO_FILE} is missing")
+    settings = editor_settings(
+        **{
+            "speedpatch.offline": True,
+            "speedpatch.search.iterations": 2,
+            "speedpatch.search.beam": 2,
+            "speedpatch.search.plans": 2,
+            "speedpatch.search.codes": 1,
+        }
+    )
+    workspace = vscode.workspace("ws-optimize", [p for p in DEMO.iterdir()], settings)
+    _run(vscode, "optimize", workspace, DEMO_FILE, timeout=SEARCH_SECONDS)
