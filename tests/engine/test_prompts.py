@@ -37,8 +37,8 @@ SOURCE = "def kernel_sum(xs):\n    return sum(xs)\n"
 DRAWS = 4000
 
 
-def draws(keep: float = 0.25, invent: float = 0.1, different: float = 0.1) -> list[PlanChoice]:
-    return [draw_menu(MENU, random.Random(i), keep, invent, different) for i in range(DRAWS)]
+def draws(keep: float = 0.25, invent: float = 0.1, different: float = 0.1, count: int = DRAWS) -> list[PlanChoice]:
+    return [draw_menu(MENU, random.Random(i), keep, invent, different) for i in range(count)]
 
 
 # menu dropout and prompt variants ---------------------------------------------------------------
@@ -56,14 +56,14 @@ def test_dropout_probability_is_the_configured_one():
 
 
 def test_other_methods_is_always_offered_last():
-    for choice in draws(keep=0.0):
+    for choice in draws(keep=0.0, count=200):
         assert choice.items == [OTHER]
-    for choice in draws(keep=0.5)[:200]:
+    for choice in draws(keep=0.5, count=200):
         assert choice.items[-1] == OTHER
 
 
 def test_dropout_keeps_menu_order():
-    for choice in draws(keep=0.5)[:200]:
+    for choice in draws(keep=0.5, count=200):
         kept = choice.items[:-1]
         assert kept == [item for item in ITEMS if item in kept]
 
