@@ -1,0 +1,147 @@
+"""What every Gemmini backend shares: reading the harness's result line, mapping a build + run to an
+Evaluation with the right status, hardware feedback from the model's statistics, and the receipt."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from speedpatch.model import COMPILE_ERROR, INCORRECT, OK, RUNTIME_ERROR, Evaluation
+from speedpatch.targets.base import ProcResult, timeout_evaluation
+
+GEMMINI_DIR = Path(__file__).resolve().parents[1]  # targets/gemmini
+INCLUDE_DIR = GEMMINI_DIR / "include"
+
+RESULT_LINE = re.compile(
+    r"^speedpatch: correct=(?P<correct>[01]) cycles=(?P<cycles>\d+)(?: macs=(?P<macs>\d+))?(?: trials=(?P<trials>\d+))?",
+    re.MULTILINE,
+)
+# Lines that say why a run failed, most specific first.
+ERROR_LINE = re.compile(
+    r"^(gemmini-model: error: .*|gemmini library error: .*|speedpatch: mismatch .*|.*(?:Segmentation fault|Aborted).*)$",
+    re.MULTILINE,
+)
+
+DIM = 16  # of the default configuration; the model's statistics say which one ran
+
+
+def parse_result(output: str) -> dict[str, int] | None:
+    """The last harness result line in a program's output, as numbers."""
+    found = list(RESULT_LINE.finditer(output))
+    if not found:
+        return None
+    m = found[-1]
+    return {k: int(v) for k, v in m.groupdict().items() if v is not None}
+
+
+def first_error_line(output: str) -> str:
+    m = ERROR_LINE.search(output)
+    return m.group(1).strip() if m else ""
+
+
+def read_stats(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def feedback(stats: dict[str, Any], cycles: int | None, macs: int | None, trials: int = 1) -> dict[str, Any]:
+    """Hardware feedback for the plan prompt: utilization, scratchpad/accumulator use, instruction mix.
+    The model's counters cover the whole run; the harness runs the kernel `trials` times, identically,
+    so per-kernel figures are the totals divided by `trials`."""
+    fb: dict[str, Any] = {}
+    trials = max(1, trials)
+    dim = int(stats.get("dim") or DIM)
+    useful = macs if macs else stats.get("macs")
+    if cycles:
+        fb["cycles"] = cycles
+    if useful and cycles:
+        fb["macs"] = int(useful)
+        fb["utilization"] = round(float(useful) / (dim * dim) / float(cycles), 4)
+    for src, dst in (("spad_kib_used", "spad_kb_used"), ("spad_kib_total", "spad_kb_total"),
+                     ("acc_kib_used", "acc_kb_used"), ("acc_kib_total", "acc_kb_total")):
+        if isinstance(stats.get(src), (int, float)):
+            fb[dst] = float(stats[src])
+    if isinstance(stats.get("instructions"), dict):
+        fb["instructions"] = {k: int(v) // trials for k, v in stats["instructions"].items()}
+    if stats.get("dram_read_bytes") is not None:
+        fb["dma_bytes"] = (f"{int(stats.get('dram_read_bytes', 0)) // trials} read, "
+                           f"{int(stats.get('dram_write_bytes', 0)) // trials} written")
+    busy = stats.get("busy_cycles")
+    if isinstance(busy, dict) and cycles:
+        fb["stall"] = ", ".join(f"{unit} unit busy {int(v) / trials / cycles:.0%}" for unit, v in busy.items())
+    if stats.get("host_block_cycles") is not None:
+        fb["host_cycles"] = int(stats["host_block_cycles"]) // trials
+    return fb
+
+
+@lru_cache(maxsize=8)
+def compiler_version(cc: str) -> str:
+    path = shutil.which(cc)
+    if not path:
+        return f"{cc} (not found)"
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return cc
+    return out.splitlines()[0].strip() if out else cc
+
+
+def receipt(backend: str, **fields: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"backend": backend}
+    data.update({k: v for k, v in fields.items() if v is not None})
+    data.setdefault("statistic", "deterministic model: one run, no spread")
+    data["date"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return data
+
+
+def build_failed(build: ProcResult, timeout: float) -> Evaluation:
+    if build.timed_out:
+        return timeout_evaluation("the build", timeout, build.output)
+    first = next((ln for ln in build.output.splitlines() if "error" in ln), "")
+    return Evaluation(status=COMPILE_ERROR, message=f"compile error: {first.strip()}" if first else "compile error",
+                      log=build.output)
+
+
+def run_to_evaluation(run: ProcResult, timeout: float, stats: dict[str, Any], rec: dict[str, Any],
+                      whole_program_fallback: bool = True) -> Evaluation:
+    """Status from exit status + result line; value = the harness's cycles (or, for a program without
+    the speedpatch harness that exits 0, the model's last read_cycles value / whole-run cycles)."""
+    if run.timed_out:
+        ev = timeout_evaluation("the program", timeout, run.output)
+        ev.receipt = rec
+        return ev
+    result = parse_result(run.output)
+    error = first_error_line(run.output)
+    if result is not None and result.get("correct") == 0:
+        return Evaluation(status=INCORRECT, message=error or "output differs from the CPU reference",
+                          log=run.output, receipt=rec)
+    if run.returncode != 0:
+        why = error or f"exit status {run.returncode}"
+        return Evaluation(status=RUNTIME_ERROR, message=f"runtime error: {why}", log=run.output, receipt=rec)
+    if result is None:
+        if not whole_program_fallback:
+            return Evaluation(status=RUNTIME_ERROR, message="the program printed no speedpatch result line",
+                              log=run.output, receipt=rec)
+        cycles = int(stats.get("cycles") or stats.get("host_cycles_at_exit") or 0)
+        if not cycles:
+            return Evaluation(status=RUNTIME_ERROR, message="no speedpatch result line and no model cycles",
+                              log=run.output, receipt=rec)
+        rec = dict(rec, timed_region="no speedpatch result line: correct = exit status 0; cycles = the "
+                                     "program's last read_cycles() (or the whole run)")
+        return Evaluation(status=OK, value=float(cycles), unit="cycles",
+                          message=f"{cycles} cycles (exit status 0, no harness result line)", log=run.output,
+                          feedback=feedback(stats, cycles, None), receipt=rec)
+    cycles = result["cycles"]
+    rec = dict(rec, trials=result.get("trials"), timed_region="harness: flush+fence, read_cycles, kernel, fence")
+    return Evaluation(status=OK, value=float(cycles), unit="cycles", message=f"correct, {cycles} cycles",
+                      log=run.output, feedback=feedback(stats, cycles, result.get("macs"), result.get("trials", 1)),
+                      receipt=rec)

@@ -1,0 +1,112 @@
+"""gemmini-native: the candidate compiled with the host gcc against speedpatch's Gemmini headers and
+linked with the instruction-level + cycle model. Deterministic, needs nothing but gcc.
+
+Settings ([backend.gemmini-native] in speedpatch.toml):
+  include_dir  a gemmini-rocc-tests checkout whose headers replace ours (see upstream.py)
+  params_dir   a folder with another gemmini_params.h (another hardware configuration)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from speedpatch.model import INFRA_ERROR, Evaluation
+from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResult, run_process
+from speedpatch.targets.gemmini.backends import common, upstream
+
+STATS_FILE = "gemmini-stats.json"
+
+
+def _build_module():
+    from speedpatch.targets.gemmini import build
+
+    return build
+
+
+def source_name(ctx: EvalContext) -> str:
+    name = Path(ctx.path).name if ctx.path else ""
+    return name if name.endswith(".c") else "kernel.c"
+
+
+def include_dirs(ctx: EvalContext, settings: dict[str, Any]) -> list[Path]:
+    """-I folders in order: an adapted upstream checkout (if configured), the original file's folder
+    (for its own headers), then ours: targets/gemmini (for "include/gemmini.h") and its include/."""
+    dirs: list[Path] = []
+    if settings.get("include_dir"):
+        root = Path(str(settings["include_dir"])).expanduser()
+        dirs.append(upstream.prepare(root, ctx.workdir, common.INCLUDE_DIR / "xcustom.h"))
+    if ctx.path:
+        dirs.append(Path(ctx.path).resolve().parent)
+    dirs += [common.GEMMINI_DIR, common.INCLUDE_DIR]
+    return dirs
+
+
+def settings_problem(settings: dict[str, Any]) -> str:
+    if settings.get("include_dir"):
+        missing = upstream.check_root(Path(str(settings["include_dir"])).expanduser())
+        if missing:
+            return f"include_dir: {missing}"
+    if settings.get("params_dir") and not (Path(str(settings["params_dir"])).expanduser() / "gemmini_params.h").is_file():
+        return f"params_dir: {settings['params_dir']}/gemmini_params.h not found"
+    return ""
+
+
+class NativeBackend(Backend):
+    name = "gemmini-native"
+    target = "gemmini"
+    measures_speed = True
+    description = "host gcc + speedpatch's Gemmini model (bit-exact functional model, deterministic cycle model)"
+
+    def availability(self, settings: dict[str, Any] | None = None) -> Availability:
+        settings = settings or {}
+        if not shutil.which("gcc"):
+            return Availability(False, "gcc not found: install it (Debian: apt-get install gcc)")
+        try:
+            _build_module()
+        except ImportError as exc:
+            return Availability(False, f"the Gemmini model is not installed with speedpatch: {exc}")
+        problem = settings_problem(settings)
+        if problem:
+            return Availability(False, problem)
+        return Availability(True, f"{common.compiler_version('gcc')} + speedpatch Gemmini model")
+
+    def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
+        settings = ctx.settings or {}
+        problem = settings_problem(settings)
+        if problem:
+            return Evaluation(status=INFRA_ERROR, message=problem)
+        build = _build_module()
+        src = ctx.workdir / source_name(ctx)
+        src.write_text(source, encoding="utf-8")
+        params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
+        result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
+        rec = common.receipt(
+            self.name,
+            model="speedpatch native Gemmini model (functional + cycle model, targets/gemmini/model)",
+            params=str(params_dir / "gemmini_params.h") if params_dir else "default int8 config (DIM=16, 256 KiB "
+            "scratchpad, 64 KiB accumulator)",
+            headers=str(settings.get("include_dir") or "speedpatch's gemmini.h"),
+            compiler=common.compiler_version("gcc"),
+            flags=getattr(build, "NATIVE_FLAGS", None),
+            seed=ctx.seed,
+        )
+        if exe is None:
+            ev = common.build_failed(result, ctx.timeout)
+            ev.receipt = rec
+            return ev
+        stats_path = ctx.workdir / STATS_FILE
+        remaining = max(5.0, ctx.timeout - result.seconds)
+        run = run_program(exe, ctx.workdir, remaining, stats_path, ctx.seed)
+        return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec)
+
+
+def run_program(exe: Path, workdir: Path, timeout: float, stats_path: Path, seed: int) -> ProcResult:
+    """Run a native build with the model's statistics file and the harness seed in its environment."""
+    env = dict(os.environ)
+    env["GEMMINI_MODEL_STATS"] = str(stats_path)
+    env["SPEEDPATCH_SEED"] = str(seed or 1)
+    env.pop("SPEEDPATCH_TRIALS", None)
+    return run_process([str(exe)], cwd=workdir, timeout=timeout, env=env)

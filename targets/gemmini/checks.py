@@ -1,0 +1,72 @@
+"""Static guards for Gemmini candidates: reasons to reject a rewrite without running it.
+
+The harness (main(), the speedpatch_run_* runners, read_cycles, the fences around the timed region) is
+trusted; a candidate may only change kernel code. Known cheats on this target: touching the timer or the
+harness, talking to the model directly, and moving accelerator work onto the host CPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from speedpatch.model import Kernel
+from speedpatch.targets.gemmini import csource
+
+# Names a candidate must not call from kernel code.
+FORBIDDEN_CALLS = re.compile(
+    r"^(read_cycles|rdcycle|speedpatch_\w+|gemmini_model_\w+|getenv|setenv|system|popen|fork|vfork|"
+    r"pthread_create|thrd_create|fopen|open|dlopen|dlsym|signal|sigaction|setjmp|longjmp|atexit)$"
+)
+# Names a candidate must not (re)define as macros anywhere in the file.
+PROTECTED_MACRO = re.compile(
+    r"^\s*#\s*(?:define|undef)\s+(read_cycles|rdcycle|main|gemmini_fence|gemmini_flush|gemmini_model_\w+|"
+    r"speedpatch_\w+|SPEEDPATCH_\w+|ROCC_INSTRUCTION\w*|printf|exit|memset|memcmp)\b",
+    re.MULTILINE,
+)
+ASM = re.compile(r"\b(__asm__|__asm|asm)\b")
+
+
+def _reachable(fns: dict[str, csource.Function], root: str) -> list[csource.Function]:
+    """The kernel function and every function of the file it calls, transitively (not main)."""
+    seen: dict[str, csource.Function] = {}
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in fns or name == "main":
+            continue
+        seen[name] = fns[name]
+        todo.extend(fns[name].calls)
+    return list(seen.values())
+
+
+def static_check(source: str, kernel: Kernel) -> list[str]:
+    reasons: list[str] = []
+    if not csource.looks_like_text(source):
+        return ["the candidate is not a C source text"]
+    fns_list = csource.functions(source)
+    fns = {f.name: f for f in fns_list}
+    if kernel.name not in fns:
+        return [f"the candidate no longer defines the kernel {kernel.name}()"]
+    if sum(1 for f in fns_list if f.name == "main") > 1:
+        reasons.append("the candidate defines main() again (the harness is not part of the kernel)")
+    for match in PROTECTED_MACRO.finditer(source):
+        reasons.append(f"the candidate redefines the harness/timer name {match.group(1)!r}")
+    kernel_fns = _reachable(fns, kernel.name)
+    for fn in kernel_fns:
+        bad = sorted({c for c in fn.calls if FORBIDDEN_CALLS.match(c)})
+        if bad:
+            reasons.append(f"{fn.name}() calls {', '.join(bad)}: kernels may not touch the timer, the harness, "
+                           "the model or the environment")
+        if ASM.search(fn.text):
+            reasons.append(f"{fn.name}() contains inline assembly (use the gemmini_* API)")
+    original_uses_gemmini = bool(csource.GEMMINI_CALL.search(kernel.text)) or any(
+        csource.GEMMINI_CALL.match(c) for f in csource.functions(kernel.text) for c in f.calls
+    )
+    if original_uses_gemmini and not any(csource.calls_gemmini(f) for f in kernel_fns):
+        reasons.append(f"{kernel.name}() no longer uses the Gemmini accelerator: the work moved to the CPU")
+    elif csource.host_mac_loop_depth(kernel.text) < 2:
+        hosts = [f.name for f in kernel_fns if csource.host_mac_loop_depth(f.text) >= 2]
+        if hosts:
+            reasons.append(f"{', '.join(hosts)}() computes multiply-accumulate loops on the CPU; accelerator work "
+                           "must stay on Gemmini")
+    return reasons

@@ -1,0 +1,180 @@
+"""C source structure for the Gemmini target, from tree-sitter: top-level functions, their names, the
+calls they make, and character offsets (tree-sitter works in bytes; speedpatch Kernels use characters).
+
+Every function here must survive junk input: binary data, huge files and broken C give an empty or
+partial answer, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+MAX_SOURCE_CHARS = 2_000_000  # bigger files are not kernel sources worth parsing
+
+# Calls that make a function a Gemmini kernel: the public API (instruction macros, hardware loops,
+# the tiled library functions).
+GEMMINI_CALL = re.compile(r"^(gemmini_\w+|tiled_matmul\w*|tiled_conv\w*|sp_tiled_\w+)$")
+
+
+@dataclass
+class Function:
+    name: str
+    start: int  # character offsets of the whole definition
+    end: int
+    start_line: int
+    end_line: int
+    signature_line: int
+    text: str
+    calls: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter_c
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_c.language()))
+
+
+def looks_like_text(text: str) -> bool:
+    return len(text) <= MAX_SOURCE_CHARS and "\x00" not in text
+
+
+def _char_offsets(data: bytes, text: str):
+    """A byte-offset -> character-offset function (identity for ASCII files)."""
+    if len(data) == len(text):
+        return lambda b: b
+
+    def convert(b: int) -> int:
+        return len(data[:b].decode("utf-8", "replace"))
+
+    return convert
+
+
+def _declarator_name(node) -> str | None:
+    """The identifier a (possibly pointer/parenthesized) function declarator declares."""
+    while node is not None:
+        if node.type == "identifier":
+            return node.text.decode("utf-8", "replace")
+        if node.type in ("function_declarator", "pointer_declarator", "parenthesized_declarator",
+                         "attributed_declarator"):
+            node = node.child_by_field_name("declarator") or (node.named_children[0] if node.named_children else None)
+            continue
+        return None
+    return None
+
+
+def _calls(node) -> list[str]:
+    names: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is not None and fn.type == "identifier":
+                names.append(fn.text.decode("utf-8", "replace"))
+        stack.extend(n.children)
+    return names
+
+
+def functions(text: str) -> list[Function]:
+    """Top-level function definitions of a C file (also those inside #if/#ifdef blocks)."""
+    if not looks_like_text(text):
+        return []
+    try:
+        data = text.encode("utf-8", "surrogatepass")
+        tree = _parser().parse(data)
+    except (ValueError, UnicodeError):
+        return []
+    to_char = _char_offsets(data, text)
+    found: list[Function] = []
+    stack = list(reversed(tree.root_node.children))
+    while stack:
+        node = stack.pop()
+        if node.type.startswith("preproc_if") or node.type in ("preproc_else", "preproc_elif", "linkage_specification",
+                                                               "declaration_list"):
+            stack.extend(reversed(node.children))
+            continue
+        if node.type != "function_definition":
+            continue
+        declarator = node.child_by_field_name("declarator")
+        name = _declarator_name(declarator)
+        if not name:
+            continue
+        start, end = to_char(node.start_byte), to_char(node.end_byte)
+        sig_line = declarator.start_point[0] if declarator is not None else node.start_point[0]
+        found.append(Function(
+            name=name, start=start, end=end, start_line=node.start_point[0], end_line=node.end_point[0] + 1,
+            signature_line=sig_line, text=text[start:end], calls=_calls(node),
+        ))
+    return found
+
+
+def calls_gemmini(fn: Function) -> bool:
+    return any(GEMMINI_CALL.match(c) for c in fn.calls)
+
+
+def top_level_items(text: str) -> list[tuple[str, str, str]]:
+    """(kind, name, text) of each top-level item: kind is 'function', 'define', 'include', 'other'."""
+    if not looks_like_text(text):
+        return []
+    try:
+        data = text.encode("utf-8", "surrogatepass")
+        tree = _parser().parse(data)
+    except (ValueError, UnicodeError):
+        return []
+    to_char = _char_offsets(data, text)
+    items: list[tuple[str, str, str]] = []
+    for node in tree.root_node.children:
+        snippet = text[to_char(node.start_byte):to_char(node.end_byte)]
+        if node.type == "function_definition":
+            items.append(("function", _declarator_name(node.child_by_field_name("declarator")) or "", snippet))
+        elif node.type in ("preproc_def", "preproc_function_def"):
+            name_node = node.child_by_field_name("name")
+            items.append(("define", name_node.text.decode("utf-8", "replace") if name_node else "", snippet))
+        elif node.type == "preproc_include":
+            items.append(("include", "", snippet))
+        elif node.type == "comment":
+            items.append(("comment", "", snippet))
+        else:
+            items.append(("other", "", snippet))
+    return items
+
+
+def _has_product(node) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "binary_expression":
+            op = n.child_by_field_name("operator")
+            if op is not None and op.type == "*":
+                return True
+        stack.extend(n.children)
+    return False
+
+
+def host_mac_loop_depth(text: str) -> int:
+    """The deepest loop nesting at which code does a multiply-accumulate (`x += a * b` or
+    `x = x + a * b`): 2 or more is the shape of a matmul or convolution computed on the host."""
+    if not looks_like_text(text):
+        return 0
+    try:
+        tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
+    except (ValueError, UnicodeError):
+        return 0
+    deepest = 0
+    stack = [(tree.root_node, 0)]
+    while stack:
+        node, loops = stack.pop()
+        if node.type in ("for_statement", "while_statement", "do_statement"):
+            loops += 1
+        if node.type == "assignment_expression":
+            op = node.child_by_field_name("operator")
+            right = node.child_by_field_name("right")
+            if op is not None and right is not None and op.type in ("+=", "=") and _has_product(right):
+                if op.type == "+=" or (right.type == "binary_expression" and right.text.count(b"*")):
+                    deepest = max(deepest, loops)
+        stack.extend((child, loops) for child in node.children)
+    return deepest

@@ -1,0 +1,229 @@
+/* speedpatch's own implementation of the public Gemmini programming interface.
+ *
+ * Source-compatible with programs written against the upstream library: the same macro and function
+ * names and arguments (config/mvin/mvout/preload/compute, the hardware loops, tiled_matmul,
+ * tiled_matmul_auto, tiled_conv_auto). Written from the ISA facts; every operation ends in a RoCC
+ * instruction through xcustom.h, which on a native build calls the instruction-level model and on
+ * RISC-V emits the real custom-3 instruction.
+ *
+ * Deliberate limits (each reported at run time, never silently ignored):
+ *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts, no pooling;
+ *  - bert_scale and weightA are accepted and ignored (they only matter for IGELU/LayerNorm and for a
+ *    loading-priority hint).
+ */
+#ifndef SPEEDPATCH_GEMMINI_H
+#define SPEEDPATCH_GEMMINI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Angle brackets on purpose: a build can put another configuration's directory first on the -I path. */
+#include <gemmini_params.h>
+#include "xcustom.h"
+
+/* ---- configuration constants a parameter file may leave out ---------------------------------- */
+#ifndef ADDR_LEN
+#define ADDR_LEN 32
+#endif
+#ifndef MAX_BYTES
+#define MAX_BYTES 64
+#endif
+#ifndef MAX_BLOCK_LEN
+#define MAX_BLOCK_LEN (MAX_BYTES / (DIM * sizeof(elem_t)))
+#endif
+#ifndef MAX_BLOCK_LEN_ACC
+#define MAX_BLOCK_LEN_ACC (MAX_BYTES / (DIM * sizeof(acc_t)))
+#endif
+#ifndef MVIN_SCALE_IDENTITY
+#define MVIN_SCALE_IDENTITY 1.0f
+#endif
+#ifndef ACC_SCALE_IDENTITY
+#define ACC_SCALE_IDENTITY 1.0f
+#endif
+#ifndef XCUSTOM_ACC
+#define XCUSTOM_ACC 3
+#endif
+
+/* ---- instruction numbers (funct field) ---------------------------------------------------------- */
+#define k_CONFIG 0
+#define k_MVIN2 1
+#define k_MVIN 2
+#define k_MVOUT 3
+#define k_COMPUTE_PRELOADED 4
+#define k_COMPUTE_ACCUMULATE 5
+#define k_PRELOAD 6
+#define k_FLUSH 7
+#define k_LOOP_WS 8
+#define k_LOOP_WS_CONFIG_BOUNDS 9
+#define k_LOOP_WS_CONFIG_ADDRS_AB 10
+#define k_LOOP_WS_CONFIG_ADDRS_DC 11
+#define k_LOOP_WS_CONFIG_STRIDES_AB 12
+#define k_LOOP_WS_CONFIG_STRIDES_DC 13
+#define k_MVIN3 14
+#define k_LOOP_CONV_WS 15
+#define k_LOOP_CONV_WS_CONFIG_1 16
+#define k_LOOP_CONV_WS_CONFIG_2 17
+#define k_LOOP_CONV_WS_CONFIG_3 18
+#define k_LOOP_CONV_WS_CONFIG_4 19
+#define k_LOOP_CONV_WS_CONFIG_5 20
+#define k_LOOP_CONV_WS_CONFIG_6 21
+#define k_COUNTER 126
+
+/* CONFIG sub-commands, selected by rs1[1:0]. */
+#define CONFIG_EX 0
+#define CONFIG_LD 1
+#define CONFIG_ST 2
+#define CONFIG_BERT 3
+
+#define GARBAGE_ADDR ((uint32_t)(-1))
+#define OUTPUT_STATIONARY 0
+#define WEIGHT_STATIONARY 1
+
+#ifndef NO_ACTIVATION
+#define NO_ACTIVATION 0
+#define RELU 1
+#define LAYERNORM 2
+#define IGELU 3
+#define SOFTMAX 4
+#endif
+
+/* Local-address flag bits (bit31 accumulator, bit30 accumulate, bit29 full-width read). */
+#define GEMMINI_ACC_ADDR (1u << 31)
+#define GEMMINI_ACC_ACCUMULATE (1u << 30)
+#define GEMMINI_ACC_FULL (1u << 29)
+
+enum tiled_matmul_type_t { OS, WS, CPU };
+
+/* ---- bit helpers -------------------------------------------------------------------------------- */
+static inline uint32_t gemmini_float_bits(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+/* rows[63:48] | cols[47:32] | local address[31:0]: the operand layout shared by mvin/mvout/preload/compute. */
+#define gemmini_local_operand(addr, cols, rows)                                              \
+  (((uint64_t)(rows) << (ADDR_LEN + 16)) | ((uint64_t)(cols) << ADDR_LEN) |                  \
+   (uint64_t)(uint32_t)(addr))
+
+/* One statement (usable as the body of an unbraced if/else) that issues one RoCC instruction. */
+#define gemmini_rocc(rs1, rs2, funct)                                                     \
+  do {                                                                                    \
+    ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, (uint64_t)(rs1), (uint64_t)(rs2), funct);       \
+  } while (0)
+
+/* ---- configuration ------------------------------------------------------------------------------ */
+#define gemmini_extended3_config_ex(dataflow, sys_act, sys_shift, sys_acc_scale, C_stride, A_stride,     \
+                                    A_transpose, B_transpose, set_only_strides)                         \
+  gemmini_rocc(((uint64_t)gemmini_float_bits((float)(sys_acc_scale)) << 32) |                           \
+                   ((uint64_t)(uint16_t)(A_stride) << 16) | ((uint64_t)((B_transpose) ? 1 : 0) << 9) |   \
+                   ((uint64_t)((A_transpose) ? 1 : 0) << 8) | ((uint64_t)((set_only_strides) ? 1 : 0) << 7) | \
+                   ((uint64_t)((sys_act) & 3) << 3) | ((uint64_t)((dataflow) & 1) << 2) | CONFIG_EX,     \
+               ((uint64_t)(uint16_t)(C_stride) << 48) | (uint64_t)(uint32_t)(sys_shift), k_CONFIG)
+
+#define gemmini_extended2_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose) \
+  gemmini_extended3_config_ex(dataflow, sys_act, sys_shift, ACC_SCALE_IDENTITY, 1, A_stride, A_transpose, \
+                              B_transpose, false)
+
+#define gemmini_extended_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose) \
+  gemmini_extended2_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose)
+
+#define gemmini_config_ex(dataflow, act, sys_shift) gemmini_extended_config_ex(dataflow, act, sys_shift, 1, 0, 0)
+
+#define gemmini_extended4_config_ld(stride, scale, shrunk, block_mvin_stride, pixel_repeats, id)     \
+  gemmini_rocc(((uint64_t)gemmini_float_bits((float)(scale)) << 32) |                              \
+                   ((uint64_t)(uint16_t)(block_mvin_stride) << 16) |                                \
+                   ((uint64_t)(uint8_t)(pixel_repeats) << 8) | ((uint64_t)((id) & 3) << 3) |        \
+                   ((uint64_t)((shrunk) ? 1 : 0) << 2) | CONFIG_LD,                                 \
+               (uint64_t)(stride), k_CONFIG)
+
+#define gemmini_extended3_config_ld(stride, scale, shrunk, id) \
+  gemmini_extended4_config_ld(stride, scale, shrunk, DIM, 0, id)
+#define gemmini_extended2_config_ld(stride, scale, shrunk) gemmini_extended3_config_ld(stride, scale, shrunk, 0)
+#define gemmini_extended_config_ld(stride, scale) gemmini_extended2_config_ld(stride, scale, false)
+#define gemmini_config_ld(stride) gemmini_extended_config_ld(stride, MVIN_SCALE_IDENTITY)
+
+#define gemmini_extended2_config_st(stride, acc_act, acc_scale, pool_stride, pool_size, pool_out_dim,   \
+                                    porows, pocols, orows, ocols, upad, lpad)                          \
+  gemmini_rocc(((uint64_t)(uint8_t)(ocols) << 56) | ((uint64_t)(uint8_t)(orows) << 48) |              \
+                   ((uint64_t)(uint8_t)(pocols) << 40) | ((uint64_t)(uint8_t)(porows) << 32) |        \
+                   ((uint64_t)(uint8_t)(pool_out_dim) << 24) | ((uint64_t)((lpad) & 3) << 10) |       \
+                   ((uint64_t)((upad) & 3) << 8) | ((uint64_t)((pool_size) & 3) << 6) |               \
+                   ((uint64_t)((pool_stride) & 3) << 4) | ((uint64_t)((acc_act) & 3) << 2) | CONFIG_ST, \
+               ((uint64_t)gemmini_float_bits((float)(acc_scale)) << 32) | (uint64_t)(uint32_t)(stride), \
+               k_CONFIG)
+
+#define gemmini_extended_config_st(stride, acc_act, acc_scale) \
+  gemmini_extended2_config_st(stride, acc_act, acc_scale, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+#define gemmini_config_st(stride) gemmini_extended_config_st(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
+
+/* ---- data movement ------------------------------------------------------------------------------ */
+#define gemmini_extended_mvin(dram_addr, spad_addr, cols, rows) \
+  gemmini_rocc((uintptr_t)(dram_addr), gemmini_local_operand(spad_addr, cols, rows), k_MVIN)
+#define gemmini_extended_mvin2(dram_addr, spad_addr, cols, rows) \
+  gemmini_rocc((uintptr_t)(dram_addr), gemmini_local_operand(spad_addr, cols, rows), k_MVIN2)
+#define gemmini_extended_mvin3(dram_addr, spad_addr, cols, rows) \
+  gemmini_rocc((uintptr_t)(dram_addr), gemmini_local_operand(spad_addr, cols, rows), k_MVIN3)
+#define gemmini_mvin(dram_addr, spad_addr) gemmini_extended_mvin(dram_addr, spad_addr, DIM, DIM)
+#define gemmini_mvin2(dram_addr, spad_addr) gemmini_extended_mvin2(dram_addr, spad_addr, DIM, DIM)
+#define gemmini_mvin3(dram_addr, spad_addr) gemmini_extended_mvin3(dram_addr, spad_addr, DIM, DIM)
+#define gemmini_block_mvin(dram_addr, spad_addr, len) \
+  gemmini_extended_mvin(dram_addr, spad_addr, (len) * DIM, DIM)
+
+#define gemmini_extended_mvout(dram_addr, spad_addr, cols, rows) \
+  gemmini_rocc((uintptr_t)(dram_addr), gemmini_local_operand(spad_addr, cols, rows), k_MVOUT)
+#define gemmini_mvout(dram_addr, spad_addr) gemmini_extended_mvout(dram_addr, spad_addr, DIM, DIM)
+
+/* ---- execute ------------------------------------------------------------------------------------ */
+#define gemmini_extended_preload(BD, C, BD_cols, BD_rows, C_cols, C_rows) \
+  gemmini_rocc(gemmini_local_operand(BD, BD_cols, BD_rows), gemmini_local_operand(C, C_cols, C_rows), k_PRELOAD)
+#define gemmini_preload(BD, C) gemmini_extended_preload(BD, C, DIM, DIM, DIM, DIM)
+#define gemmini_preload_zeros(C) gemmini_preload(GARBAGE_ADDR, C)
+
+#define gemmini_extended_compute_preloaded(A, BD, A_cols, A_rows, BD_cols, BD_rows)                     \
+  gemmini_rocc(gemmini_local_operand(A, A_cols, A_rows), gemmini_local_operand(BD, BD_cols, BD_rows), \
+               k_COMPUTE_PRELOADED)
+#define gemmini_extended_compute_accumulated(A, BD, A_cols, A_rows, BD_cols, BD_rows)                   \
+  gemmini_rocc(gemmini_local_operand(A, A_cols, A_rows), gemmini_local_operand(BD, BD_cols, BD_rows), \
+               k_COMPUTE_ACCUMULATE)
+#define gemmini_compute_preloaded(A, BD) gemmini_extended_compute_preloaded(A, BD, DIM, DIM, DIM, DIM)
+#define gemmini_compute_accumulated(A, BD) gemmini_extended_compute_accumulated(A, BD, DIM, DIM, DIM, DIM)
+
+#define gemmini_flush(skip) gemmini_rocc(skip, 0, k_FLUSH)
+
+/* A RISC-V fence waits until Gemmini has finished everything outstanding; the native model offers the
+ * same barrier as a function call. */
+#ifdef SPEEDPATCH_NATIVE
+#define gemmini_fence() gemmini_model_fence()
+#else
+#define gemmini_fence() asm volatile("fence")
+#endif
+
+/* ---- hardware loops ----------------------------------------------------------------------------- */
+/* One tiled matmul of I x J x K blocks (of DIM), issued by the accelerator itself. pad_* = how many rows/
+ * columns of the last block are missing. D/C may be NULL (no bias / no write-back). */
+#define gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride, C_stride,   \
+                        A_transpose, B_transpose, full_C, low_D, ex_accumulate, act, a_spad_id, b_spad_id,   \
+                        is_resadd)                                                                        \
+  do {                                                                                                    \
+    gemmini_rocc(((uint64_t)(pad_K) << 32) | ((uint64_t)(pad_J) << 16) | (uint64_t)(pad_I),               \
+                 ((uint64_t)(K) << 32) | ((uint64_t)(J) << 16) | (uint64_t)(I), k_LOOP_WS_CONFIG_BOUNDS);  \
+    gemmini_rocc((uintptr_t)(A), (uintptr_t)(B), k_LOOP_WS_CONFIG_ADDRS_AB);                              \
+    gemmini_rocc((uintptr_t)(D), (uintptr_t)(C), k_LOOP_WS_CONFIG_ADDRS_DC);                              \
+    gemmini_rocc((A_stride), (B_stride), k_LOOP_WS_CONFIG_STRIDES_AB);                                    \
+    gemmini_rocc((D_stride), (C_stride), k_LOOP_WS_CONFIG_STRIDES_DC);                                    \
+    gemmini_rocc(((uint64_t)(a_spad_id) << 18) | ((uint64_t)(b_spad_id) << 16) | ((uint64_t)(act) << 8) | \
+                     ((uint64_t)((low_D) ? 1 : 0) << 2) | ((uint64_t)((full_C) ? 1 : 0) << 1) |          \
+                     (uint64_t)((ex_accumulate) ? 1 : 0),                                                 \
+                 ((uint64_t)((is_resadd) ? 1 : 0) << 2) | ((uint64_t)((B_transpose) ? 1 : 0) << 1) |     \
+                     (uint64_t)((A_transpose) ? 1 : 0),                                                   \
+                 k_LOOP_WS);                                                                              \
+  } while (0)
+
+#include "gemmini_lib.h"
+
+#endif /* SPEEDPATCH_GEMMINI_H */

@@ -1,0 +1,302 @@
+/* Convolutions on Gemmini: tiled_conv (explicit tiles) and tiled_conv_auto (tiles chosen here), in the
+ * weight-stationary dataflow, issued instruction by instruction. Included by gemmini_lib.h.
+ *
+ * Layouts (the upstream defaults): input NHWC [batch][row][col][in_ch], weights
+ * [krow][kcol][in_ch][out_ch] (a (kdim*kdim*in_channels) x out_channels matrix), bias acc_t[out_channels],
+ * output NHWC [batch][orow][ocol][out_ch].
+ *
+ * The convolution is a sum of small matmuls: for each kernel position (kr, kc), the output pixels of one
+ * output row times the input pixels they see (a strided run of one input row) times the weights of that
+ * position. Input pixels outside the image are skipped (they would contribute zeros), so the accumulator
+ * is initialised with the bias first and every product accumulates onto it.
+ */
+#ifndef SPEEDPATCH_GEMMINI_CONV_H
+#define SPEEDPATCH_GEMMINI_CONV_H
+
+struct gemmini_conv_args {
+  int batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim;
+  int stride, kernel_dilation, padding, kernel_dim;
+  const elem_t *input;
+  const elem_t *weights;
+  const acc_t *bias;
+  elem_t *output;
+  int act;
+  acc_scale_t scale;
+};
+
+struct gemmini_conv_tiles {
+  int batches, porows, pocols, pochs, krows, kcols, kchs;
+};
+
+static inline int gemmini_conv_blocks(int n) { return (n + DIM - 1) / DIM; }
+
+/* Rows of scratchpad (weights + two input buffers) and accumulator one output tile needs. */
+static inline void gemmini_conv_footprint(const struct gemmini_conv_tiles *t, size_t *spad_rows, size_t *acc_rows) {
+  const size_t pixel_blocks = (size_t)t->batches * t->porows * gemmini_conv_blocks(t->pocols);
+  const size_t och_blocks = gemmini_conv_blocks(t->pochs), ich_blocks = gemmini_conv_blocks(t->kchs);
+  *acc_rows = pixel_blocks * och_blocks * DIM;
+  *spad_rows = ((size_t)t->krows * t->kcols * ich_blocks * och_blocks + 2 * pixel_blocks * ich_blocks) * DIM;
+}
+
+static inline bool gemmini_conv_tiles_fit(const struct gemmini_conv_tiles *t) {
+  size_t spad_rows, acc_rows;
+  gemmini_conv_footprint(t, &spad_rows, &acc_rows);
+  return acc_rows <= GEMMINI_HALF_ACC_ROWS && spad_rows <= GEMMINI_HALF_SPAD_ROWS;
+}
+
+/* The first output column whose input column (for kernel column kc) is inside the image, and one past
+ * the last. */
+static inline void gemmini_conv_valid_cols(const struct gemmini_conv_args *c, int kc, int *lo, int *hi) {
+  const int offset = kc * c->kernel_dilation - c->padding; /* icol = ocol*stride + offset */
+  int first = 0;
+  while (first < c->out_col_dim && first * c->stride + offset < 0) first++;
+  int last = c->out_col_dim;
+  while (last > first && (last - 1) * c->stride + offset >= c->in_col_dim) last--;
+  *lo = first;
+  *hi = last;
+}
+
+static inline void gemmini_conv_cpu(const struct gemmini_conv_args *c) {
+  const int kd = c->kernel_dim;
+  for (int b = 0; b < c->batch_size; b++)
+    for (int orow = 0; orow < c->out_row_dim; orow++)
+      for (int ocol = 0; ocol < c->out_col_dim; ocol++)
+        for (int och = 0; och < c->out_channels; och++) {
+          int64_t sum = c->bias ? c->bias[och] : 0;
+          for (int kr = 0; kr < kd; kr++)
+            for (int kc = 0; kc < kd; kc++) {
+              const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
+              const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
+              if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
+              const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_channels;
+              const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->out_channels + och;
+              for (int ich = 0; ich < c->in_channels; ich++)
+                sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->out_channels];
+            }
+          c->output[(((size_t)b * c->out_row_dim + orow) * c->out_col_dim + ocol) * c->out_channels + och] =
+              gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
+        }
+}
+
+/* One output tile (b0.., orow0.., ocol0.., och0..), all its reduction tiles. */
+static inline void gemmini_conv_output_tile(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t,
+                                     int b0, int orow0, int ocol0, int och0, uint32_t spad_base, uint32_t acc_base) {
+  const int nb = c->batch_size - b0 < t->batches ? c->batch_size - b0 : t->batches;
+  const int nr = c->out_row_dim - orow0 < t->porows ? c->out_row_dim - orow0 : t->porows;
+  const int ncols = c->out_col_dim - ocol0 < t->pocols ? c->out_col_dim - ocol0 : t->pocols;
+  const int nochs = c->out_channels - och0 < t->pochs ? c->out_channels - och0 : t->pochs;
+  const int ncb = gemmini_conv_blocks(ncols), nob = gemmini_conv_blocks(nochs);
+  const int npb = nb * nr * ncb;
+  const int kd = c->kernel_dim;
+  const size_t W_rows = (size_t)t->krows * t->kcols * gemmini_conv_blocks(t->kchs) * nob * DIM;
+  const size_t A_rows = (size_t)npb * gemmini_conv_blocks(t->kchs) * DIM;
+  const uint32_t W_base = spad_base;
+#define GEMMINI_PIX(p, b, r, cb) const int b = (p) / (nr * ncb), r = ((p) / ncb) % nr, cb = (p) % ncb
+#define GEMMINI_ACC_BLOCK(p, ob) (acc_base + (uint32_t)(((p) * nob + (ob)) * DIM))
+
+  /* Bias (repeated on every pixel row) into the accumulator; a NULL bias loads zeros. */
+  for (int p = 0; p < npb; p++) {
+    GEMMINI_PIX(p, b, r, cb);
+    (void)b;
+    (void)r;
+    const int pixels = ncols - cb * DIM < DIM ? ncols - cb * DIM : DIM;
+    for (int ob = 0; ob < nob; ob++) {
+      const int chans = nochs - ob * DIM < DIM ? nochs - ob * DIM : DIM;
+      const acc_t *src = c->bias ? c->bias + och0 + ob * DIM : NULL;
+      gemmini_extended_mvin3(src, GEMMINI_ACC_ADDR | GEMMINI_ACC_BLOCK(p, ob), chans, pixels);
+    }
+  }
+
+  unsigned a_buffer = 0;
+  for (int krow0 = 0; krow0 < kd; krow0 += t->krows)
+    for (int kcol0 = 0; kcol0 < kd; kcol0 += t->kcols)
+      for (int kch0 = 0; kch0 < c->in_channels; kch0 += t->kchs) {
+        const int nkr = kd - krow0 < t->krows ? kd - krow0 : t->krows;
+        const int nkc = kd - kcol0 < t->kcols ? kd - kcol0 : t->kcols;
+        const int nichs = c->in_channels - kch0 < t->kchs ? c->in_channels - kch0 : t->kchs;
+        const int nib = gemmini_conv_blocks(nichs);
+#define GEMMINI_W_BLOCK(kr, kc, ib, ob) (W_base + (uint32_t)(((((kr) * nkc + (kc)) * nib + (ib)) * nob + (ob)) * DIM))
+        /* Weights of this reduction tile: several output-channel blocks per mvin. */
+        for (int kr = 0; kr < nkr; kr++)
+          for (int kc = 0; kc < nkc; kc++)
+            for (int ib = 0; ib < nib; ib++) {
+              const int ich = kch0 + ib * DIM, rows = nichs - ib * DIM < DIM ? nichs - ib * DIM : DIM;
+              const size_t wrow = ((size_t)(krow0 + kr) * kd + (kcol0 + kc)) * c->in_channels + ich;
+              for (int ob = 0; ob < nob;) {
+                const int blocks = nob - ob < (int)MAX_BLOCK_LEN ? nob - ob : (int)MAX_BLOCK_LEN;
+                const int cols = nochs - ob * DIM < blocks * DIM ? nochs - ob * DIM : blocks * DIM;
+                gemmini_extended_mvin2(c->weights + wrow * c->out_channels + och0 + ob * DIM,
+                                       GEMMINI_W_BLOCK(kr, kc, ib, ob), cols, rows);
+                ob += blocks;
+              }
+            }
+        for (int kr = 0; kr < nkr; kr++)
+          for (int kc = 0; kc < nkc; kc++) {
+            const int krow = krow0 + kr, kcol = kcol0 + kc;
+            int lo, hi;
+            gemmini_conv_valid_cols(c, kcol, &lo, &hi);
+            const uint32_t A_base = spad_base + (uint32_t)(W_rows + (a_buffer % 2) * A_rows);
+            a_buffer++;
+            /* Input pixels each output pixel block sees at this kernel position. */
+            for (int p = 0; p < npb; p++) {
+              GEMMINI_PIX(p, b, r, cb);
+              const int irow = (orow0 + r) * c->stride + krow * c->kernel_dilation - c->padding;
+              const int first = ocol0 + cb * DIM, end = first + (ncols - cb * DIM < DIM ? ncols - cb * DIM : DIM);
+              const int vlo = first > lo ? first : lo, vhi = end < hi ? end : hi;
+              if (irow < 0 || irow >= c->in_row_dim || vlo >= vhi) continue;
+              const int icol = vlo * c->stride + kcol * c->kernel_dilation - c->padding;
+              const elem_t *src = c->input +
+                                  (((size_t)(b0 + b) * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_channels + kch0;
+              for (int ib = 0; ib < nib;) {
+                const int blocks = nib - ib < (int)MAX_BLOCK_LEN ? nib - ib : (int)MAX_BLOCK_LEN;
+                const int cols = nichs - ib * DIM < blocks * DIM ? nichs - ib * DIM : blocks * DIM;
+                gemmini_extended_mvin(src + ib * DIM, A_base + (uint32_t)((p * nib + ib) * DIM), cols, vhi - vlo);
+                ib += blocks;
+              }
+            }
+            /* Each weight block stays in the PEs while every pixel block streams through it. */
+            for (int ib = 0; ib < nib; ib++) {
+              const int ichs = nichs - ib * DIM < DIM ? nichs - ib * DIM : DIM;
+              for (int ob = 0; ob < nob; ob++) {
+                const int ochs = nochs - ob * DIM < DIM ? nochs - ob * DIM : DIM;
+                bool preloaded = false;
+                for (int p = 0; p < npb; p++) {
+                  GEMMINI_PIX(p, b, r, cb);
+                  (void)b;
+                  const int irow = (orow0 + r) * c->stride + krow * c->kernel_dilation - c->padding;
+                  const int first = ocol0 + cb * DIM, end = first + (ncols - cb * DIM < DIM ? ncols - cb * DIM : DIM);
+                  const int vlo = first > lo ? first : lo, vhi = end < hi ? end : hi;
+                  if (irow < 0 || irow >= c->in_row_dim || vlo >= vhi) continue;
+                  const uint32_t C_sp = GEMMINI_ACC_ADDR | GEMMINI_ACC_ACCUMULATE | (GEMMINI_ACC_BLOCK(p, ob) + (uint32_t)(vlo - first));
+                  const uint32_t A_sp = A_base + (uint32_t)((p * nib + ib) * DIM);
+                  if (!preloaded) {
+                    gemmini_extended_preload(GEMMINI_W_BLOCK(kr, kc, ib, ob), C_sp, ochs, ichs, ochs, vhi - vlo);
+                    gemmini_extended_compute_preloaded(A_sp, GARBAGE_ADDR, ichs, vhi - vlo, DIM, DIM);
+                    preloaded = true;
+                  } else {
+                    gemmini_extended_preload(GARBAGE_ADDR, C_sp, DIM, DIM, ochs, vhi - vlo);
+                    gemmini_extended_compute_accumulated(A_sp, GARBAGE_ADDR, ichs, vhi - vlo, DIM, DIM);
+                  }
+                }
+              }
+            }
+          }
+#undef GEMMINI_W_BLOCK
+      }
+
+  /* Scaled, activated results back to the NHWC output. */
+  for (int p = 0; p < npb; p++) {
+    GEMMINI_PIX(p, b, r, cb);
+    const int pixels = ncols - cb * DIM < DIM ? ncols - cb * DIM : DIM;
+    elem_t *dst = c->output + (((size_t)(b0 + b) * c->out_row_dim + orow0 + r) * c->out_col_dim + ocol0 + cb * DIM) *
+                                  c->out_channels + och0;
+    for (int ob = 0; ob < nob; ob++) {
+      const int chans = nochs - ob * DIM < DIM ? nochs - ob * DIM : DIM;
+      gemmini_extended_mvout(dst + ob * DIM, GEMMINI_ACC_ADDR | GEMMINI_ACC_BLOCK(p, ob), chans, pixels);
+    }
+  }
+#undef GEMMINI_PIX
+#undef GEMMINI_ACC_BLOCK
+}
+
+static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
+                               bool trans_weight_1203, bool trans_weight_0132, int pool_size, int pool_stride,
+                               int pool_padding) {
+  if (input_dilation != 1) gemmini_library_error("tiled_conv", "input_dilation other than 1 is not implemented");
+  if (wrot180 || trans_output_1203 || trans_input_3120 || trans_weight_1203 || trans_weight_0132)
+    gemmini_library_error("tiled_conv", "transposed/rotated layouts are not implemented");
+  if (pool_size > 1 || pool_stride > 1 || pool_padding > 0)
+    gemmini_library_error("tiled_conv", "pooling is not implemented");
+}
+
+/* speedpatch's tiled_conv: explicit tiles (output: batches, porows, pocols pixels, pochs channels;
+ * reduction: krows, kcols, kchs input channels). */
+static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
+                       int out_row_dim, int out_col_dim, int stride, int input_dilation, int kernel_dilation,
+                       int padding, int kernel_dim, bool wrot180, bool trans_output_1203, bool trans_input_3120,
+                       bool trans_weight_1203, bool trans_weight_0132, int batches, int porows, int pocols,
+                       int pochs, int krows, int kcols, int kchs, const elem_t *input, const elem_t *weights,
+                       const acc_t *bias, elem_t *output, int act, acc_scale_t scale, int pool_size,
+                       int pool_stride, int pool_padding, enum tiled_matmul_type_t tiled_conv_type) {
+  gemmini_conv_check(input_dilation, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
+                     trans_weight_0132, pool_size, pool_stride, pool_padding);
+  const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
+                                      out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
+                                      input, weights, bias, output, act, scale};
+  if (tiled_conv_type == CPU) {
+    gemmini_conv_cpu(&c);
+    return;
+  }
+  if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
+  const struct gemmini_conv_tiles t = {batches, porows, pocols, pochs, krows, kcols, kchs};
+  if (batches < 1 || porows < 1 || pocols < 1 || pochs < 1 || krows < 1 || kcols < 1 || kchs < 1)
+    gemmini_library_error("tiled_conv", "tile sizes must be >= 1");
+  if (!gemmini_conv_tiles_fit(&t))
+    gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
+  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
+  gemmini_extended_config_st((size_t)out_channels * sizeof(elem_t), act, scale);
+  gemmini_extended3_config_ld((size_t)stride * in_channels * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);
+  gemmini_extended3_config_ld((size_t)out_channels * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);
+  gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 2);
+  unsigned tile = 0;
+  for (int b0 = 0; b0 < batch_size; b0 += batches)
+    for (int orow0 = 0; orow0 < out_row_dim; orow0 += porows)
+      for (int ocol0 = 0; ocol0 < out_col_dim; ocol0 += pocols)
+        for (int och0 = 0; och0 < out_channels; och0 += pochs) {
+          const uint32_t spad_base = (uint32_t)((tile % 2) * GEMMINI_HALF_SPAD_ROWS);
+          const uint32_t acc_base = (uint32_t)((tile % 2) * GEMMINI_HALF_ACC_ROWS);
+          gemmini_conv_output_tile(&c, &t, b0, orow0, ocol0, och0, spad_base, acc_base);
+          tile++;
+        }
+}
+
+/* Tiles of tiled_conv_auto: whole kernel window and input channels, whole output rows and channels,
+ * then shrink (rows, output channels, input channels, columns) until the halves fit, and grow the batch
+ * and row count while they still fit. */
+static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int out_channels, int out_row_dim,
+                                    int out_col_dim, int kernel_dim, struct gemmini_conv_tiles *t) {
+  struct gemmini_conv_tiles s = {1, out_row_dim, out_col_dim, out_channels, kernel_dim, kernel_dim, in_channels};
+  while (!gemmini_conv_tiles_fit(&s)) {
+    size_t spad_rows, acc_rows;
+    gemmini_conv_footprint(&s, &spad_rows, &acc_rows);
+    if (acc_rows > GEMMINI_HALF_ACC_ROWS && s.porows > 1)
+      s.porows = (s.porows + 1) / 2;
+    else if (s.pochs > DIM && (acc_rows > GEMMINI_HALF_ACC_ROWS || s.kchs <= DIM))
+      s.pochs -= DIM;
+    else if (s.kchs > DIM)
+      s.kchs -= DIM;
+    else if (s.pocols > DIM)
+      s.pocols -= DIM;
+    else if (s.krows > 1)
+      s.krows--;
+    else if (s.kcols > 1)
+      s.kcols--;
+    else
+      break;
+  }
+  while (s.batches < batch_size && s.porows == out_row_dim) {
+    struct gemmini_conv_tiles g = s;
+    g.batches++;
+    if (!gemmini_conv_tiles_fit(&g)) break;
+    s = g;
+  }
+  *t = s;
+}
+
+static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
+                            int out_row_dim, int out_col_dim, int stride, int input_dilation, int kernel_dilation,
+                            int padding, int kernel_dim, bool wrot180, bool trans_output_1203,
+                            bool trans_input_3120, bool trans_weight_1203, bool trans_weight_0132,
+                            const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output,
+                            int act, acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
+                            enum tiled_matmul_type_t tiled_conv_type) {
+  struct gemmini_conv_tiles t;
+  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, &t);
+  tiled_conv(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
+             input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
+             trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
+             t.kchs, input, weights, bias, output, act, scale, pool_size, pool_stride, pool_padding,
+             tiled_conv_type);
+}
+
+#endif /* SPEEDPATCH_GEMMINI_CONV_H */

@@ -1,0 +1,384 @@
+/* The library functions of speedpatch's Gemmini API: tiled_matmul, tiled_matmul_auto, tiled_conv,
+ * tiled_conv_auto. Included by gemmini.h; relies on its instruction macros.
+ *
+ * Scratchpad and accumulator are used double-buffered: each tile gets half of each, so loads of the
+ * next tile can overlap the computation and write-back of the current one.
+ */
+#ifndef SPEEDPATCH_GEMMINI_LIB_H
+#define SPEEDPATCH_GEMMINI_LIB_H
+
+#define GEMMINI_SPAD_ROWS ((size_t)BANK_NUM * (size_t)BANK_ROWS)
+#define GEMMINI_HALF_SPAD_ROWS (GEMMINI_SPAD_ROWS / 2)
+#define GEMMINI_HALF_ACC_ROWS ((size_t)ACC_ROWS / 2)
+
+/* Largest / smallest acc_t, for any signed acc_t width. */
+#define GEMMINI_ACC_MAX ((int64_t)(((uint64_t)1 << (8 * sizeof(acc_t) - 1)) - 1))
+#define GEMMINI_ACC_MIN (-GEMMINI_ACC_MAX - 1)
+
+static inline size_t gemmini_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static inline size_t gemmini_min(size_t a, size_t b) { return a < b ? a : b; }
+
+/* The library refuses what it does not implement, loudly, rather than computing something else. */
+static inline void gemmini_library_error(const char *function, const char *what) {
+  printf("gemmini library error: %s: %s\n", function, what);
+  fflush(stdout);
+  exit(3);
+}
+
+/* Round half to even, the rounding of Gemmini's scaling units. Written without libm. */
+static inline int64_t gemmini_round_half_even(double v) {
+  int64_t i = (int64_t)v;
+  double r = v - (double)i;
+  if (r > 0.5 || (r == 0.5 && (i & 1)))
+    i++;
+  else if (r < -0.5 || (r == -0.5 && (i & 1)))
+    i--;
+  return i;
+}
+
+static inline elem_t gemmini_saturate_elem(int64_t v) {
+  if (v > elem_t_max) return elem_t_max;
+  if (v < elem_t_min) return elem_t_min;
+  return (elem_t)v;
+}
+
+/* Accumulator read-out on the CPU: x * scale (float), round half to even, saturate, activation. */
+static inline elem_t gemmini_cpu_acc_to_elem(int64_t x, acc_scale_t scale, int act) {
+  if (x > GEMMINI_ACC_MAX) x = GEMMINI_ACC_MAX;
+  if (x < GEMMINI_ACC_MIN) x = GEMMINI_ACC_MIN;
+  float y = (float)x * (float)scale;
+  elem_t out = gemmini_saturate_elem(gemmini_round_half_even((double)y));
+  if (act == RELU && out < 0) out = 0;
+  return out;
+}
+
+static inline elem_t gemmini_cpu_mvin_scale(elem_t x, scale_t scale) {
+  float y = (float)x * (float)scale;
+  return gemmini_saturate_elem(gemmini_round_half_even((double)y));
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* tiled_matmul: C = act(scale * (A*B + D)), A is dim_I x dim_K, B dim_K x dim_J, D/C dim_I x dim_J.  */
+/* tile_I/J/K are in blocks of DIM.                                                                   */
+/* ------------------------------------------------------------------------------------------------ */
+
+struct gemmini_matmul_args {
+  size_t dim_I, dim_J, dim_K;
+  const elem_t *A;
+  const elem_t *B;
+  const void *D;
+  void *C;
+  size_t stride_A, stride_B, stride_D, stride_C;
+  scale_t A_scale_factor, B_scale_factor;
+  scale_acc_t D_scale_factor;
+  int act;
+  acc_scale_t scale;
+  bool repeating_bias, transpose_A, transpose_B, full_C, low_D;
+};
+
+static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
+  const size_t sizeof_D = m->low_D ? sizeof(elem_t) : sizeof(acc_t);
+  for (size_t i = 0; i < m->dim_I; i++) {
+    for (size_t j = 0; j < m->dim_J; j++) {
+      int64_t sum = 0;
+      if (m->D != NULL) {
+        const size_t row = m->repeating_bias ? 0 : i;
+        const char *d = (const char *)m->D + (row * m->stride_D + j) * sizeof_D;
+        int64_t dv = m->low_D ? (int64_t)*(const elem_t *)d : (int64_t)*(const acc_t *)d;
+        float scaled = (float)dv * (float)m->D_scale_factor;
+        sum = gemmini_round_half_even((double)scaled);
+      }
+      for (size_t k = 0; k < m->dim_K; k++) {
+        elem_t a = m->transpose_A ? m->A[k * m->stride_A + i] : m->A[i * m->stride_A + k];
+        elem_t b = m->transpose_B ? m->B[j * m->stride_B + k] : m->B[k * m->stride_B + j];
+        sum += (int64_t)gemmini_cpu_mvin_scale(a, m->A_scale_factor) *
+               (int64_t)gemmini_cpu_mvin_scale(b, m->B_scale_factor);
+      }
+      if (m->full_C) {
+        if (sum > GEMMINI_ACC_MAX) sum = GEMMINI_ACC_MAX;
+        if (sum < GEMMINI_ACC_MIN) sum = GEMMINI_ACC_MIN;
+        ((acc_t *)m->C)[i * m->stride_C + j] = (acc_t)sum;
+      } else {
+        ((elem_t *)m->C)[i * m->stride_C + j] = gemmini_cpu_acc_to_elem(sum, m->scale, m->act);
+      }
+    }
+  }
+}
+
+/* The configuration every accelerated matmul starts with: load slots 0/1/2 = A/B/D, store = C. */
+static inline void gemmini_matmul_configure(const struct gemmini_matmul_args *m, int dataflow) {
+  const size_t sizeof_D = m->low_D ? sizeof(elem_t) : sizeof(acc_t);
+  const size_t sizeof_C = m->full_C ? sizeof(acc_t) : sizeof(elem_t);
+  gemmini_extended_config_ex(dataflow, NO_ACTIVATION, 0, 1, m->transpose_A, m->transpose_B);
+  gemmini_extended_config_st(m->stride_C * sizeof_C, m->act, m->scale);
+  gemmini_extended3_config_ld(m->stride_A * sizeof(elem_t), m->A_scale_factor, false, 0);
+  gemmini_extended3_config_ld(m->stride_B * sizeof(elem_t), m->B_scale_factor, false, 1);
+  gemmini_extended3_config_ld(m->repeating_bias ? 0 : m->stride_D * sizeof_D, m->D_scale_factor, m->low_D, 2);
+}
+
+static inline const elem_t *gemmini_A_block(const struct gemmini_matmul_args *m, size_t row_i, size_t col_k) {
+  return m->transpose_A ? m->A + col_k * m->stride_A + row_i : m->A + row_i * m->stride_A + col_k;
+}
+
+static inline const elem_t *gemmini_B_block(const struct gemmini_matmul_args *m, size_t row_k, size_t col_j) {
+  return m->transpose_B ? m->B + col_j * m->stride_B + row_k : m->B + row_k * m->stride_B + col_j;
+}
+
+static inline const void *gemmini_D_block(const struct gemmini_matmul_args *m, size_t row_i, size_t col_j) {
+  const size_t sizeof_D = m->low_D ? sizeof(elem_t) : sizeof(acc_t);
+  const size_t row = m->repeating_bias ? 0 : row_i;
+  return (const char *)m->D + (row * m->stride_D + col_j) * sizeof_D;
+}
+
+static inline void *gemmini_C_block(const struct gemmini_matmul_args *m, size_t row_i, size_t col_j) {
+  const size_t sizeof_C = m->full_C ? sizeof(acc_t) : sizeof(elem_t);
+  return (char *)m->C + (row_i * m->stride_C + col_j) * sizeof_C;
+}
+
+/* One tile with the LOOP_WS hardware loop: the accelerator issues every mvin/preload/compute/mvout.
+ * spad_id 1 / 2 selects the scratchpad half, alternated between tiles so that the loads of the next tile
+ * overlap the computation of this one. The loop keeps C in the accumulator from row 0; it accumulates
+ * onto the bias (D) or onto the partial sums of the previous K tile. */
+static inline void gemmini_matmul_tile_loop(const struct gemmini_matmul_args *m, size_t i0, size_t j0, size_t k0,
+                                     size_t I, size_t J, size_t K, bool first_k, bool last_k, int spad_id) {
+  const size_t rows_left = m->dim_I - i0 * DIM, cols_left = m->dim_J - j0 * DIM, k_left = m->dim_K - k0 * DIM;
+  const size_t pad_I = I * DIM > rows_left ? I * DIM - rows_left : 0;
+  const size_t pad_J = J * DIM > cols_left ? J * DIM - cols_left : 0;
+  const size_t pad_K = K * DIM > k_left ? K * DIM - k_left : 0;
+  const void *D = (first_k && m->D != NULL) ? gemmini_D_block(m, i0 * DIM, j0 * DIM) : NULL;
+  void *C = last_k ? gemmini_C_block(m, i0 * DIM, j0 * DIM) : NULL;
+  gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, gemmini_A_block(m, i0 * DIM, k0 * DIM),
+                  gemmini_B_block(m, k0 * DIM, j0 * DIM), D, C, m->stride_A, m->stride_B,
+                  m->repeating_bias ? 0 : m->stride_D, m->stride_C, m->transpose_A, m->transpose_B, m->full_C,
+                  m->low_D, !first_k || m->D != NULL, m->act, spad_id, spad_id, false);
+}
+
+/* One tile issued instruction by instruction (used for the output-stationary dataflow, and for WS
+ * when asked explicitly). spad_base / acc_base select the half used for double buffering. */
+static inline void gemmini_matmul_tile_manual(const struct gemmini_matmul_args *m, int dataflow, size_t i0, size_t j0,
+                                       size_t k0, size_t I, size_t J, size_t K, bool first_k, bool last_k,
+                                       uint32_t spad_base, uint32_t acc_base) {
+  const uint32_t A_base = spad_base, B_base = spad_base + (uint32_t)(I * K * DIM);
+#define GEMMINI_EXT(total, start) ((size_t)gemmini_min(DIM, (total) - (start)))
+  /* A blocks (i, k) at A_base + (i*K + k)*DIM; several k blocks per mvin when not transposed. */
+  for (size_t i = 0; i < I; i++) {
+    const size_t row = (i0 + i) * DIM, rows = GEMMINI_EXT(m->dim_I, row);
+    for (size_t k = 0; k < K;) {
+      const size_t col = (k0 + k) * DIM;
+      if (m->transpose_A) {
+        gemmini_extended_mvin(gemmini_A_block(m, row, col), A_base + (i * K + k) * DIM, rows,
+                              GEMMINI_EXT(m->dim_K, col));
+        k++;
+      } else {
+        const size_t blocks = gemmini_min(MAX_BLOCK_LEN, K - k);
+        const size_t cols = gemmini_min(blocks * DIM, m->dim_K - col);
+        gemmini_extended_mvin(gemmini_A_block(m, row, col), A_base + (i * K + k) * DIM, cols, rows);
+        k += blocks;
+      }
+    }
+  }
+  /* B blocks (k, j) at B_base + (k*J + j)*DIM. */
+  for (size_t k = 0; k < K; k++) {
+    const size_t row = (k0 + k) * DIM, rows = GEMMINI_EXT(m->dim_K, row);
+    for (size_t j = 0; j < J;) {
+      const size_t col = (j0 + j) * DIM;
+      if (m->transpose_B) {
+        gemmini_extended_mvin2(gemmini_B_block(m, row, col), B_base + (k * J + j) * DIM, rows,
+                               GEMMINI_EXT(m->dim_J, col));
+        j++;
+      } else {
+        const size_t blocks = gemmini_min(MAX_BLOCK_LEN, J - j);
+        const size_t cols = gemmini_min(blocks * DIM, m->dim_J - col);
+        gemmini_extended_mvin2(gemmini_B_block(m, row, col), B_base + (k * J + j) * DIM, cols, rows);
+        j += blocks;
+      }
+    }
+  }
+  /* Bias into the accumulator before the first partial product. */
+  if (first_k && m->D != NULL) {
+    for (size_t i = 0; i < I; i++)
+      for (size_t j = 0; j < J; j++) {
+        const size_t row = (i0 + i) * DIM, col = (j0 + j) * DIM;
+        gemmini_extended_mvin3(gemmini_D_block(m, row, col), GEMMINI_ACC_ADDR | (acc_base + (i * J + j) * DIM),
+                               GEMMINI_EXT(m->dim_J, col), GEMMINI_EXT(m->dim_I, row));
+      }
+  }
+  const bool accumulate_first = !first_k || m->D != NULL;
+  if (dataflow == WEIGHT_STATIONARY) {
+    /* Keep each B block in the PEs while every A row block streams through it. */
+    for (size_t j = 0; j < J; j++)
+      for (size_t k = 0; k < K; k++) {
+        const size_t kk = (k0 + k) * DIM, jj = (j0 + j) * DIM;
+        const size_t b_rows = GEMMINI_EXT(m->dim_K, kk), b_cols = GEMMINI_EXT(m->dim_J, jj);
+        const uint32_t B_sp = B_base + (k * J + j) * DIM;
+        for (size_t i = 0; i < I; i++) {
+          const size_t ii = (i0 + i) * DIM, rows = GEMMINI_EXT(m->dim_I, ii);
+          const uint32_t acc = (k > 0 || accumulate_first) ? GEMMINI_ACC_ACCUMULATE : 0;
+          const uint32_t C_sp = GEMMINI_ACC_ADDR | acc | (acc_base + (i * J + j) * DIM);
+          const uint32_t A_sp = A_base + (i * K + k) * DIM;
+          /* Operand sizes are logical (rows x cols of A and B); a transposed operand sits in the
+           * scratchpad as stored in DRAM and the array reads it column-wise. */
+          if (i == 0) {
+            gemmini_extended_preload(B_sp, C_sp, b_cols, b_rows, b_cols, rows);
+            gemmini_extended_compute_preloaded(A_sp, GARBAGE_ADDR, b_rows, rows, DIM, DIM);
+          } else {
+            gemmini_extended_preload(GARBAGE_ADDR, C_sp, DIM, DIM, b_cols, rows);
+            gemmini_extended_compute_accumulated(A_sp, GARBAGE_ADDR, b_rows, rows, DIM, DIM);
+          }
+        }
+      }
+  } else {
+    /* Output stationary: each C block accumulates in the PEs over the whole K of this tile. Every
+     * compute writes the running sums to the preloaded C address, so only the last one gets the real
+     * destination (earlier ones write to the garbage address). */
+    for (size_t i = 0; i < I; i++)
+      for (size_t j = 0; j < J; j++) {
+        const size_t ii = (i0 + i) * DIM, jj = (j0 + j) * DIM;
+        const size_t rows = GEMMINI_EXT(m->dim_I, ii), cols = GEMMINI_EXT(m->dim_J, jj);
+        const uint32_t acc = accumulate_first ? GEMMINI_ACC_ACCUMULATE : 0;
+        const uint32_t C_sp = GEMMINI_ACC_ADDR | acc | (acc_base + (i * J + j) * DIM);
+        for (size_t k = 0; k < K; k++) {
+          const size_t kk = (k0 + k) * DIM, ks = GEMMINI_EXT(m->dim_K, kk);
+          const uint32_t A_sp = A_base + (i * K + k) * DIM, B_sp = B_base + (k * J + j) * DIM;
+          gemmini_extended_preload(GARBAGE_ADDR, k == K - 1 ? C_sp : GARBAGE_ADDR, DIM, DIM, cols, rows);
+          if (k == 0)
+            gemmini_extended_compute_preloaded(A_sp, B_sp, ks, rows, cols, ks);
+          else
+            gemmini_extended_compute_accumulated(A_sp, B_sp, ks, rows, cols, ks);
+        }
+      }
+  }
+  if (last_k) {
+    for (size_t i = 0; i < I; i++)
+      for (size_t j = 0; j < J; j++) {
+        const size_t row = (i0 + i) * DIM, col = (j0 + j) * DIM;
+        const uint32_t full = m->full_C ? GEMMINI_ACC_FULL : 0;
+        gemmini_extended_mvout(gemmini_C_block(m, row, col), GEMMINI_ACC_ADDR | full | (acc_base + (i * J + j) * DIM),
+                               GEMMINI_EXT(m->dim_J, col), GEMMINI_EXT(m->dim_I, row));
+      }
+  }
+#undef GEMMINI_EXT
+}
+
+/* Whether a tile shape fits the double-buffered halves of scratchpad and accumulator. */
+static inline bool gemmini_matmul_tiles_fit(size_t tile_I, size_t tile_J, size_t tile_K) {
+  return tile_I * tile_J * DIM <= GEMMINI_HALF_ACC_ROWS &&
+         (tile_I * tile_K + tile_K * tile_J) * DIM <= GEMMINI_HALF_SPAD_ROWS;
+}
+
+/* Shared by tiled_matmul and gemmini_tiled_matmul_manual: walk the tiles, K innermost so partial sums
+ * stay in the accumulator. */
+static inline void gemmini_matmul_run(const char *function, const struct gemmini_matmul_args *m, size_t tile_I,
+                               size_t tile_J, size_t tile_K, int dataflow, bool hardware_loop) {
+  if (tile_I == 0 || tile_J == 0 || tile_K == 0) gemmini_library_error(function, "tile sizes must be >= 1");
+  if (!gemmini_matmul_tiles_fit(tile_I, tile_J, tile_K))
+    gemmini_library_error(function, "tiles do not fit: need tile_I*tile_J*DIM <= ACC_ROWS/2 and "
+                                    "(tile_I*tile_K + tile_K*tile_J)*DIM <= BANK_NUM*BANK_ROWS/2");
+  if (dataflow == OUTPUT_STATIONARY && m->transpose_B)
+    gemmini_library_error(function, "the output-stationary dataflow cannot transpose B");
+  if (dataflow == WEIGHT_STATIONARY && m->transpose_A && m->transpose_B)
+    gemmini_library_error(function, "the weight-stationary dataflow cannot transpose both A and B");
+  const size_t I_blocks = gemmini_ceil_div(m->dim_I, DIM), J_blocks = gemmini_ceil_div(m->dim_J, DIM),
+               K_blocks = gemmini_ceil_div(m->dim_K, DIM);
+  gemmini_matmul_configure(m, dataflow);
+  unsigned tile_count = 0, output_count = 0;
+  for (size_t i0 = 0; i0 < I_blocks; i0 += tile_I)
+    for (size_t j0 = 0; j0 < J_blocks; j0 += tile_J) {
+      for (size_t k0 = 0; k0 < K_blocks; k0 += tile_K) {
+        const size_t I = gemmini_min(tile_I, I_blocks - i0), J = gemmini_min(tile_J, J_blocks - j0),
+                     K = gemmini_min(tile_K, K_blocks - k0);
+        const bool first_k = k0 == 0, last_k = k0 + tile_K >= K_blocks;
+        if (hardware_loop) {
+          gemmini_matmul_tile_loop(m, i0, j0, k0, I, J, K, first_k, last_k, tile_count % 2 ? 2 : 1);
+        } else {
+          const uint32_t spad_base = (uint32_t)((tile_count % 2) * GEMMINI_HALF_SPAD_ROWS);
+          const uint32_t acc_base = (uint32_t)((output_count % 2) * GEMMINI_HALF_ACC_ROWS);
+          gemmini_matmul_tile_manual(m, dataflow, i0, j0, k0, I, J, K, first_k, last_k, spad_base, acc_base);
+        }
+        tile_count++;
+      }
+      output_count++;
+    }
+}
+
+static inline void tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A, const elem_t *B,
+                         const void *D, void *C, size_t stride_A, size_t stride_B, size_t stride_D,
+                         size_t stride_C, scale_t A_scale_factor, scale_t B_scale_factor,
+                         scale_acc_t D_scale_factor, int act, acc_scale_t scale, acc_scale_t bert_scale,
+                         bool repeating_bias, size_t tile_I, size_t tile_J, size_t tile_K, bool transpose_A,
+                         bool transpose_B, bool full_C, bool low_D, uint8_t weightA,
+                         enum tiled_matmul_type_t tiled_matmul_type) {
+  (void)bert_scale;
+  (void)weightA;
+  const struct gemmini_matmul_args m = {dim_I,          dim_J,          dim_K,          A,        B,
+                                        D,              C,              stride_A,       stride_B, stride_D,
+                                        stride_C,       A_scale_factor, B_scale_factor, D_scale_factor,
+                                        act,            scale,          repeating_bias, transpose_A,
+                                        transpose_B,    full_C,         low_D};
+  if (tiled_matmul_type == CPU) {
+    gemmini_matmul_cpu(&m);
+  } else if (tiled_matmul_type == OS) {
+    gemmini_matmul_run("tiled_matmul", &m, tile_I, tile_J, tile_K, OUTPUT_STATIONARY, false);
+  } else {
+    gemmini_matmul_run("tiled_matmul", &m, tile_I, tile_J, tile_K, WEIGHT_STATIONARY, true);
+  }
+}
+
+/* Like tiled_matmul, but every instruction is issued by the core (no LOOP_WS): a speedpatch extension
+ * for kernels that want the manual schedule with a chosen dataflow (OS or WS). */
+static inline void gemmini_tiled_matmul_manual(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A,
+                                        const elem_t *B, const void *D, void *C, size_t stride_A,
+                                        size_t stride_B, size_t stride_D, size_t stride_C, int act,
+                                        acc_scale_t scale, bool repeating_bias, size_t tile_I, size_t tile_J,
+                                        size_t tile_K, enum tiled_matmul_type_t dataflow) {
+  const struct gemmini_matmul_args m = {
+      dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, MVIN_SCALE_IDENTITY,
+      MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, act, scale, repeating_bias, false, false, false, false};
+  gemmini_matmul_run("gemmini_tiled_matmul_manual", &m, tile_I, tile_J, tile_K,
+                     dataflow == OS ? OUTPUT_STATIONARY : WEIGHT_STATIONARY, false);
+}
+
+/* Tile choice of tiled_matmul_auto: start from the whole problem, shrink the largest tile dimension until
+ * the double-buffered halves fit, then grow each dimension (J, I, K) while it still fits. */
+static inline void gemmini_auto_tiles(size_t dim_I, size_t dim_J, size_t dim_K, size_t *tile_I, size_t *tile_J,
+                               size_t *tile_K) {
+  const size_t I = gemmini_ceil_div(dim_I, DIM), J = gemmini_ceil_div(dim_J, DIM), K = gemmini_ceil_div(dim_K, DIM);
+  size_t ti = I, tj = J, tk = K;
+  while (!gemmini_matmul_tiles_fit(ti, tj, tk)) {
+    if (ti >= tj && ti >= tk && ti > 1)
+      ti--;
+    else if (tj >= tk && tj > 1)
+      tj--;
+    else if (tk > 1)
+      tk--;
+    else
+      ti--;
+  }
+  bool grown = true;
+  while (grown) {
+    grown = false;
+    if (tj < J && gemmini_matmul_tiles_fit(ti, tj + 1, tk)) tj++, grown = true;
+    if (ti < I && gemmini_matmul_tiles_fit(ti + 1, tj, tk)) ti++, grown = true;
+    if (tk < K && gemmini_matmul_tiles_fit(ti, tj, tk + 1)) tk++, grown = true;
+  }
+  *tile_I = ti;
+  *tile_J = tj;
+  *tile_K = tk;
+}
+
+static inline void tiled_matmul_auto(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A, const elem_t *B,
+                              const void *D, void *C, size_t stride_A, size_t stride_B, size_t stride_D,
+                              size_t stride_C, scale_t A_scale_factor, scale_t B_scale_factor,
+                              scale_acc_t D_scale_factor, int act, acc_scale_t scale, acc_scale_t bert_scale,
+                              bool repeating_bias, bool transpose_A, bool transpose_B, bool full_C, bool low_D,
+                              uint8_t weightA, enum tiled_matmul_type_t tiled_matmul_type) {
+  size_t tile_I, tile_J, tile_K;
+  gemmini_auto_tiles(dim_I, dim_J, dim_K, &tile_I, &tile_J, &tile_K);
+  tiled_matmul(dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, A_scale_factor,
+               B_scale_factor, D_scale_factor, act, scale, bert_scale, repeating_bias, tile_I, tile_J, tile_K,
+               transpose_A, transpose_B, full_C, low_D, weightA, tiled_matmul_type);
+}
+
+#include "gemmini_conv.h"
+
+#endif /* SPEEDPATCH_GEMMINI_LIB_H */

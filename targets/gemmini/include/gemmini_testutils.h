@@ -1,0 +1,147 @@
+/* Test utilities of speedpatch's Gemmini API (source-compatible names): the cycle counter and small
+ * DIM x DIM matrix helpers used by test programs to compute references on the CPU.
+ */
+#ifndef SPEEDPATCH_GEMMINI_TESTUTILS_H
+#define SPEEDPATCH_GEMMINI_TESTUTILS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gemmini.h"
+
+/* The modelled core's cycle counter: natively the model's host clock, on RISC-V `rdcycle`. */
+static inline uint64_t read_cycles(void) {
+#ifdef SPEEDPATCH_NATIVE
+  return gemmini_model_cycles();
+#else
+  uint64_t cycles;
+  asm volatile("rdcycle %0" : "=r"(cycles));
+  return cycles;
+#endif
+}
+
+#ifndef BAREMETAL
+#define rdcycle() read_cycles()
+#endif
+
+static inline int64_t gemmini_rounding_shift(int64_t x, int shift) {
+  if (shift <= 0) return x;
+  /* Round to nearest, ties to even, like the OS dataflow's output shift. */
+  const int64_t q = x >> shift;
+  const int64_t rem = x & ((1LL << shift) - 1);
+  const int64_t half = 1LL << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) return q + 1;
+  return q;
+}
+
+static inline void matmul(elem_t A[DIM][DIM], elem_t B[DIM][DIM], elem_t D[DIM][DIM], full_t C_full[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) {
+      C_full[r][c] = D[r][c];
+      for (size_t k = 0; k < DIM; k++) C_full[r][c] += (full_t)A[r][k] * B[k][c];
+    }
+}
+
+static inline void matmul_short(elem_t A[DIM][DIM], elem_t B[DIM][DIM], elem_t D[DIM][DIM], elem_t C[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) {
+      int64_t sum = D[r][c];
+      for (size_t k = 0; k < DIM; k++) sum += (int64_t)A[r][k] * B[k][c];
+      C[r][c] = (elem_t)sum; /* wraps, as the upstream helper does */
+    }
+}
+
+static inline void matmul_full(elem_t A[DIM][DIM], elem_t B[DIM][DIM], acc_t D[DIM][DIM], full_t C_full[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) {
+      C_full[r][c] = D[r][c];
+      for (size_t k = 0; k < DIM; k++) C_full[r][c] += (full_t)A[r][k] * B[k][c];
+    }
+}
+
+static inline void matadd(full_t sum[DIM][DIM], full_t m1[DIM][DIM], full_t m2[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) sum[r][c] = m1[r][c] + m2[r][c];
+}
+
+/* Rounding right shift of a full-precision matrix, then saturation to elem_t. */
+static inline void matshift(full_t full[DIM][DIM], elem_t out[DIM][DIM], int shift) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) out[r][c] = gemmini_saturate_elem(gemmini_rounding_shift(full[r][c], shift));
+}
+
+static inline void matscale(full_t full[DIM][DIM], elem_t out[DIM][DIM], acc_scale_t scale) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) out[r][c] = gemmini_cpu_acc_to_elem(full[r][c], scale, NO_ACTIVATION);
+}
+
+static inline void matrelu(elem_t in[DIM][DIM], elem_t out[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) out[r][c] = in[r][c] > 0 ? in[r][c] : 0;
+}
+
+static inline void transpose(elem_t in[DIM][DIM], elem_t out[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) out[c][r] = in[r][c];
+}
+
+static inline int is_equal(elem_t x[DIM][DIM], elem_t y[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++)
+      if (x[r][c] != y[r][c]) return 0;
+  return 1;
+}
+
+static inline int is_equal_transposed(elem_t x[DIM][DIM], elem_t y[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++)
+      if (x[r][c] != y[c][r]) return 0;
+  return 1;
+}
+
+static inline void printMatrix(elem_t m[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++) {
+    for (size_t c = 0; c < DIM; c++) printf("%d ", (int)m[r][c]);
+    printf("\n");
+  }
+}
+
+static inline void printMatrixAcc(acc_t m[DIM][DIM]) {
+  for (size_t r = 0; r < DIM; r++) {
+    for (size_t c = 0; c < DIM; c++) printf("%d ", (int)m[r][c]);
+    printf("\n");
+  }
+}
+
+static inline void full_printMatrix(elem_t *m, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    for (size_t c = 0; c < cols; c++) printf("%d ", (int)m[r * cols + c]);
+    printf("\n");
+  }
+}
+
+/* A small deterministic generator (splitmix64), so test data never depends on the C library. */
+static uint64_t gemmini_test_rng_state __attribute__((unused)) = 0x853c49e6748fea9bULL;
+
+static inline void gemmini_test_seed(uint64_t seed) { gemmini_test_rng_state = seed * 0x9E3779B97F4A7C15ULL + 1; }
+
+static inline uint64_t gemmini_test_rand(void) {
+  uint64_t z = (gemmini_test_rng_state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/* A uniform integer in [lo, hi]. */
+static inline int64_t gemmini_test_rand_range(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(gemmini_test_rand() % (uint64_t)(hi - lo + 1));
+}
+
+static inline void rand_matrix(elem_t m[DIM][DIM], int lo, int hi) {
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) m[r][c] = (elem_t)gemmini_test_rand_range(lo, hi);
+}
+
+#endif /* SPEEDPATCH_GEMMINI_TESTUTILS_H */

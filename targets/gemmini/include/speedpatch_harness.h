@@ -1,0 +1,245 @@
+/* speedpatch's trusted harness for Gemmini kernels.
+ *
+ * A kernel file = kernel function(s) + a main() that hands the kernel to one of the runners below. The
+ * runner owns everything a candidate must not touch: deterministic inputs from a seed, the gold result
+ * computed on the CPU, the timing (gemmini_flush(0) + fence, read_cycles, kernel, fence, read_cycles),
+ * the exact comparison, and the one result line every speedpatch backend parses:
+ *
+ *     speedpatch: correct=1 cycles=123456 macs=2097152 trials=2
+ *
+ * Each trial uses fresh inputs (seed, seed+1, ...) and a poisoned output buffer, so a kernel that caches
+ * results or writes nothing fails. The cycles reported are those of the first trial (the model is
+ * deterministic); every trial must be correct. Exit status: 0 correct, 1 incorrect.
+ *
+ * Seed: SPEEDPATCH_SEED (environment, native builds) or -DSPEEDPATCH_SEED=n; trials: SPEEDPATCH_TRIALS
+ * likewise (default 2).
+ */
+#ifndef SPEEDPATCH_HARNESS_H
+#define SPEEDPATCH_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemmini.h"
+#include "gemmini_testutils.h"
+
+#ifndef SPEEDPATCH_SEED
+#define SPEEDPATCH_SEED 1
+#endif
+#ifndef SPEEDPATCH_TRIALS
+#define SPEEDPATCH_TRIALS 2
+#endif
+
+/* Harness code runs outside the timed region, so it need not be charged as host work; keeping it out of
+ * the model's per-basic-block host accounting also keeps big gold computations fast. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define SPEEDPATCH_UNCOUNTED __attribute__((no_sanitize_coverage))
+#else
+#define SPEEDPATCH_UNCOUNTED
+#endif
+
+SPEEDPATCH_UNCOUNTED static inline uint64_t speedpatch_setting(const char *name, uint64_t fallback) {
+#ifdef SPEEDPATCH_NATIVE
+  const char *text = getenv(name);
+  if (text != NULL && *text != '\0') return strtoull(text, NULL, 10);
+#else
+  (void)name;
+#endif
+  return fallback;
+}
+
+SPEEDPATCH_UNCOUNTED static inline void *speedpatch_alloc(size_t bytes) {
+  /* 64-byte alignment: one DMA beat, what row_align() gives static arrays. */
+  void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == NULL) {
+    printf("speedpatch: out of memory allocating %zu bytes\n", bytes);
+    exit(2);
+  }
+  return p;
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_fill_elem(elem_t *p, size_t n, int lo, int hi) {
+  for (size_t i = 0; i < n; i++) p[i] = (elem_t)gemmini_test_rand_range(lo, hi);
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_fill_acc(acc_t *p, size_t n, int lo, int hi) {
+  for (size_t i = 0; i < n; i++) p[i] = (acc_t)gemmini_test_rand_range(lo, hi);
+}
+
+/* For example authors: a power-of-two accumulator scale that keeps sums of `terms` products of values in
+ * [-16, 15] mostly inside int8 (exact in float, so rounding is well defined) instead of saturating. */
+SPEEDPATCH_UNCOUNTED static inline acc_scale_t speedpatch_scale_for(size_t terms) {
+  acc_scale_t scale = 1.0f;
+  /* ~3 standard deviations of the sum: 3 * sqrt(terms) * 85 (85 ~ variance of the product factors). */
+  while ((double)terms * 9.0 * 85.0 * 85.0 > 127.0 * 127.0 / ((double)scale * (double)scale)) scale /= 2;
+  return scale;
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_report(bool correct, uint64_t cycles, uint64_t macs, unsigned trials) {
+  printf("speedpatch: correct=%d cycles=%llu macs=%llu trials=%u\n", correct ? 1 : 0, (unsigned long long)cycles,
+         (unsigned long long)macs, trials);
+  fflush(stdout);
+}
+
+/* ---- gold results: plain C, independent of the library's implementation ---- */
+SPEEDPATCH_UNCOUNTED static inline elem_t speedpatch_round_scale(int64_t sum, acc_scale_t scale, int act) {
+  if (sum > INT32_MAX) sum = INT32_MAX;
+  if (sum < INT32_MIN) sum = INT32_MIN;
+  const float y = (float)sum * (float)scale;
+  /* round half to even without libm */
+  int64_t r = (int64_t)y;
+  const float frac = y - (float)r;
+  if (frac > 0.5f || (frac == 0.5f && (r & 1))) r++;
+  if (frac < -0.5f || (frac == -0.5f && (r & 1))) r--;
+  if (r > elem_t_max) r = elem_t_max;
+  if (r < elem_t_min) r = elem_t_min;
+  if (act == RELU && r < 0) r = 0;
+  return (elem_t)r;
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_matmul(size_t I, size_t J, size_t K, const elem_t *A,
+                                                              const elem_t *B, const acc_t *bias, elem_t *C,
+                                                              acc_scale_t scale, int act) {
+  int64_t *row = (int64_t *)speedpatch_alloc(J * sizeof(int64_t));
+  for (size_t i = 0; i < I; i++) {
+    for (size_t j = 0; j < J; j++) row[j] = bias ? bias[j] : 0;
+    for (size_t k = 0; k < K; k++) {
+      const int64_t a = A[i * K + k];
+      const elem_t *b = B + k * J;
+      for (size_t j = 0; j < J; j++) row[j] += a * b[j];
+    }
+    for (size_t j = 0; j < J; j++) C[i * J + j] = speedpatch_round_scale(row[j], scale, act);
+  }
+  free(row);
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_dim, int in_ch, int out_ch, int out_dim,
+                                                            int kdim, int stride, int padding, const elem_t *in,
+                                                            const elem_t *w, const acc_t *bias, elem_t *out,
+                                                            acc_scale_t scale, int act) {
+  int64_t *acc = (int64_t *)speedpatch_alloc((size_t)out_ch * sizeof(int64_t));
+  for (int b = 0; b < batch; b++)
+    for (int orow = 0; orow < out_dim; orow++)
+      for (int ocol = 0; ocol < out_dim; ocol++) {
+        for (int oc = 0; oc < out_ch; oc++) acc[oc] = bias[oc];
+        for (int kr = 0; kr < kdim; kr++)
+          for (int kc = 0; kc < kdim; kc++) {
+            const int irow = orow * stride + kr - padding, icol = ocol * stride + kc - padding;
+            if (irow < 0 || irow >= in_dim || icol < 0 || icol >= in_dim) continue;
+            const elem_t *px = in + (((size_t)b * in_dim + irow) * in_dim + icol) * in_ch;
+            const elem_t *wk = w + (size_t)(kr * kdim + kc) * in_ch * out_ch;
+            for (int ic = 0; ic < in_ch; ic++) {
+              const int64_t x = px[ic];
+              const elem_t *wrow = wk + (size_t)ic * out_ch;
+              for (int oc = 0; oc < out_ch; oc++) acc[oc] += x * wrow[oc];
+            }
+          }
+        elem_t *dst = out + (((size_t)b * out_dim + orow) * out_dim + ocol) * out_ch;
+        for (int oc = 0; oc < out_ch; oc++) dst[oc] = speedpatch_round_scale(acc[oc], scale, act);
+      }
+  free(acc);
+}
+
+/* The timed region: drain and flush before, wait for the accelerator after. */
+#define SPEEDPATCH_TIMED(cycles_out, call)         \
+  do {                                             \
+    gemmini_flush(0);                              \
+    gemmini_fence();                               \
+    const uint64_t speedpatch_start_ = read_cycles(); \
+    call;                                          \
+    gemmini_fence();                               \
+    (cycles_out) = read_cycles() - speedpatch_start_; \
+  } while (0)
+
+SPEEDPATCH_UNCOUNTED static inline bool speedpatch_compare(const elem_t *got, const elem_t *want, size_t n, const char *what, size_t row_len) {
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != want[i]) {
+      printf("speedpatch: mismatch in %s at [%zu][%zu]: got %d, expected %d\n", what, i / row_len, i % row_len,
+             (int)got[i], (int)want[i]);
+      return false;
+    }
+  return true;
+}
+
+/* ---- GEMM: C[I][J] = scale * (A[I][K] * B[K][J] + bias[J]) with activation, saturated to int8 ---- */
+typedef void (*speedpatch_matmul_kernel)(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C);
+
+/* `scale` and `act` are the problem's: the kernel must apply the same ones (examples define them as
+ * constants shared by main() and the kernel). */
+SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_t dim_J, size_t dim_K, bool with_bias, int act,
+                                 acc_scale_t scale, speedpatch_matmul_kernel kernel) {
+  const uint64_t seed = speedpatch_setting("SPEEDPATCH_SEED", SPEEDPATCH_SEED);
+  const unsigned trials = (unsigned)speedpatch_setting("SPEEDPATCH_TRIALS", SPEEDPATCH_TRIALS);
+  elem_t *A = (elem_t *)speedpatch_alloc(dim_I * dim_K * sizeof(elem_t));
+  elem_t *B = (elem_t *)speedpatch_alloc(dim_K * dim_J * sizeof(elem_t));
+  acc_t *bias = with_bias ? (acc_t *)speedpatch_alloc(dim_J * sizeof(acc_t)) : NULL;
+  elem_t *C = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
+  elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
+  bool correct = true;
+  uint64_t first_cycles = 0;
+  for (unsigned t = 0; t < trials && correct; t++) {
+    gemmini_test_seed(seed + t);
+    speedpatch_fill_elem(A, dim_I * dim_K, -16, 15);
+    speedpatch_fill_elem(B, dim_K * dim_J, -16, 15);
+    if (bias) speedpatch_fill_acc(bias, dim_J, -512, 511);
+    speedpatch_gold_matmul(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act);
+    memset(C, 0x5a, dim_I * dim_J * sizeof(elem_t));
+    uint64_t cycles = 0;
+    SPEEDPATCH_TIMED(cycles, kernel(A, B, bias, C));
+    if (t == 0) first_cycles = cycles;
+    correct = speedpatch_compare(C, gold, dim_I * dim_J, "C", dim_J);
+  }
+  speedpatch_report(correct, first_cycles, (uint64_t)dim_I * dim_J * dim_K, trials);
+  free(A), free(B), free(bias), free(C), free(gold);
+  return correct ? 0 : 1;
+}
+
+/* ---- Convolution, NHWC input/output, weights [krow][kcol][in_ch][out_ch], bias[out_ch] ---- */
+typedef void (*speedpatch_conv_kernel)(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);
+
+struct speedpatch_conv_shape {
+  int batch_size, in_dim, in_channels, out_channels, kernel_dim, stride, padding;
+};
+
+SPEEDPATCH_UNCOUNTED static inline int speedpatch_conv_out_dim(const struct speedpatch_conv_shape *s) {
+  return (s->in_dim + 2 * s->padding - s->kernel_dim) / s->stride + 1;
+}
+
+SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_conv(struct speedpatch_conv_shape s, int act, acc_scale_t scale,
+                               speedpatch_conv_kernel kernel) {
+  const uint64_t seed = speedpatch_setting("SPEEDPATCH_SEED", SPEEDPATCH_SEED);
+  const unsigned trials = (unsigned)speedpatch_setting("SPEEDPATCH_TRIALS", SPEEDPATCH_TRIALS);
+  const int out_dim = speedpatch_conv_out_dim(&s);
+  const size_t in_n = (size_t)s.batch_size * s.in_dim * s.in_dim * s.in_channels;
+  const size_t w_n = (size_t)s.kernel_dim * s.kernel_dim * s.in_channels * s.out_channels;
+  const size_t out_n = (size_t)s.batch_size * out_dim * out_dim * s.out_channels;
+  elem_t *input = (elem_t *)speedpatch_alloc(in_n);
+  elem_t *weights = (elem_t *)speedpatch_alloc(w_n);
+  acc_t *bias = (acc_t *)speedpatch_alloc((size_t)s.out_channels * sizeof(acc_t));
+  elem_t *output = (elem_t *)speedpatch_alloc(out_n);
+  elem_t *gold = (elem_t *)speedpatch_alloc(out_n);
+  bool correct = true;
+  uint64_t first_cycles = 0;
+  for (unsigned t = 0; t < trials && correct; t++) {
+    gemmini_test_seed(seed + t);
+    speedpatch_fill_elem(input, in_n, -16, 15);
+    speedpatch_fill_elem(weights, w_n, -16, 15);
+    speedpatch_fill_acc(bias, (size_t)s.out_channels, -512, 511);
+    speedpatch_gold_conv(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
+                         s.padding, input, weights, bias, gold, scale, act);
+    memset(output, 0x5a, out_n);
+    uint64_t cycles = 0;
+    SPEEDPATCH_TIMED(cycles, kernel(input, weights, bias, output));
+    if (t == 0) first_cycles = cycles;
+    correct = speedpatch_compare(output, gold, out_n, "output", (size_t)s.out_channels);
+  }
+  const uint64_t macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
+  speedpatch_report(correct, first_cycles, macs, trials);
+  free(input), free(weights), free(bias), free(output), free(gold);
+  return correct ? 0 : 1;
+}
+
+#endif /* SPEEDPATCH_HARNESS_H */
