@@ -188,3 +188,26 @@ def rounding_shift(x: np.ndarray, shift: int) -> np.ndarray:
 
 def relu(x: np.ndarray, act: int) -> np.ndarray:
     return np.maximum(x, 0) if act == 1 else x
+
+
+# ---- hardware loops --------------------------------------------------------------------------------
+
+def loop_ws(s: Script, I: int, J: int, K: int, pad_I: int, pad_J: int, pad_K: int,  # noqa: E741
+            A: Dram | int, B: Dram | int, D: Dram | int, C: Dram | int,
+            A_stride: int, B_stride: int, D_stride: int, C_stride: int,
+            a_t: int = 0, b_t: int = 0, full_C: int = 0, low_D: int = 0, ex_accumulate: int = 0,
+            act: int = 0, a_spad_id: int = 0, b_spad_id: int = 0, is_resadd: int = 0) -> None:
+    """LOOP_WS and its five configuration instructions, bounds in DIM tiles."""
+    s.rocc(LW_BOUNDS, (pad_K << 32) | (pad_J << 16) | pad_I, (K << 32) | (J << 16) | I)
+    s.rocc(LW_ADDRS_AB, A, B)
+    s.rocc(LW_ADDRS_DC, D, C)
+    s.rocc(LW_STRIDES_AB, A_stride, B_stride)
+    s.rocc(LW_STRIDES_DC, D_stride, C_stride)
+    rs1 = (a_spad_id << 18) | (b_spad_id << 16) | (act << 8) | (low_D << 2) | (full_C << 1) | ex_accumulate
+    s.rocc(LOOP_WS, rs1, (is_resadd << 2) | (b_t << 1) | a_t)
+
+
+def tiles(n: int) -> tuple[int, int]:
+    """(tiles of DIM, padding of the last tile) for a dimension of n elements."""
+    t = (n + DIM - 1) // DIM
+    return t, t * DIM - n
