@@ -1,0 +1,31 @@
+// 3x3 convolution, batch 4, 14x14, 256 -> 256 channels, stride 1, padding 1 (int8, NHWC), through the
+// library call (the baseline). Optimize `conv_kernel`; main() is the trusted speedpatch harness.
+#include "include/gemmini.h"
+#include "include/gemmini_testutils.h"
+#include "include/speedpatch_harness.h"
+
+#define BATCH_SIZE 4
+#define IN_DIM 14
+#define IN_CHANNELS 256
+#define OUT_CHANNELS 256
+#define KERNEL_DIM 3
+#define STRIDE 1
+#define PADDING 1
+#define OUT_DIM ((IN_DIM + 2 * PADDING - KERNEL_DIM) / STRIDE + 1)
+#define CONV_SCALE (1.0f / 128) // keeps the int8 results in range for 9 * IN_CHANNELS terms
+#define CONV_ACT NO_ACTIVATION
+
+// output = CONV_SCALE * (conv(input, weights) + bias), saturated to int8.
+// input [BATCH_SIZE][IN_DIM][IN_DIM][IN_CHANNELS], weights [3][3][IN_CHANNELS][OUT_CHANNELS],
+// bias [OUT_CHANNELS], output [BATCH_SIZE][OUT_DIM][OUT_DIM][OUT_CHANNELS].
+void conv_kernel(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {
+  tiled_conv_auto(BATCH_SIZE, IN_DIM, IN_DIM, IN_CHANNELS, OUT_CHANNELS, OUT_DIM, OUT_DIM, STRIDE, 1, 1, PADDING,
+                  KERNEL_DIM, false, false, false, false, false, input, weights, bias, output, CONV_ACT, CONV_SCALE,
+                  0, 0, 0, WS);
+}
+
+int main(void) {
+  const struct speedpatch_conv_shape shape = {BATCH_SIZE, IN_DIM, IN_CHANNELS, OUT_CHANNELS, KERNEL_DIM, STRIDE,
+                                              PADDING};
+  return speedpatch_run_conv(shape, CONV_ACT, CONV_SCALE, conv_kernel);
+}
