@@ -1,10 +1,371 @@
-"""Offline moves for Gemmini kernels (filled in below)."""
+"""Offline moves for Gemmini kernels: deterministic source rewrites of the library calls inside a kernel
+that change its schedule (tile sizes, dataflow, hardware loop vs. instructions issued by the core).
+
+Each move rewrites only the kernel function's body, so a winner can always be applied to the editor's
+file by splicing the kernel alone. Which move is faster is for the model to say: the search evaluates
+them all and keeps the fastest correct ones.
+
+Rewrites:
+  tiled_matmul_auto(...)  -> tiled_matmul(... explicit tiles ...)          (LOOP_WS, chosen tiles)
+                          -> gemmini_tiled_matmul_manual(..., WS | OS)     (core-issued, double-buffered
+                                                                           scratchpad and accumulator)
+  tiled_matmul(...)       -> neighbouring tile sizes; the core-issued form
+  gemmini_tiled_matmul_manual(...) -> neighbouring tile sizes; the other dataflow
+  tiled_conv_auto(...)    -> tiled_conv(... explicit tiles ...)
+  tiled_conv(...)         -> neighbouring tile sizes
+"""
 
 from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from itertools import product
 
 from speedpatch.model import Kernel
 from speedpatch.targets.base import Move
 
+DIM = 16
+HALF_SPAD_ROWS = 4 * 4096 // 2
+HALF_ACC_ROWS = 1024 // 2
+MAX_BLOCK_LEN = 4
+IDENTITY_SCALES = {"MVIN_SCALE_IDENTITY", "ACC_SCALE_IDENTITY", "1", "1.0", "1.0f", "1.f"}
+FALSE = {"false", "0"}
+MAX_MOVES = 12
 
+CALL_NAMES = ("tiled_matmul_auto", "tiled_matmul", "gemmini_tiled_matmul_manual", "tiled_conv_auto", "tiled_conv")
+
+
+@dataclass
+class Call:
+    name: str
+    start: int  # offsets in the kernel text, of the whole call `name(...)`
+    end: int
+    args: list[str]
+
+
+# ------------------------------------------------------------------------------------------- parsing
+def _skip_literal(text: str, i: int) -> int:
+    quote = text[i]
+    i += 1
+    while i < len(text) and text[i] != quote:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def _split_args(inner: str) -> list[str]:
+    args, depth, start, i = [], 0, 0, 0
+    while i < len(inner):
+        ch = inner[i]
+        if ch in "\"'":
+            i = _skip_literal(inner, i)
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(inner[start:i].strip())
+            start = i + 1
+        i += 1
+    args.append(inner[start:].strip())
+    return args
+
+
+def find_calls(text: str) -> list[Call]:
+    calls = []
+    for m in re.finditer(r"\b(" + "|".join(CALL_NAMES) + r")\s*\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            ch = text[i]
+            if ch in "\"'":
+                i = _skip_literal(text, i)
+                continue
+            depth += ch == "("
+            depth -= ch == ")"
+            i += 1
+        if depth == 0:
+            calls.append(Call(m.group(1), m.start(), i, _split_args(text[m.end():i - 1])))
+    return calls
+
+
+def int_defines(source: str) -> dict[str, str]:
+    return {m.group(1): m.group(2).split("//")[0].strip()
+            for m in re.finditer(r"^\s*#\s*define\s+(\w+)\s+(.+?)\s*$", source, re.MULTILINE)}
+
+
+def eval_int(expr: str, defines: dict[str, str], depth: int = 0) -> int | None:
+    """The integer value of a C constant expression of literals, macros and + - * / ( ); None if unknown."""
+    if depth > 10:
+        return None
+    expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
+
+    def expand(m: re.Match[str]) -> str:
+        name = m.group(0)
+        if name in defines:
+            value = eval_int(defines[name], defines, depth + 1)
+            if value is not None:
+                return str(value)
+        return name
+
+    expr = re.sub(r"\b[A-Za-z_]\w*\b", expand, expr).replace("/", "//")
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return None
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
+               ast.USub, ast.UAdd)
+    if not all(isinstance(n, allowed) for n in ast.walk(tree)):
+        return None
+    try:
+        value = eval(compile(tree, "<expr>", "eval"), {"__builtins__": {}})  # only arithmetic nodes remain
+    except ZeroDivisionError:
+        return None
+    return value if isinstance(value, int) else None
+
+
+# -------------------------------------------------------------------------------------------- tiling
+def blocks(n: int) -> int:
+    return (n + DIM - 1) // DIM
+
+
+def matmul_fits(ti: int, tj: int, tk: int) -> bool:
+    return ti * tj * DIM <= HALF_ACC_ROWS and (ti * tk + tk * tj) * DIM <= HALF_SPAD_ROWS
+
+
+def auto_tiles(dim_i: int, dim_j: int, dim_k: int) -> tuple[int, int, int]:
+    """The tiles tiled_matmul_auto picks (the same rule as gemmini_lib.h)."""
+    ti, tj, tk = blocks(dim_i), blocks(dim_j), blocks(dim_k)
+    Ib, Jb, Kb = ti, tj, tk
+    while not matmul_fits(ti, tj, tk):
+        if ti >= tj and ti >= tk and ti > 1:
+            ti -= 1
+        elif tj >= tk and tj > 1:
+            tj -= 1
+        elif tk > 1:
+            tk -= 1
+        else:
+            break
+    grown = True
+    while grown:
+        grown = False
+        if tj < Jb and matmul_fits(ti, tj + 1, tk):
+            tj, grown = tj + 1, True
+        if ti < Ib and matmul_fits(ti + 1, tj, tk):
+            ti, grown = ti + 1, True
+        if tk < Kb and matmul_fits(ti, tj, tk + 1):
+            tk, grown = tk + 1, True
+    return ti, tj, tk
+
+
+def neighbours(tiles: tuple[int, int, int], dims: tuple[int, int, int] | None) -> list[tuple[int, int, int]]:
+    """Tile shapes one step away: each tile dimension doubled or halved, clipped to the problem."""
+    out = []
+    for axis, factor in product(range(3), (2, 0.5)):
+        t = list(tiles)
+        t[axis] = max(1, int(t[axis] * factor))
+        if dims:
+            t[axis] = min(t[axis], blocks(dims[axis]))
+        cand = (t[0], t[1], t[2])
+        if cand != tiles and matmul_fits(*cand) and cand not in out:
+            out.append(cand)
+    return out
+
+
+def good_tiles(dims: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """A few shapes that use the whole accumulator half (ti*tj = 32 blocks) with a medium K tile: the
+    region where the model's reuse/overlap trade-off is usually best."""
+    Ib, Jb, Kb = (blocks(d) for d in dims)
+    out = []
+    for ti, tj in ((8, 4), (4, 8), (4, 4), (16, 2), (2, 16)):
+        ti, tj = min(ti, Ib), min(tj, Jb)
+        tk = min(Kb, 16)
+        while tk > 1 and not matmul_fits(ti, tj, tk):
+            tk //= 2
+        if matmul_fits(ti, tj, tk) and (ti, tj, tk) not in out:
+            out.append((ti, tj, tk))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- rewrites
+def _manual_ok(args: dict[str, str]) -> bool:
+    """The core-issued form supports identity input scales and no transposes / full C / low D."""
+    return (args["A_scale"] in IDENTITY_SCALES and args["B_scale"] in IDENTITY_SCALES
+            and args["D_scale"] in IDENTITY_SCALES
+            and all(args[k] in FALSE for k in ("tA", "tB", "full_C", "low_D")))
+
+
+MATMUL_AUTO = ["I", "J", "K", "A", "B", "D", "C", "sA", "sB", "sD", "sC", "A_scale", "B_scale", "D_scale", "act",
+               "scale", "bert", "repeating", "tA", "tB", "full_C", "low_D", "weightA", "type"]
+MATMUL = MATMUL_AUTO[:18] + ["tile_I", "tile_J", "tile_K"] + MATMUL_AUTO[18:]
+MANUAL = ["I", "J", "K", "A", "B", "D", "C", "sA", "sB", "sD", "sC", "act", "scale", "repeating", "tile_I", "tile_J",
+          "tile_K", "type"]
+
+
+def _tiled_matmul(a: dict[str, str], tiles: tuple[int, int, int]) -> str:
+    vals = dict(a, tile_I=str(tiles[0]), tile_J=str(tiles[1]), tile_K=str(tiles[2]), type="WS")
+    return "tiled_matmul(" + ", ".join(vals[k] for k in MATMUL) + ")"
+
+
+def _manual(a: dict[str, str], tiles: tuple[int, int, int], dataflow: str) -> str:
+    vals = dict(a, tile_I=str(tiles[0]), tile_J=str(tiles[1]), tile_K=str(tiles[2]), type=dataflow)
+    return "gemmini_tiled_matmul_manual(" + ", ".join(vals[k] for k in MANUAL) + ")"
+
+
+def _fmt(t: tuple[int, int, int]) -> str:
+    return f"tile_I={t[0]}, tile_J={t[1]}, tile_K={t[2]} (blocks of {DIM})"
+
+
+def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
+    names = {"tiled_matmul_auto": MATMUL_AUTO, "tiled_matmul": MATMUL, "gemmini_tiled_matmul_manual": MANUAL}[call.name]
+    if len(call.args) != len(names):
+        return []
+    a = dict(zip(names, call.args, strict=True))
+    d = tuple(eval_int(a[k], defines) for k in ("I", "J", "K"))
+    dims = d if all(isinstance(x, int) and x > 0 for x in d) else None
+    out: list[tuple[str, str]] = []
+    if call.name == "tiled_matmul_auto":
+        if dims is None:
+            return []
+        auto = auto_tiles(*dims)
+        manual = _manual_ok(a) and a["type"].strip() != "CPU"
+        if manual:
+            out.append((f"Issue the matmul from the core (no LOOP_WS) with the weight-stationary dataflow and the same "
+                        f"tiles ({_fmt(auto)}), double-buffering scratchpad and accumulator halves so loads, "
+                        "computation and write-back of successive tiles overlap.", _manual(a, auto, "WS")))
+            for t in good_tiles(dims):
+                out.append((f"Issue the matmul from the core, weight-stationary, with tiles {_fmt(t)} that fill the "
+                            "accumulator half for more reuse of each loaded A and B block.", _manual(a, t, "WS")))
+            out.append((f"Switch to the output-stationary dataflow (sums stay in the PEs over the K tile), issued "
+                        f"from the core with tiles {_fmt(auto)}.", _manual(a, auto, "OS")))
+        for t in neighbours(auto, dims)[:3]:
+            out.append((f"Replace tiled_matmul_auto by tiled_matmul with explicit tiles {_fmt(t)} instead of the "
+                        f"automatic {_fmt(auto)}.", _tiled_matmul(a, t)))
+        return out
+    tiles = tuple(eval_int(a[k], defines) for k in ("tile_I", "tile_J", "tile_K"))
+    if not all(isinstance(x, int) and x > 0 for x in tiles):
+        return []
+    tiles3 = (tiles[0], tiles[1], tiles[2])
+    if call.name == "tiled_matmul":
+        if _manual_ok(a) and a["type"].strip() in ("WS", "OS"):
+            out.append((f"Issue the matmul from the core instead of the LOOP_WS hardware loop, same tiles "
+                        f"({_fmt(tiles3)}), double-buffering the accumulator too.", _manual(a, tiles3, "WS")))
+        for t in neighbours(tiles3, dims):
+            out.append((f"Change the tile sizes from {_fmt(tiles3)} to {_fmt(t)}.", _tiled_matmul(a, t)))
+        return out
+    dataflow = a["type"].strip()
+    other = "OS" if dataflow == "WS" else "WS"
+    for t in neighbours(tiles3, dims):
+        out.append((f"Change the tile sizes from {_fmt(tiles3)} to {_fmt(t)} (dataflow {dataflow}).",
+                    _manual(a, t, dataflow)))
+    out.append((f"Switch the dataflow from {dataflow} to {other} with the same tiles ({_fmt(tiles3)}).",
+                _manual(a, tiles3, other)))
+    return out
+
+
+# -------------------------------------------------------------------------------------------- convs
+CONV_AUTO = ["batch", "in_row", "in_col", "in_ch", "out_ch", "out_row", "out_col", "stride", "in_dil", "k_dil", "pad",
+             "kdim", "wrot", "t_out", "t_in", "t_w1203", "t_w0132", "input", "weights", "bias", "output", "act",
+             "scale", "pool_size", "pool_stride", "pool_pad", "type"]
+CONV_TILES = ["batches", "porows", "pocols", "pochs", "krows", "kcols", "kchs"]
+CONV = CONV_AUTO[:17] + CONV_TILES + CONV_AUTO[17:]
+
+
+def conv_fits(t: dict[str, int]) -> bool:
+    pixel_blocks = t["batches"] * t["porows"] * blocks(t["pocols"])
+    och, ich = blocks(t["pochs"]), blocks(t["kchs"])
+    acc = pixel_blocks * och * DIM
+    spad = (t["krows"] * t["kcols"] * ich * och + 2 * pixel_blocks * ich) * DIM
+    return acc <= HALF_ACC_ROWS and spad <= HALF_SPAD_ROWS
+
+
+def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
+    """The tiles tiled_conv_auto picks (the same rule as gemmini_conv.h)."""
+    s = {"batches": 1, "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
+         "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
+    while not conv_fits(s):
+        pixel_blocks = s["batches"] * s["porows"] * blocks(s["pocols"])
+        acc_over = pixel_blocks * blocks(s["pochs"]) * DIM > HALF_ACC_ROWS
+        if acc_over and s["porows"] > 1:
+            s["porows"] = (s["porows"] + 1) // 2
+        elif s["pochs"] > DIM and (acc_over or s["kchs"] <= DIM):
+            s["pochs"] -= DIM
+        elif s["kchs"] > DIM:
+            s["kchs"] -= DIM
+        elif s["pocols"] > DIM:
+            s["pocols"] -= DIM
+        elif s["krows"] > 1:
+            s["krows"] -= 1
+        elif s["kcols"] > 1:
+            s["kcols"] -= 1
+        else:
+            break
+    while s["batches"] < dims["batch"] and s["porows"] == dims["out_row"]:
+        g = dict(s, batches=s["batches"] + 1)
+        if not conv_fits(g):
+            break
+        s = g
+    return s
+
+
+def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, dict[str, int]]]:
+    limits = {"batches": dims["batch"], "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
+              "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
+    out = []
+    for key in ("porows", "pochs", "kchs", "batches", "pocols", "krows"):
+        for factor in (2, 0.5):
+            step = DIM if key in ("pochs", "kchs") else 1
+            value = int(t[key] * factor)
+            value = max(step, min(limits[key], value - value % step if step > 1 else value))
+            cand = dict(t, **{key: value})
+            if key == "krows":
+                cand["kcols"] = min(limits["kcols"], value)
+            if cand != t and conv_fits(cand) and cand not in [c for _, c in out]:
+                out.append((f"{key} {t[key]} -> {value}", cand))
+    return out
+
+
+def _conv_call(a: dict[str, str], tiles: dict[str, int]) -> str:
+    vals = dict(a, **{k: str(v) for k, v in tiles.items()})
+    return "tiled_conv(" + ", ".join(vals[k] for k in CONV) + ")"
+
+
+def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
+    names = CONV_AUTO if call.name == "tiled_conv_auto" else CONV
+    if len(call.args) != len(names):
+        return []
+    a = dict(zip(names, call.args, strict=True))
+    keys = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim")
+    values = {k: eval_int(a[k], defines) for k in keys}
+    if not all(isinstance(v, int) and v > 0 for v in values.values()):
+        return []
+    dims = {k: int(v) for k, v in values.items() if v is not None}
+    out = []
+    if call.name == "tiled_conv_auto":
+        auto = conv_auto_tiles(dims)
+        for why, t in conv_neighbours(auto, dims)[:6]:
+            out.append((f"Replace tiled_conv_auto by tiled_conv with explicit tiles ({why}; tiles "
+                        f"{', '.join(f'{k}={v}' for k, v in t.items())}).", _conv_call(a, t)))
+        return out
+    tv = {k: eval_int(a[k], defines) for k in CONV_TILES}
+    if not all(isinstance(v, int) and v > 0 for v in tv.values()):
+        return []
+    tiles = {k: int(v) for k, v in tv.items() if v is not None}
+    for why, t in conv_neighbours(tiles, dims):
+        out.append((f"Change the convolution tiles: {why}.", _conv_call(a, t)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ API
 def offline_moves(source: str, kernel: Kernel) -> list[Move]:
-    return []
+    text = source[kernel.start:kernel.end]
+    if text != kernel.text:  # the kernel region no longer matches the source: nothing safe to rewrite
+        return []
+    defines = int_defines(source)
+    moves: list[Move] = []
+    for call in find_calls(text):
+        rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
+        for plan, new_call in rewrites:
+            new_kernel = text[:call.start] + new_call + text[call.end:]
+            moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
+    return moves[:MAX_MOVES]
