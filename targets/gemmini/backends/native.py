@@ -32,16 +32,28 @@ def source_name(ctx: EvalContext) -> str:
 
 
 def include_dirs(ctx: EvalContext, settings: dict[str, Any]) -> list[Path]:
-    """-I folders in order: an adapted upstream checkout (if configured), the original file's folder
-    (for its own headers), then ours: targets/gemmini (for "include/gemmini.h") and its include/."""
-    dirs: list[Path] = []
-    if settings.get("include_dir"):
-        root = Path(str(settings["include_dir"])).expanduser()
-        dirs.append(upstream.prepare(root, ctx.workdir, common.INCLUDE_DIR / "xcustom.h"))
-    if ctx.path:
-        dirs.append(Path(ctx.path).resolve().parent)
-    dirs += [common.GEMMINI_DIR, common.INCLUDE_DIR]
-    return dirs
+    """-I folders besides ours (the build driver adds targets/gemmini, for "include/gemmini.h", and its
+    include/): the original file's folder, for the program's own headers."""
+    return [Path(ctx.path).resolve().parent] if ctx.path else []
+
+
+def build_with_upstream(build: Any, src: Path, ctx: EvalContext, root: Path,
+                        params_dir: Path | None) -> tuple[ProcResult, Path | None]:
+    """Compile against an adapted copy of upstream headers. -iquote puts that copy before ours for the
+    programs' quoted includes ("include/gemmini.h", "rocc-software/src/xcustom.h"); the model is the same
+    archive the normal build links."""
+    res, archive = build.model_archive(params_dir, timeout=ctx.timeout)
+    if archive is None:
+        return res, None
+    shim = upstream.prepare(root, ctx.workdir, common.INCLUDE_DIR / "xcustom.h")
+    cc = build.compiler()
+    incs = ["-iquote", str(shim), "-I", str(shim), "-I", str(shim / "include")]
+    for d in include_dirs(ctx, ctx.settings or {}):
+        incs += ["-I", str(d)]
+    exe = ctx.workdir / (src.stem + ".native")
+    argv = [cc, *build.USER_CFLAGS, *incs, str(src), str(archive), *build.LINK_LIBS, "-o", str(exe)]
+    out = run_process(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+    return out, (exe if out.returncode == 0 else None)
 
 
 def settings_problem(settings: dict[str, Any]) -> str:
@@ -82,7 +94,11 @@ class NativeBackend(Backend):
         src = ctx.workdir / source_name(ctx)
         src.write_text(source, encoding="utf-8")
         params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
-        result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
+        if settings.get("include_dir"):
+            root = Path(str(settings["include_dir"])).expanduser()
+            result, exe = build_with_upstream(build, src, ctx, root, params_dir)
+        else:
+            result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
         rec = common.receipt(
             self.name,
             model="speedpatch native Gemmini model (functional + cycle model, targets/gemmini/model)",
@@ -90,7 +106,7 @@ class NativeBackend(Backend):
             "scratchpad, 64 KiB accumulator)",
             headers=str(settings.get("include_dir") or "speedpatch's gemmini.h"),
             compiler=common.compiler_version("gcc"),
-            flags=getattr(build, "NATIVE_FLAGS", None),
+            flags=" ".join(build.USER_CFLAGS),
             seed=ctx.seed,
         )
         if exe is None:
