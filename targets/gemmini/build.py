@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +79,19 @@ def model_archive(params_dir: Path | None = None, timeout: float = 120) -> tuple
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=final.parent))
     try:
-        objects = []
-        outputs = []
-        for src in sorted(MODEL_DIR.glob("*.c")):
-            obj = tmp / (src.stem + ".o")
-            argv = [compiler(), *MODEL_CFLAGS, "-I", str(header.parent), "-I", str(MODEL_DIR), "-c", str(src), "-o", str(obj)]
-            res = run_process(argv, cwd=tmp, timeout=max(1.0, timeout - (time.monotonic() - start)))
-            outputs.append(res.output)
+        sources = sorted(MODEL_DIR.glob("*.c"))
+        objects = [str(tmp / (src.stem + ".o")) for src in sources]
+
+        def compile_one(src: Path, obj: str) -> ProcResult:
+            argv = [compiler(), *MODEL_CFLAGS, "-I", str(header.parent), "-I", str(MODEL_DIR), "-c", str(src), "-o", obj]
+            return run_process(argv, cwd=tmp, timeout=max(1.0, timeout - (time.monotonic() - start)))
+
+        with ThreadPoolExecutor(max_workers=len(sources)) as pool:  # one gcc per source file, in parallel
+            results = list(pool.map(compile_one, sources, objects))
+        outputs = [r.output for r in results]
+        for res in results:
             if res.returncode != 0:
                 return ProcResult(res.returncode, "model build failed:\n" + res.output, res.seconds, res.timed_out), None
-            objects.append(str(obj))
         archive = tmp / "libgemmini_model.a"
         res = run_process(["ar", "rcs", str(archive), *objects], cwd=tmp, timeout=60)
         if res.returncode != 0:
