@@ -28,15 +28,15 @@ class BackendChooser:
         except KeyError:
             return ""
 
-    def availability(self, backend: str, config: Config) -> Availability:
+    def availability(self, target: str, backend: str, config: Config) -> Availability:
         settings = config.backend_settings.get(backend, {})
-        key = (backend, repr(sorted(settings.items())))
+        key = (target, backend, repr(sorted(settings.items())))
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
         try:
-            found = self._check(backend, settings)
+            found = self._check(target, backend, settings)
         except KeyError as exc:
             found = Availability(False, str(exc).strip("'\""))
         except Exception as exc:  # a backend's own check failing is a reason, not a server crash
@@ -46,12 +46,14 @@ class BackendChooser:
         return found
 
     @staticmethod
-    def _check(name: str, settings: dict) -> Availability:
-        backend = targets.get_backend(name)
+    def _check(target_name: str, name: str, settings: dict) -> Availability:
+        # look the backend up through its own target: another target failing to load must not matter
+        target = targets.get_target(target_name)
+        backend = target.backend(name)
         found = backend.availability(settings)
         if found.usable and not backend.measures_speed:
             # the engine refuses to rank candidates it cannot time; say so before the user tries
-            measuring = [b.name for b in targets.get_target(backend.target).backends() if b.measures_speed]
+            measuring = [b.name for b in target.backends() if b.measures_speed]
             return Availability(
                 False,
                 f"{name} only compiles/checks, it cannot time candidates; "

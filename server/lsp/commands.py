@@ -7,10 +7,10 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
-from speedpatch import api
 from speedpatch.errors import StaleError, UserError
 
 from . import params
+from .engine import api
 from .lenses import APPLY, CANCEL, OPTIMIZE, SHOW_DIFF
 from .positions import minimal_edit
 from .reports import candidate_payload
@@ -85,7 +85,7 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
     if current is None:
         return _refuse(session, f"cannot read {uri}")
     try:
-        new_text = api.apply_text(record, current)
+        new_text = api().apply_text(record, current)
     except StaleError as exc:
         return _refuse(session, f"speedpatch: not applied, the result is stale: {exc}")
     except UserError as exc:

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from speedpatch import api
 from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
 from speedpatch.model import Problem
+
+from .engine import api
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ class RunManager:
             self._safe_notify(job, event)
 
         try:
-            record = api.optimize(
+            record = api().optimize(
                 job.problem,
                 job.config,
                 self._store_factory(),

@@ -18,7 +18,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from speedpatch import api
 from speedpatch.config import Config, load_config
 from speedpatch.engine import events as ev
 from speedpatch.errors import ConfigError, UserError
@@ -28,6 +27,7 @@ from speedpatch.store import RunRecord, Store
 from . import settings as settings_mod
 from .backends import BackendChooser
 from .documents import Detection, Detector, kernel_named
+from .engine import api, find_kernels, warm_up
 from .formatting import measured, speedup_text
 from .index import RunIndex, norm_path
 from .reports import summary_of_job, summary_of_record
@@ -51,7 +51,7 @@ class Session:
         self.client_settings: dict[str, Any] = {}
         self.config = Config()
         self.config_error = ""
-        self.detector = Detector(api.find_kernels)
+        self.detector = Detector(find_kernels)
         self.backends = BackendChooser()
         self.store: Store | None = None
         self.index: RunIndex | None = None
@@ -85,6 +85,7 @@ class Session:
         self.runs = RunManager(lambda: self.store, self._on_job)
 
     def start_watching(self) -> None:
+        warm_up()
         from .watcher import WorkspaceWatcher
 
         self.watcher = WorkspaceWatcher(self)
@@ -189,7 +190,7 @@ class Session:
             if not backend:
                 runnable, reason = False, f"no backend configured for target {kernel.target}"
             else:
-                avail = self.backends.availability(backend, self.config)
+                avail = self.backends.availability(kernel.target, backend, self.config)
                 if not avail.usable:
                     runnable, reason = False, f"backend {backend} is not usable here: {avail.reason}"
         view = KernelView(kernel=kernel, backend=backend, runnable=runnable, reason=reason)
@@ -284,8 +285,8 @@ class Session:
         if view.job is not None:
             raise UserError(f"{kernel} is already being optimized (run {view.job.run_id})")
         config = self.make_config(settings_mod.QUICK_OVERRIDES if quick else None)
-        problem = api.make_problem(path, text, kernel, config, backend=view.backend)
-        job = Job(run_id=api.new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
+        problem = api().make_problem(path, text, kernel, config, backend=view.backend)
+        job = Job(run_id=api().new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
         job.iterations = config.search.iterations
         if self._client_has_progress():
             job.token = f"speedpatch-run-{job.run_id}"
@@ -436,8 +437,8 @@ class Session:
         assert self.verifications is not None
         try:
             config = self.make_config()
-            problem = api.make_problem(path, text, v.kernel, config, backend=v.backend)
-            judge(v, api.evaluate(problem, None, config))
+            problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
+            judge(v, api().evaluate(problem, None, config))
         except Exception as exc:  # an infrastructure failure is reported, never raised into the loop
             v.state, v.message = FAILED, f"re-verification could not run: {exc}"
         self.verifications.put(v)

@@ -93,6 +93,8 @@ class WorkspaceWatcher(FileSystemEventHandler):
                 log.exception("handling file changes failed")
 
     def _dispatch(self, paths: list[str]) -> None:
+        if not paths:
+            return
         store_changed = False
         kernel_files: set[str] = set()
         extensions = {e for t in targets.all_targets() for e in t.extensions}

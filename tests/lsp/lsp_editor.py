@@ -6,6 +6,7 @@ requests to them, records the server's notifications and answers its refresh req
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import sys
@@ -232,4 +233,54 @@ async def stop_editor(editor: Editor) -> None:
     await editor.client.stop()
 
 
-OFFLINE = {"offline": True, "search": {"iterations": 2, "beam": 2, "plans": 4, "codes": 1}}
+OFFLINE = {"offline": True, "search": {"iterations": 2, "beam": 1, "plans": 4, "codes": 1}}
+
+
+def action_parts(action: Any) -> tuple[str, str, list[Any]]:
+    """(title, command id, arguments) of a code action.
+
+    pygls 2.1.1's client structures a CodeAction that holds a command as a plain Command whose `command`
+    field is the repr of the nested command dict (see shared/notes/vscode-e2e.md); undo that here."""
+    if isinstance(action, types.CodeAction):
+        cmd = action.command
+        return action.title, cmd.command if cmd else "", list(cmd.arguments or []) if cmd else []
+    nested = action.command
+    if isinstance(nested, str) and nested.startswith("{"):
+        data = ast.literal_eval(nested)
+        return action.title, data["command"], list(data.get("arguments") or [])
+    return action.title, nested, list(action.arguments or [])
+
+
+def slow_toy(root: Path, seconds: float = 0.4, name: str = "slow.toy") -> Path:
+    """The toy example whose harness sleeps on every evaluation, so a search lasts long enough to cancel."""
+    from toy_target import EXAMPLE
+
+    path = root / name
+    path.write_text(f"import time\ntime.sleep({seconds})\n" + EXAMPLE)
+    return path
+
+
+TWO_KERNELS = """\
+INPUTS = [([1, 2, 3, 4, 5, 6, 7, 8],)]
+
+
+def reference(xs):
+    return sum(xs)
+
+
+def kernel_a(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total
+
+
+def kernel_b(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total
+
+
+MOVES = {"Use the builtin sum.": "def kernel_a(xs):\\n    return sum(xs)\\n"}
+"""

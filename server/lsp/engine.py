@@ -1,0 +1,41 @@
+"""Lazy access to speedpatch.api.
+
+speedpatch.api pulls in the whole engine and the LLM client stack (openai alone takes seconds to import
+on a busy machine). The editor's first code lens only needs kernel detection, so the server starts without
+it, loads it on a background thread right after initialization, and every caller goes through `api()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import ModuleType
+
+from speedpatch import targets
+from speedpatch.model import Kernel
+
+_lock = threading.Lock()
+
+
+def api() -> ModuleType:
+    with _lock:  # one importer; the others wait for the finished module
+        return importlib.import_module("speedpatch.api")
+
+
+def warm_up() -> None:
+    # The target registry loads lazily and is not safe to load from two threads at once (a second caller
+    # can see it half-filled); load it here, on the caller's thread, before the engine import starts.
+    targets.all_targets()
+    threading.Thread(target=api, name="speedpatch-import", daemon=True).start()
+
+
+def find_kernels(path: str, text: str) -> list[Kernel]:
+    """Kernels of every target that handles this file type (what speedpatch.api.find_kernels does, without
+    importing the engine). A target that raises is skipped, so the others still show their kernels."""
+    found: list[Kernel] = []
+    for target in targets.targets_for_path(path):
+        try:
+            found += target.find_kernels(text, path)
+        except Exception:
+            continue
+    return found

@@ -1,0 +1,88 @@
+"""Every code action the server offers on a kernel, and what each one does."""
+
+from __future__ import annotations
+
+import pytest
+from lsp_editor import OFFLINE, action_parts, slow_toy
+
+pytestmark = pytest.mark.asyncio
+
+KERNEL_LINE = 7  # `def kernel_sum(xs):` in the toy example
+
+
+async def titles_and_commands(editor, uri, line=KERNEL_LINE):
+    return [action_parts(a) for a in await editor.actions(uri, line)]
+
+
+async def test_kernel_offers_optimize_with_its_backend_and_a_quick_variant(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    actions = await titles_and_commands(editor, uri)
+    assert actions == [
+        ("Optimize kernel_sum (toy-count)", "speedpatch.optimize", [{"uri": uri, "kernel": "kernel_sum"}]),
+        (
+            "Optimize kernel_sum (quick)",
+            "speedpatch.optimize",
+            [{"uri": uri, "kernel": "kernel_sum", "quick": True}],
+        ),
+    ]
+
+
+async def test_no_actions_outside_kernels(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    assert await editor.actions(uri, 0) == []  # the INPUTS line belongs to the harness
+
+
+async def test_quick_optimize_runs_a_single_small_iteration(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    _, command, args = (await titles_and_commands(editor, uri))[1]
+    started = await editor.command(command, *args)
+    summary = await editor.run_end(started["runId"])
+    assert summary["iterations"] == 1 and summary["status"] == "finished"
+
+
+async def test_cancel_action_is_offered_while_running_and_stops_the_run(start_editor, tmp_path):
+    path = slow_toy(tmp_path)
+    editor = await start_editor(tmp_path, OFFLINE)
+    uri = editor.open(path)
+    line = KERNEL_LINE + 2  # two lines of sleep before the example
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    actions = await titles_and_commands(editor, uri, line)
+    assert actions == [
+        ("Cancel optimization of kernel_sum", "speedpatch.cancel", [{"runId": started["runId"]}])
+    ]
+    assert await editor.command("speedpatch.cancel", {"uri": uri, "kernel": "kernel_sum"}) == {
+        "cancelled": True
+    }
+    summary = await editor.run_end(started["runId"])
+    assert summary["status"] == "cancelled"
+    assert await editor.command("speedpatch.cancel", {"runId": started["runId"]}) == {"cancelled": False}
+
+
+async def test_winner_adds_show_diff_and_apply_with_its_speedup(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    summary = await editor.run_end(started["runId"])
+    actions = await titles_and_commands(editor, uri)
+    run = [{"runId": summary["runId"]}]
+    assert ("Show diff", "speedpatch.showDiff", run) in actions
+    apply = [a for a in actions if a[1] == "speedpatch.apply"]
+    assert apply == [(f"Apply rewrite ({summary['speedup']:.2f}x faster)", "speedpatch.apply", run)]
+
+    # applied: the kernel now is the winner, so Apply and Show diff are no longer offered as actions
+    assert (await editor.command("speedpatch.apply", *run))["applied"] is True
+    commands = [a[1] for a in await titles_and_commands(editor, uri)]
+    assert "speedpatch.apply" not in commands and "speedpatch.optimize" in commands
+
+
+async def test_runs_command_lists_the_same_summaries_as_the_request(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum", "quick": True})
+    await editor.run_end(started["runId"])
+    listed = await editor.command("speedpatch.runs")
+    assert [r["runId"] for r in listed] == [started["runId"]]
+    assert listed == await editor.request("speedpatch/runs", {})

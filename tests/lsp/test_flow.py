@@ -1,0 +1,160 @@
+"""The whole editor flow: optimize -> lens -> diff -> apply -> save -> re-verified hint."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from lsp_editor import OFFLINE, Editor
+from lsprotocol import types
+
+pytestmark = pytest.mark.asyncio
+
+FASTER = re.compile(r"^(\d+\.\d\d)x faster: ([\d,.]+) -> ([\d,.]+) (\w+) \(([\w-]+)\)")
+
+
+async def optimize_and_wait(editor: Editor, uri: str, kernel: str, **extra) -> dict:
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": kernel, **extra})
+    return await editor.run_end(started["runId"])
+
+
+async def check_full_flow(editor: Editor, path: Path, kernel: str, backend: str) -> None:
+    uri = editor.open(path)
+    original = editor.texts[uri]
+    assert f"Optimize {kernel} ({backend})" in await editor.lens_titles(uri)
+
+    summary = await optimize_and_wait(editor, uri, kernel)
+    assert summary["status"] == "finished" and summary["speedup"] > 1.0
+    run = {"runId": summary["runId"]}
+
+    # the lens states the measured claim, with its unit and backend
+    titles = await editor.lens_titles(uri)
+    claim = next(FASTER.match(t) for t in titles if FASTER.match(t))
+    assert claim.group(5) == backend
+    assert "Show diff" in titles and any(t.startswith("Apply (") for t in titles)
+
+    # the diff: full texts, measurements, lineage from the baseline
+    diff = await editor.command("speedpatch.showDiff", run)
+    assert diff["originalText"] == original and diff["newText"] != original
+    assert diff["speedup"] == pytest.approx(summary["speedup"])
+    assert diff["lineage"][0]["iteration"] == 0 and diff["lineage"][-1]["id"] == diff["candidateId"]
+    assert diff["receipt"]
+    await editor.until(lambda: editor.open_diffs, what="speedpatch/openDiff")
+    assert editor.open_diffs[-1]["runId"] == summary["runId"]
+    same = await editor.request("speedpatch/candidate", run)
+    assert same["newText"] == diff["newText"]
+
+    # apply: a workspace/applyEdit turns the buffer into the winner; nothing is written to disk yet
+    result = await editor.command("speedpatch.apply", run)
+    assert result["applied"] is True
+    assert editor.texts[uri] == diff["newText"]
+    assert path.read_text() == original
+    assert any("save to re-verify" in t for t in await editor.lens_titles(uri))
+
+    # save: the server re-measures the saved kernel on the same backend and updates hint and lens
+    editor.save(uri)
+
+    async def verified() -> list[str]:
+        titles = await editor.lens_titles(uri)
+        return [t for t in titles if t.startswith("verified ")]
+
+    lens = (await editor.until(verified, 30, "the re-verified lens"))[0]
+    assert f"({backend})" in lens
+    hints = await editor.hints(uri)
+    assert any("re-measured" in h.label for h in hints)
+
+
+async def test_offline_run_goes_from_optimize_to_a_reverified_saved_rewrite(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    await check_full_flow(editor, toy_workspace / "sum.toy", "kernel_sum", "toy-count")
+
+
+async def test_ready_rewrite_shows_as_information_diagnostic_with_a_quick_fix(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    summary = await optimize_and_wait(editor, uri, "kernel_sum")
+
+    def ready() -> list[types.Diagnostic]:
+        return [d for d in editor.diagnostics(uri) if d.code == "ready-rewrite"]
+
+    diag = (await editor.until(ready, what="the ready-rewrite diagnostic"))[0]
+    assert diag.severity == types.DiagnosticSeverity.Information
+    assert diag.data["runId"] == summary["runId"]
+
+    from lsp_editor import action_parts
+
+    actions = await editor.actions(uri, diag.range.start.line, [diag])
+    fixes = [
+        a for a in actions if getattr(a, "kind", None) == types.CodeActionKind.QuickFix or "Apply" in a.title
+    ]
+    title, command, args = action_parts(fixes[-1])
+    assert command == "speedpatch.apply" and args == [{"runId": summary["runId"]}]
+    assert (await editor.command(command, *args))["applied"] is True
+    await editor.until(lambda: not ready(), what="the diagnostic to go once applied")
+
+
+async def test_llm_run_through_a_scripted_openai_server(start_editor, toy_workspace, capfd):
+    from support.fake_openai import FakeOpenAI
+
+    def script(request: dict) -> str:
+        prompt = request["messages"][-1]["content"]
+        if "Optimize it following this plan" in prompt or "failed (" in prompt:
+            return "Here it is:\n```python\ndef kernel_sum(xs):\n    return sum(xs)\n```\n"
+        return "Replace the loop by the builtin sum."
+
+    secret = "sk-test-never-store-me-4242"
+    with FakeOpenAI(script) as llm:
+        settings = {
+            "llm": {"baseUrl": llm.base_url, "models": ["fake-model"], "apiKey": secret},
+            "search": {"iterations": 1, "beam": 1, "plans": 1, "codes": 1},
+        }
+        editor = await start_editor(toy_workspace, settings)
+        await check_full_flow(editor, toy_workspace / "sum.toy", "kernel_sum", "toy-count")
+        assert llm.requests, "the search must have asked the scripted LLM"
+        auth = [{k.lower(): v for k, v in h.items()}.get("authorization") for h in llm.headers]
+        assert auth and all(a == f"Bearer {secret}" for a in auth)
+
+    # the key reached the endpoint but is in no file of the workspace and in no server log
+    for file in (toy_workspace / ".speedpatch").iterdir():
+        assert secret.encode() not in file.read_bytes(), file
+    captured = capfd.readouterr()
+    assert secret not in captured.err and secret not in captured.out
+
+
+async def test_run_report_lists_iterations_and_candidates(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    summary = await optimize_and_wait(editor, uri, "kernel_sum")
+    report = await editor.request("speedpatch/runReport", {"runId": summary["runId"]})
+    assert report["run"]["runId"] == summary["runId"]
+    assert [it["iteration"] for it in report["iterations"]][-1] == summary["iterations"]
+    statuses = {c["status"] for c in report["candidates"]}
+    assert "ok" in statuses and "incorrect" in statuses  # the toy offers one wrong move on purpose
+    runs = await editor.request("speedpatch/runs", {})
+    assert [r["runId"] for r in runs] == [summary["runId"]]
+    assert json.dumps(runs)  # plain JSON, as the protocol says
+
+
+GEMMINI_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gemmini" / "matmul_128.c"
+
+
+@pytest.mark.slow
+async def test_gemmini_native_offline_flow(start_editor, tmp_path):
+    from speedpatch import targets
+
+    try:
+        target = targets.get_target("gemmini")
+        backend = target.backend("gemmini-native")
+    except KeyError as exc:
+        pytest.skip(f"the gemmini target is not available yet: {exc}")
+    if not backend.availability().usable:
+        pytest.skip(f"gemmini-native is not usable here: {backend.availability().reason}")
+    path = tmp_path / GEMMINI_EXAMPLE.name
+    path.write_text(GEMMINI_EXAMPLE.read_text())
+    kernels = target.find_kernels(path.read_text(), str(path))
+    editor = await start_editor(
+        tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 4, "codes": 1}}
+    )
+    await check_full_flow(editor, path, kernels[0].name, "gemmini-native")

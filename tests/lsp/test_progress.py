@@ -1,0 +1,90 @@
+"""Background searches: work-done progress, cancellation from the progress UI, queueing, responsiveness."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from lsp_editor import OFFLINE, TWO_KERNELS, slow_toy
+from lsprotocol import types
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_search_reports_begin_iterations_and_end(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    summary = await editor.run_end(started["runId"])
+    token = f"speedpatch-run-{started['runId']}"
+
+    def ended():
+        reports = editor.client.progress_reports.get(token, [])
+        return reports if reports and reports[-1].kind == "end" else None
+
+    reports = await editor.until(ended, what="the progress end")
+    begin, *middle, end = reports
+    assert begin.kind == "begin" and begin.title == "Optimizing kernel_sum (toy-count)" and begin.cancellable
+    messages = [r.message for r in middle]
+    assert "iteration 1/2, 0 evaluated, 0 correct" in messages
+    assert any(m.startswith("iteration 2/2") for m in messages)
+    assert any(f"best {summary['speedup']:.2f}x" in m for m in messages)
+    assert end.message.startswith("finished, best")
+
+    # speedpatch/runUpdate followed the run from start to end
+    statuses = [u["status"] for u in editor.run_updates if u["runId"] == started["runId"]]
+    assert statuses[0] == "running" and statuses[-1] == "finished"
+    assert any(u["iteration"] == 2 for u in editor.run_updates)
+
+
+async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_far(start_editor, tmp_path):
+    path = slow_toy(tmp_path, seconds=1.0)
+    editor = await start_editor(tmp_path, OFFLINE)
+    uri = editor.open(path)
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    token = f"speedpatch-run-{started['runId']}"
+
+    def evaluated_some():
+        counts = [
+            re.search(r"(\d+) evaluated", r.message or "")
+            for r in editor.client.progress_reports.get(token, [])
+        ]
+        return any(m and int(m.group(1)) >= 1 for m in counts)
+
+    await editor.until(evaluated_some, what="a first evaluated candidate")
+    editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    summary = await editor.run_end(started["runId"])
+    assert summary["status"] == "cancelled"
+    assert summary["baselineValue"] is not None  # the run was stored with what it had measured
+    assert editor.client.progress_reports[token][-1].kind == "end"
+
+
+async def test_a_second_run_queues_behind_the_first_and_then_runs(start_editor, tmp_path):
+    (tmp_path / "two.toy").write_text("import time\ntime.sleep(0.2)\n" + TWO_KERNELS)
+    editor = await start_editor(
+        tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 1, "codes": 1}}
+    )
+    uri = editor.open(tmp_path / "two.toy")
+    first = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_a"})
+    second = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_b"})
+    titles = await editor.lens_titles(uri)
+    assert "speedpatch: queued" in titles
+    queued = await editor.request("speedpatch/runs", {})
+    assert {r["runId"]: r["status"] for r in queued}[second["runId"]] == "queued"
+    assert (await editor.run_end(first["runId"]))["status"] == "finished"
+    assert (await editor.run_end(second["runId"]))["status"] == "finished"
+
+
+async def test_server_answers_requests_while_a_search_runs(start_editor, tmp_path):
+    path = slow_toy(tmp_path, seconds=1.0)
+    editor = await start_editor(tmp_path, OFFLINE)
+    uri = editor.open(path)
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    for _ in range(5):
+        titles = await editor.lens_titles(uri)
+        assert titles[-1] == "Cancel" and (
+            titles[0].startswith("searching") or titles[0] == "speedpatch: queued"
+        )
+        assert await editor.actions(uri, 9)
+    await editor.command("speedpatch.cancel", {"runId": started["runId"]})
+    await editor.run_end(started["runId"])
