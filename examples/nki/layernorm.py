@@ -1,6 +1,7 @@
 """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta, x (512, 512)."""
 
 import nki
+import nki.isa as nisa  # noqa: F401 - optimized versions use it
 import nki.language as nl
 import numpy as np
 

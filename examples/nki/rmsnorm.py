@@ -1,6 +1,7 @@
 """RMSNorm: out = x / sqrt(mean(x^2, axis=1) + eps) * g, for x (1024, 512) and weight g (1, 512)."""
 
 import nki
+import nki.isa as nisa  # noqa: F401 - optimized versions use it
 import nki.language as nl
 import numpy as np
 

@@ -1,6 +1,7 @@
 """Row-wise softmax of a (512, 512) fp32 tensor, 128 rows per tile."""
 
 import nki
+import nki.isa as nisa  # noqa: F401 - optimized versions use it
 import nki.language as nl
 import numpy as np
 

@@ -110,8 +110,12 @@ class NkiTarget(Target):
         if "engines" not in fb:
             return super().feedback_text(evaluation)
         lines = [f"- modeled latency: {fb.get('latency_us')} us"]
+        labels = {"tensor": "Tensor engine", "vector": "Vector engine", "scalar": "Scalar engine",
+                  "gpsimd": "GpSimd engine", "dma": "DMA queues"}
         for engine, e in fb["engines"].items():
-            label = "DMA queues" if engine == "dma" else f"{engine.capitalize()} engine"
+            if not e.get("instructions"):
+                continue
+            label = labels.get(engine, engine)
             lines.append(f"- {label}: busy {e['busy_us']} us ({e['utilization'] * 100:.0f}% of the kernel), "
                          f"{e['instructions']} instructions")
         lines.append(f"- Tensor engine (PE array) utilization: {fb.get('pe_utilization', 0) * 100:.1f}%")

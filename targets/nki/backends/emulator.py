@@ -33,7 +33,10 @@ class NkiEmulatorBackend(Backend):
         if seeds:
             argv += ["--seeds", ",".join(str(s) for s in seeds)]
         # runner.py puts the emulator's package folder first on sys.path of that process only.
-        proc = run_process(argv, ctx.workdir, ctx.timeout, env=dict(os.environ), input_text=nonce + "\n")
+        env = dict(os.environ)
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, "1")  # tiles are small: BLAS threads only add contention between evaluations
+        proc = run_process(argv, ctx.workdir, ctx.timeout, env=env, input_text=nonce + "\n")
         evaluation, result = to_evaluation(proc, nonce, candidate.name, ctx.timeout, "the emulated kernel")
         evaluation.receipt = {
             "backend": self.name,

@@ -88,6 +88,10 @@ def activation_reduce(*args: Any, **kwargs: Any) -> Tile:
 def _activation(dst: Tile | None, a: dict[str, Any]) -> Tile:
     fn = nl.np_unary(a.get("op"))
     data, bias, scale = a["data"], a.get("bias"), a.get("scale", 1.0)
+    for name, value in (("bias", bias), ("scale", scale)):
+        if isinstance(value, Tile) and value.free_size != 1:
+            raise NkiError(f"nisa.activation: {name} must be a scalar or a (partitions, 1) vector, got shape "
+                           f"{value.shape}; apply full-tile operands with tensor_tensor")
     operands = [data, 1.0 if scale is None else scale, 0.0 if bias is None else bias]
     out = ops.elementwise("activation", "scalar", lambda x, s, b: fn(x * s + b), operands, dst=dst,
                           dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))

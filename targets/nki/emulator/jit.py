@@ -67,6 +67,8 @@ class EmulatedKernel:
             wkwargs = {k: wrap(v, k) for k, v in kwargs.items()}
             result = None
             nl._grid.append(self.grid)
+            shared = nl._SharedHbm()
+            nl._shared_hbm.append(shared)
             try:
                 for ids in itertools.product(*[range(d) for d in self.grid]) if self.grid else [()]:
                     nl._program.append(tuple(ids))
@@ -74,8 +76,10 @@ class EmulatedKernel:
                         result = self.fn(*wargs, **wkwargs)
                     finally:
                         nl._program.pop()
+                    shared.replay, shared.index = True, 0
             finally:
                 nl._grid.pop()
+                nl._shared_hbm.pop()
             for tile in [*wargs, *wkwargs.values()]:
                 if isinstance(tile, Tile) and id(tile.alloc) in host:
                     target = host[id(tile.alloc)]

@@ -198,8 +198,35 @@ def reduce_tile(fn: Callable, x: Tile, axis: Any, dtype: Any = None, keepdims: b
 # ---- creation ----------------------------------------------------------------------------------------
 
 
+class _SharedHbm:
+    """SPMD programs of one launch share their HBM outputs: the n-th HBM tensor a later program creates
+    is the one the first program created."""
+
+    def __init__(self) -> None:
+        self.created: list[Tile] = []
+        self.index = 0
+        self.replay = False
+
+    def get(self, make: Callable[[], Tile]) -> Tile:
+        if self.replay and self.index < len(self.created):
+            tile = self.created[self.index]
+        else:
+            tile = make()
+            self.created.append(tile)
+        self.index += 1
+        return tile
+
+
+_shared_hbm: list[_SharedHbm] = [_SharedHbm()]
+
+
 def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
-    return new_tile(shape, dtype, buffer, name=name or "ndarray")
+    def make() -> Tile:
+        return new_tile(shape, dtype, buffer, name=name or "ndarray")
+
+    if getattr(buffer, "kind", "") == "hbm":
+        return _shared_hbm[-1].get(make)
+    return make()
 
 
 def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:

@@ -229,6 +229,8 @@ class Tile:
 
     def _checked_positions(self, mask: np.ndarray | None) -> np.ndarray:
         pos = self.pos
+        if not self.oob:  # no index of this tile was out of bounds: no -1 positions
+            return pos
         bad = pos < 0
         if mask is not None:
             bad = bad & mask
