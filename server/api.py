@@ -180,7 +180,9 @@ def resume(
         if config.llm.base_url:
             stored.llm.base_url = config.llm.base_url
         stored.workspace = config.workspace or stored.workspace
-    session = _session(record.problem, stored, store, record.run_id, on_event, cancel, Budget(stored.budget))
+    # what the run already spent counts; replayed replies and stored evaluations cost nothing again
+    budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0))
+    session = _session(record.problem, stored, store, record.run_id, on_event, cancel, budget)
     store.claim(record.run_id)
     return run_search(session, stored.search.iterations)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -113,6 +114,27 @@ class Target(ABC):
         raise KeyError(f"unknown backend {name!r} for target {self.name}; known: {names}")
 
 
+_scope = threading.local()  # which evaluation pool the current thread works for
+_running: dict[object, set[subprocess.Popen]] = {}
+_running_lock = threading.Lock()
+
+
+def set_process_scope(owner: object | None) -> None:
+    """Processes this thread starts from now on belong to `owner` (see kill_processes)."""
+    _scope.owner = owner
+
+
+def kill_processes(owner: object) -> None:
+    """Kill every process group started on behalf of `owner` that is still running (cancellation)."""
+    with _running_lock:
+        procs = list(_running.get(owner, ()))
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 @dataclass
 class ProcResult:
     returncode: int | None  # None when it timed out
@@ -156,6 +178,9 @@ def run_process(
             )
         except OSError as exc:
             return ProcResult(127, f"cannot start {argv[0]}: {exc}", 0.0, False)
+        owner = getattr(_scope, "owner", None)
+        with _running_lock:
+            _running.setdefault(owner, set()).add(proc)
         timed_out = False
         try:
             proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
@@ -166,6 +191,9 @@ def run_process(
             except ProcessLookupError:
                 pass
             proc.wait()
+        finally:
+            with _running_lock:
+                _running.get(owner, set()).discard(proc)
         out.seek(0)
         data = out.read(max_output)
     out_path.unlink(missing_ok=True)

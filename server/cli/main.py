@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        print(f"error: {exc}", file=sys.stderr)  # plain: never wrapped, easy to grep
         return 2
     except KeyboardInterrupt:
         err.print(f"aborted after {time.monotonic() - start:.0f} s")

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation, Problem, source_hash
-from speedpatch.targets.base import Backend, EvalContext, Target
+from speedpatch.targets.base import Backend, EvalContext, Target, kill_processes, set_process_scope
 
 
 def default_workers() -> int:
@@ -65,6 +65,7 @@ class EvaluationPool:
         return bool(self._cached and self._cached(key) is not None)
 
     def _evaluate(self, source: str) -> Evaluation:
+        set_process_scope(self)
         start = time.monotonic()
         kernel = self.problem.kernel
         reasons = self.target.static_check(source, kernel)
@@ -94,5 +95,9 @@ class EvaluationPool:
             ev.seconds = time.monotonic() - start
         return ev
 
-    def shutdown(self, wait: bool = True) -> None:
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+    def shutdown(self, wait: bool = True, kill: bool = False) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if kill:  # cancelled: candidates still running are abandoned, not waited for
+            kill_processes(self)
+        if wait:
+            self._executor.shutdown(wait=True)

@@ -152,7 +152,7 @@ def run_search(session: Session, iterations: int) -> RunRecord:
                                                         "message": f"internal error: {exc}"}))
         raise
     finally:
-        session.pool.shutdown(wait=False)
+        session.pool.shutdown(wait=False, kill=True)
 
 
 def _search(session: Session, iterations: int) -> RunRecord:

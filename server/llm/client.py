@@ -41,7 +41,8 @@ class ChatClient:
         self._client = openai.OpenAI(
             base_url=config.base_url or None, api_key=key, max_retries=0, timeout=config.timeout
         )
-        self._dropped: set[str] = set()
+        self._dropped: dict[str, set[str]] = {}  # model -> parameters its endpoint refused
+        self._renamed: dict[str, dict[str, str]] = {}  # model -> {refused name: name to use instead}
         self._lock = threading.Lock()
         self._gate = threading.BoundedSemaphore(max(1, config.max_concurrency))
         self._sleep = sleep
@@ -55,7 +56,10 @@ class ChatClient:
         if self.config.max_tokens:
             params["max_tokens"] = self.config.max_tokens
         with self._lock:
-            return {k: v for k, v in params.items() if k not in self._dropped}
+            dropped = self._dropped.get(model, set())
+            renamed = self._renamed.get(model, {})
+            named = {renamed.get(k, k): v for k, v in params.items()}
+            return {k: v for k, v in named.items() if k not in dropped}
 
     def _rejected_param(self, exc: openai.BadRequestError, params: dict) -> str | None:
         text = str(exc).lower()
@@ -81,7 +85,12 @@ class ChatClient:
                 if name is None:
                     raise LLMError(f"{model}: request rejected: {_short(exc)}") from exc
                 with self._lock:
-                    self._dropped.add(name)
+                    if name in self._dropped.get(model, set()):
+                        raise LLMError(f"{model}: request rejected: {_short(exc)}") from exc
+                    if name == "max_tokens" and "max_completion_tokens" in str(exc):
+                        self._renamed.setdefault(model, {})[name] = "max_completion_tokens"
+                    else:
+                        self._dropped.setdefault(model, set()).add(name)
                 continue  # retry at once without the parameter; does not count as an attempt
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise LLMError(f"{model}: {_short(exc)} (check the endpoint, model name and API key)") from exc

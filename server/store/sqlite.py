@@ -135,7 +135,7 @@ class Store:
         """This process now drives the run (resume)."""
         with self._tx() as db:
             db.execute(
-                "UPDATE runs SET status=?, pid=?, host=?, updated=? WHERE id=?",
+                "UPDATE runs SET status=?, message='', pid=?, host=?, updated=? WHERE id=?",
                 (RUNNING, os.getpid(), os.uname().nodename, now(), run_id),
             )
 

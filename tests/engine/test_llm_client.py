@@ -141,8 +141,6 @@ def test_a_400_naming_temperature_drops_it_for_this_and_later_calls(endpoint):
     assert sleeps == []  # a rejected parameter is not a transient failure: no backoff
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a rejected parameter is remembered for the whole client, so one "
-                   "ensemble model refusing temperature makes every other model lose its temperature too")
 def test_a_parameter_one_model_rejects_is_still_sent_to_the_other_models(endpoint):
     def script(request):
         if request["model"] == "picky" and "temperature" in request:
@@ -156,9 +154,6 @@ def test_a_parameter_one_model_rejects_is_still_sent_to_the_other_models(endpoin
     assert server.requests[-1]["temperature"] == 0.3
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: when an endpoint refuses max_tokens and asks for "
-                   "max_completion_tokens, the client drops the limit instead of renaming it (the module "
-                   "docstring promises 'max_tokens vs max_completion_tokens')")
 def test_a_refused_max_tokens_is_sent_again_as_max_completion_tokens(endpoint):
     def script(request):
         if "max_tokens" in request:

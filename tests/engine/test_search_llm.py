@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import socket
 
-from support.fake_openai import FakeOpenAI, phase_of
-from support.toys import toy_config, toy_problem
-
 from speedpatch import api
 from speedpatch.engine import events as ev
 from speedpatch.store import Store
+from support.fake_openai import FakeOpenAI, phase_of
+from support.toys import toy_config, toy_problem
 
 FAST_REPLY = "Here it is.\n```python\ndef kernel_sum(xs):\n    return sum(xs)\n```\n"
 FOREACH_REPLY = (

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import threading
 
-from support.toys import toy_config, toy_problem
-
 from speedpatch import api
 from speedpatch.engine import events as ev
 from speedpatch.store import Store
+from support.toys import toy_config, toy_problem
 
 FAST = "def kernel_sum(xs):\n    return sum(xs)\n"
 WRONG = "def kernel_sum(xs):\n    return sum(xs[:-1])\n"

@@ -162,8 +162,6 @@ def test_claim_makes_an_interrupted_run_running_again(tmp_path):
     assert store.get_run("run-dead").status == "running"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Store.claim keeps the old run message, so a resumed run whose "
-                   "process dies later reads 'interrupted' with the stale message and no resume hint")
 def test_a_resumed_run_whose_process_dies_again_gets_the_resume_hint(tmp_path):
     store = dead_run(tmp_path)
     store.set_status("run-dead", "cancelled", "cancelled by the user")

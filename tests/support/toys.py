@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import toy_target  # noqa: F401  (registers the toy target)
-
 from speedpatch import api
 from speedpatch.config import Config, load_config
 from speedpatch.model import Problem
