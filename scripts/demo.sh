@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install speedpatch and run the main job: optimize an example Gemmini kernel on the built-in
+# gemmini-native model with the offline proposer (no LLM, no network), then show the diff and speedup.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q .
+WORK=$(mktemp -d)
+cp examples/gemmini/demo_matmul.c "$WORK/"
+cd "$WORK"
+echo "optimizing $WORK/demo_matmul.c (offline proposer, gemmini-native model)"
+"$OLDPWD/.venv/bin/speedpatch" optimize demo_matmul.c --offline --iterations 3 "$@"
