@@ -10,7 +10,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q .
 WORK=$(mktemp -d)
-cp examples/gemmini/demo_matmul.c "$WORK/"
+cp examples/gemmini/matmul_128.c "$WORK/"
 cd "$WORK"
-echo "optimizing $WORK/demo_matmul.c (offline proposer, gemmini-native model)"
-"$OLDPWD/.venv/bin/speedpatch" optimize demo_matmul.c --offline --iterations 3 "$@"
+echo "optimizing $WORK/matmul_128.c (offline proposer, gemmini-native model)"
+"$OLDPWD/.venv/bin/speedpatch" optimize matmul_128.c --offline --iterations 3 "$@"

@@ -93,6 +93,12 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
+def _print_plain(text: str) -> None:
+    """Diffs and program output go out verbatim: never wrapped or styled."""
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
 def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store) -> int:
     if args.json:
         print(json.dumps(render.run_json(record)))
@@ -100,8 +106,7 @@ def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store) -> in
         out.print(render.result_table(record))
         if record.best and record.baseline and record.best.id != record.baseline.id:
             out.print(f"\n[bold]winner[/bold] {record.best.id}: {' '.join(record.best.plan.split())}")
-            out.print(render.unified_diff(record.problem.source, record.best.source, record.path), markup=False,
-                      highlight=False)
+            _print_plain(render.unified_diff(record.problem.source, record.best.source, record.path))
             out.print(f"apply it with: speedpatch apply {record.run_id}")
         elif record.status not in (FAILED,):
             out.print("no candidate beat the original")
@@ -153,7 +158,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         render.print_evaluation(out, ev, problem.backend)
         if not ev.correct and ev.log:
-            out.print(ev.log, markup=False, highlight=False)
+            _print_plain(ev.log)
     return 0 if ev.correct else 1
 
 
@@ -206,8 +211,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             out.print(f"  {u['phase']:5} {u['model']}: {u['calls']} calls, {u['prompt_tokens']}+"
                       f"{u['completion_tokens']} tokens, {u['seconds']:.1f} s", markup=False)
     if args.diff and record.best:
-        out.print(render.unified_diff(record.problem.source, record.best.source, record.path), markup=False,
-                  highlight=False)
+        _print_plain(render.unified_diff(record.problem.source, record.best.source, record.path))
     return 0
 
 
