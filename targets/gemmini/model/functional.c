@@ -206,10 +206,10 @@ void gm_mvin(uint64_t dram, uint64_t local, int slot) {
     }
   }
 
-  uint64_t beats = dram ? tm_dma_beats(rows, (uint64_t)cols * esize) : 0;
+  uint64_t dram_cycles = dram ? tm_dma_cycles(rows, (uint64_t)cols * esize) : 0;
   if (dram) S.dram_read_bytes += (uint64_t)rows * cols * esize;
   uint64_t local_cycles = (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES;
-  tm_schedule(U_LOAD, T_DMA_CMD_OVERHEAD + local_cycles, dram ? T_DRAM_LATENCY : 0, beats);
+  tm_schedule(U_LOAD, T_DMA_CMD_OVERHEAD + local_cycles, dram ? T_DRAM_LATENCY : 0, dram_cycles);
 }
 
 /* ----------------------------------------------------------------------------------------- MVOUT */
@@ -245,7 +245,7 @@ static void mvout_pooled(unsigned char *dram, uint32_t base, int is_acc, uint32_
   uint64_t in_rows = (uint64_t)orows * ocols;
   S.dram_write_bytes += out_rows * channels;
   tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD + in_rows * T_SPAD_ROW_CYCLES,
-              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_beats(out_rows, channels));
+              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_cycles(out_rows, channels));
 }
 
 void gm_mvout(uint64_t dram, uint64_t local) {
@@ -289,7 +289,7 @@ void gm_mvout(uint64_t dram, uint64_t local) {
   }
   S.dram_write_bytes += (uint64_t)rows * cols * esize;
   tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD + (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES,
-              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_beats(rows, (uint64_t)cols * esize));
+              (is_acc ? T_ACC_READ_LATENCY : 0) + T_DRAM_LATENCY, tm_dma_cycles(rows, (uint64_t)cols * esize));
 }
 
 /* --------------------------------------------------------------------------------------- EXECUTE */
@@ -315,15 +315,17 @@ void gm_preload(uint64_t bd, uint64_t c) {
   check_dims(G.preload_rows, G.preload_cols, "PRELOAD B/D");
   check_dims(G.output_rows, G.output_cols, "PRELOAD C");
   check_spad_operand(G.preload_addr, "PRELOAD B/D");
-  uint64_t occupancy = T_EX_CMD_OVERHEAD;
+  /* The preloaded rows shift into the array's second weight buffer while the previous compute runs;
+   * the compute that uses them streams at least that many rows (see gm_compute). */
+  G.preload_streamed = 0;
   if (G.preload_addr != GARBAGE_LOCAL && G.preload_rows) {
     uint64_t last_row = (uint64_t)G.preload_addr + G.preload_rows - 1;
     if (G.dataflow == DF_WS && G.b_transpose) last_row = (uint64_t)G.preload_addr + G.preload_cols - 1;
     check_row(MEM_SPAD, last_row, "PRELOAD");
     tm_read(MEM_SPAD, G.preload_addr, (uint32_t)(last_row - G.preload_addr + 1), 1);
-    occupancy = (uint64_t)(last_row - G.preload_addr + 1) * T_EX_ROW_CYCLES;
+    G.preload_streamed = (uint32_t)(last_row - G.preload_addr + 1);
   }
-  tm_schedule(U_EX, occupancy, 0, 0);
+  tm_schedule(U_EX, T_EX_CMD_OVERHEAD, 0, 0);
 }
 
 void gm_compute(uint64_t a_op, uint64_t bd_op, int preload) {
@@ -419,6 +421,7 @@ void gm_compute(uint64_t a_op, uint64_t bd_op, int preload) {
       }
     }
   }
+  if (preload && G.preload_streamed > streamed) streamed = G.preload_streamed;
   if (streamed == 0) streamed = 1;
   tm_schedule(U_EX, streamed * T_EX_ROW_CYCLES, T_MESH_LATENCY, 0);
 }

@@ -50,14 +50,31 @@ void gm_loop_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   tm_frontend_only();
 }
 
+static void loop_ws_body(uint64_t rs1, uint64_t rs2);
+static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2);
+
 void gm_loop_ws(uint64_t rs1, uint64_t rs2) {
+  tm_frontend_only();
+  gm_in_loop = "LOOP_WS";
+  tm_loop_begin();
+  loop_ws_body(rs1, rs2);
+  tm_loop_end();
+}
+
+void gm_loop_conv_ws(uint64_t rs1, uint64_t rs2) {
+  tm_frontend_only();
+  gm_in_loop = "LOOP_CONV_WS";
+  tm_loop_begin();
+  loop_conv_ws_body(rs1, rs2);
+  tm_loop_end();
+}
+
+static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
   const int ex_accumulate = rs1 & 1, full_C = (rs1 >> 1) & 1, low_D = (rs1 >> 2) & 1;
   const uint32_t act = (rs1 >> 8) & 7, b_spad_id = (rs1 >> 16) & 3, a_spad_id = (rs1 >> 18) & 3;
   const int a_t = rs2 & 1, b_t = (rs2 >> 1) & 1, is_resadd = (rs2 >> 2) & 1;
   const uint64_t I = G.lw_I, J = G.lw_J, K = G.lw_K;
   const uint64_t pad_I = G.lw_pad_I, pad_J = G.lw_pad_J, pad_K = G.lw_pad_K;
-  tm_frontend_only();
-  gm_in_loop = "LOOP_WS";
 
   if (act == 2 || act == 4) gm_fail("LayerNorm/softmax activation %u is not supported by this model", act);
   if (pad_I >= DIM || pad_J >= DIM || pad_K >= DIM)
@@ -99,6 +116,11 @@ void gm_loop_ws(uint64_t rs1, uint64_t rs2) {
       }
   }
 
+  /* Like the hardware loop unit, move up to MAX_BLOCK_LEN tiles per mvin when the load slot's block
+   * stride puts consecutive blocks where the loop keeps consecutive tiles (DIM rows apart); otherwise one
+   * tile per mvin. The data lands in the same rows either way. */
+  const uint64_t a_blocks = G.ld_block_stride[0] == DIM ? MAX_BLOCK_LEN : 1;
+  const uint64_t b_blocks = G.ld_block_stride[1] == DIM ? MAX_BLOCK_LEN : 1;
   for (uint64_t k = 0; k < K; k++)
     for (uint64_t j = 0; j < J; j++)
       for (uint64_t i = 0; i < I; i++) {
@@ -110,16 +132,22 @@ void gm_loop_ws(uint64_t rs1, uint64_t rs2) {
         const uint64_t cols_K = DIM - (k == K - 1 ? pad_K : 0);
 
         if (j == 0 && G.lw_A) {
-          if (a_t)
+          if (a_t) {
             mvin(G.lw_A + (k * G.lw_A_stride + i) * DIM * sizeof(elem_t), operand(cols_K, rows_I, A_sp), 0);
-          else
-            mvin(G.lw_A + (i * G.lw_A_stride + k) * DIM * sizeof(elem_t), operand(rows_I, cols_K, A_sp), 0);
+          } else if (k % a_blocks == 0) { /* tiles (i, k .. k+a_blocks-1) sit DIM rows apart: one wide mvin */
+            const uint64_t n = K - k < a_blocks ? K - k : a_blocks;
+            const uint64_t cols = n * DIM - (k + n == K ? pad_K : 0);
+            mvin(G.lw_A + (i * G.lw_A_stride + k) * DIM * sizeof(elem_t), operand(rows_I, cols, A_sp), 0);
+          }
         }
         if (i == 0 && G.lw_B) {
-          if (b_t)
+          if (b_t) {
             mvin(G.lw_B + (j * G.lw_B_stride + k) * DIM * sizeof(elem_t), operand(cols_J, cols_K, B_sp), 1);
-          else
-            mvin(G.lw_B + (k * G.lw_B_stride + j) * DIM * sizeof(elem_t), operand(cols_K, cols_J, B_sp), 1);
+          } else if (j % b_blocks == 0) { /* tiles (k, j .. j+b_blocks-1) sit DIM rows apart: one wide mvin */
+            const uint64_t n = J - j < b_blocks ? J - j : b_blocks;
+            const uint64_t cols = n * DIM - (j + n == J ? pad_J : 0);
+            mvin(G.lw_B + (k * G.lw_B_stride + j) * DIM * sizeof(elem_t), operand(cols_K, cols, B_sp), 1);
+          }
         }
 
         uint32_t out_sp = C_sp;
@@ -168,7 +196,7 @@ void gm_loop_conv_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
 
 static uint32_t float_bits_one(void) { return 0x3F800000u; }
 
-void gm_loop_conv_ws(uint64_t rs1, uint64_t rs2) {
+static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
   const int no_bias = rs1 & 1, wrot180 = (rs1 >> 1) & 1, trans_output_1203 = (rs1 >> 2) & 1;
   const int trans_weight_1203 = (rs1 >> 3) & 1, trans_weight_0132 = (rs1 >> 4) & 1;
   const int trans_input_3120 = (rs1 >> 5) & 1, dw = (rs1 >> 6) & 1;
@@ -177,8 +205,6 @@ void gm_loop_conv_ws(uint64_t rs1, uint64_t rs2) {
   const int no_pool = rs2 & 1, downsample = (rs2 >> 1) & 1, input_dilated = (rs2 >> 2) & 1;
   const uint32_t activation = (rs2 >> 3) & 3;
   if (max_pixels == 0) max_pixels = 1;
-  tm_frontend_only();
-  gm_in_loop = "LOOP_CONV_WS";
 
   const int64_t batch_size = G.lc_batch_size, in_row_dim = G.lc_in_row_dim, in_col_dim = G.lc_in_col_dim;
   const int64_t in_channels = G.lc_in_channels, out_channels = G.lc_out_channels;

@@ -32,6 +32,8 @@ static uint64_t queue_done[U_NUM][64]; /* completion of the last `depth` command
 static uint64_t queue_pos[U_NUM];
 static uint64_t unit_free[U_NUM];
 static uint64_t dram_free;
+static int in_loop;                  /* a hardware loop is issuing: one issue stream per unit */
+static uint64_t stream_issue[U_NUM]; /* next issue cycle of each of the loop's streams */
 static uint64_t host_cmd_accept; /* first acceptance of the current host instruction, or 0 */
 static int host_cmd_accepted;
 
@@ -80,24 +82,32 @@ void tm_write(int mem, uint32_t first, uint32_t count, uint32_t stride) {
   add_range(mem, first, count, stride, 1);
 }
 
-uint64_t tm_dma_beats(uint64_t rows, uint64_t row_bytes) {
-  /* Each row is its own request; rows are assumed beat-aligned so the count never depends on where
-   * the allocator or the stack happened to put the data. */
-  return rows * ((row_bytes + T_DMA_BEAT_BYTES - 1) / T_DMA_BEAT_BYTES);
+uint64_t tm_dma_cycles(uint64_t rows, uint64_t row_bytes) {
+  /* Each row is split into requests of at most T_DMA_REQUEST_BYTES; a request occupies the channel for its
+   * bus beats at the DRAM bandwidth, and at least its share of the latency that the bounded number of
+   * requests in flight cannot hide. Rows are taken as aligned, so that cycles never depend on where the
+   * allocator or the stack happened to put the data. */
+  if (rows == 0 || row_bytes == 0) return 0;
+  const uint64_t full = row_bytes / T_DMA_REQUEST_BYTES, tail = row_bytes % T_DMA_REQUEST_BYTES;
+  const uint64_t latency_share = (T_DRAM_LATENCY + T_DMA_MAX_INFLIGHT - 1) / T_DMA_MAX_INFLIGHT;
+  uint64_t per_row = 0;
+  for (int part = 0; part < 2; part++) {
+    uint64_t bytes = part ? tail : T_DMA_REQUEST_BYTES, count = part ? (tail != 0) : full;
+    if (!count) continue;
+    uint64_t beats = (bytes + T_BUS_BYTES - 1) / T_BUS_BYTES;
+    uint64_t cycles = (beats * T_BUS_BYTES + T_DRAM_BYTES_PER_CYCLE - 1) / T_DRAM_BYTES_PER_CYCLE;
+    per_row += count * (cycles > latency_share ? cycles : latency_share);
+  }
+  return rows * per_row;
 }
 
-static uint64_t beat_cycles(void) {
-  uint64_t bw = (T_DMA_BEAT_BYTES + T_DRAM_BYTES_PER_CYCLE - 1) / T_DRAM_BYTES_PER_CYCLE;
-  uint64_t lat = (T_DRAM_LATENCY + T_DMA_MAX_INFLIGHT - 1) / T_DMA_MAX_INFLIGHT;
-  return bw > lat ? bw : lat;
-}
-
-uint64_t tm_schedule(int unit, uint64_t occupancy, uint64_t latency, uint64_t dram_beats) {
+uint64_t tm_schedule(int unit, uint64_t occupancy, uint64_t latency, uint64_t dram_cycles) {
   /* Frontend: in order, one command per T_FRONTEND_CYCLES, waiting for a free queue entry. */
   const uint32_t depth = queue_depth[unit];
   uint64_t *slot = &queue_done[unit][queue_pos[unit] % depth];
-  uint64_t accept = max64(T.next_issue, *slot);
-  T.next_issue = accept + T_FRONTEND_CYCLES;
+  uint64_t *issue = in_loop ? &stream_issue[unit] : &T.next_issue;
+  uint64_t accept = max64(*issue, *slot);
+  *issue = accept + T_FRONTEND_CYCLES;
   if (!host_cmd_accepted) {
     host_cmd_accept = accept;
     host_cmd_accepted = 1;
@@ -129,9 +139,8 @@ uint64_t tm_schedule(int unit, uint64_t occupancy, uint64_t latency, uint64_t dr
   }
 
   uint64_t start = ready;
-  if (dram_beats) {
+  if (dram_cycles) {
     start = max64(start, dram_free);
-    uint64_t dram_cycles = dram_beats * beat_cycles();
     dram_free = start + dram_cycles;
     occupancy = max64(occupancy, dram_cycles);
   }
@@ -177,8 +186,22 @@ void tm_frontend_only(void) {
   n_ranges = 0;
 }
 
+/* The loop units (LoopMatmul, LoopConv) have separate load, execute and store state machines: each
+ * stream of generated commands waits only for its own queue, and the frontend takes the next command
+ * once all streams are issued. */
+void tm_loop_begin(void) {
+  in_loop = 1;
+  for (int u = 0; u < U_NUM; u++) stream_issue[u] = T.next_issue;
+}
+
+void tm_loop_end(void) {
+  in_loop = 0;
+  for (int u = 0; u < U_NUM; u++) T.next_issue = max64(T.next_issue, stream_issue[u]);
+}
+
 void tm_host_begin(void) {
   T.next_issue = max64(T.next_issue, T.host);
+  in_loop = 0;
   host_cmd_accepted = 0;
   n_ranges = 0;
 }

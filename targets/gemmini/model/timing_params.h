@@ -1,7 +1,7 @@
 /* Every timing parameter of the Gemmini cycle model, in one place.
  *
  * Starting values follow the published defaults of a Gemmini timing model (see README.md): queues of
- * 8/16/4 entries, 64-byte DMA beats, ~8 bytes/cycle of DRAM bandwidth plus latency, a mesh latency of
+ * 8/16/4 entries, DMA requests of up to 64 bytes, ~8 bytes/cycle of DRAM bandwidth plus latency, a mesh latency of
  * about 2*DIM+1 cycles, about one RoCC instruction per host instruction, and host work that is not free.
  * Sizes (DIM, rows) come from gemmini_params.h; nothing here depends on a particular configuration
  * except through DIM.
@@ -23,11 +23,14 @@
 #define T_EX_QUEUE 16              /* preload, compute, config_ex, flush */
 #define T_STORE_QUEUE 4            /* mvout, config_st */
 
-/* ---- DMA and DRAM (shared by loads and stores) ---- */
-#define T_DMA_BEAT_BYTES 64        /* bytes per DMA beat; each row of a mvin/mvout is its own request(s) */
+/* ---- DMA and DRAM (one channel shared by loads and stores) ---- */
+#define T_DMA_REQUEST_BYTES 64     /* largest DMA request: each row of a mvin/mvout is split into requests
+                                      of at most this many bytes */
+#define T_BUS_BYTES 16             /* memory bus width: a request moves whole beats of this size */
 #define T_DRAM_BYTES_PER_CYCLE 8   /* sustained DRAM bandwidth */
 #define T_DRAM_LATENCY 80          /* cycles from a read request to its data (and for write acks) */
-#define T_DMA_MAX_INFLIGHT 16      /* beats in flight; with the latency this also bounds bandwidth */
+#define T_DMA_MAX_INFLIGHT 16      /* requests in flight: with the latency, narrow requests are bounded by
+                                      T_DMA_MAX_INFLIGHT requests per T_DRAM_LATENCY cycles */
 #define T_DMA_CMD_OVERHEAD 4       /* cycles to decode a mvin/mvout and translate its address */
 
 /* ---- scratchpad / accumulator ports ---- */
