@@ -48,12 +48,12 @@ def _solution_unit(layout: ProblemLayout, namespace: str, filename: str) -> str:
     )
 
 
-def _main_unit(baseline_ns: str, candidate_ns: str) -> str:
-    decls = "".join(f"namespace {ns} {{ {LAUNCH_DECL} }}\n" for ns in sorted({baseline_ns, candidate_ns}))
+def _main_unit() -> str:
     return (
-        "#define SPEEDPATCH_SPLIT 1\n#include \"harness.cuh\"\n" + decls
-        + "int main(int argc, char** argv) {\n"
-        + f"  return spd::run_main(problem(), {baseline_ns}::launch, {candidate_ns}::launch, argc, argv);\n}}\n"
+        "#define SPEEDPATCH_SPLIT 1\n#include \"harness.cuh\"\n"
+        f"namespace sp_baseline {{ {LAUNCH_DECL} }}\nnamespace sp_candidate {{ {LAUNCH_DECL} }}\n"
+        "int main(int argc, char** argv) {\n"
+        "  return spd::run_main(problem(), sp_baseline::launch, sp_candidate::launch, argc, argv);\n}\n"
     )
 
 
@@ -69,8 +69,8 @@ def layouts(candidate: str, baseline: str | None, path: str) -> tuple[ProblemLay
     return cand, base
 
 
-def kit_units(candidate: str, baseline: str | None, path: str, single: bool = False) -> Units:
-    """Translation units for an A/B binary, or (single=True) for the candidate against itself."""
+def kit_units(candidate: str, baseline: str | None, path: str) -> Units:
+    """Translation units for an A/B binary (baseline None: the candidate against itself)."""
     cand, base = layouts(candidate, baseline, path)
     if cand.kind != KIT:
         raise ProblemError("not a .cu kit problem")
@@ -78,11 +78,8 @@ def kit_units(candidate: str, baseline: str | None, path: str, single: bool = Fa
     units = Units(harness_hash=hashlib.sha256(base.harness.encode()).hexdigest()[:16])
     units.files["harness.cuh"] = base.harness
     units.files["candidate.cu"] = _solution_unit(cand, "sp_candidate", name)
-    if single:
-        units.files["main.cu"] = _main_unit("sp_candidate", "sp_candidate")
-    else:
-        units.files["baseline.cu"] = _solution_unit(base, "sp_baseline", name)
-        units.files["main.cu"] = _main_unit("sp_baseline", "sp_candidate")
+    units.files["baseline.cu"] = _solution_unit(base, "sp_baseline", name)
+    units.files["main.cu"] = _main_unit()
     return units
 
 

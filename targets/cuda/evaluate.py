@@ -9,18 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, REJECTED, Evaluation
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, Evaluation
 from speedpatch.targets.base import EvalContext, timeout_evaluation
 from speedpatch.targets.cuda import guards
-from speedpatch.targets.cuda.build import (
-    ProblemError,
-    compile_flags,
-    kit_units,
-    layouts,
-    write_units,
-)
-from speedpatch.targets.cuda.executors import Executor, SshExecutor
-from speedpatch.targets.cuda.problem import KERNELBENCH, split_problem
+from speedpatch.targets.cuda.build import ProblemError, compile_flags, kit_units, layouts, write_units
+from speedpatch.targets.cuda.compilerinfo import arch_of_device, resource_feedback
+from speedpatch.targets.cuda.executors import Executor, LocalExecutor, SshExecutor
+from speedpatch.targets.cuda.localbuild import build_local, default_cache_dir
+from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
 from speedpatch.targets.cuda.results import parse_result, to_evaluation
 
 KB_RUNNER = Path(__file__).parent / "kernelbench_runner.py"
@@ -56,61 +52,99 @@ def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
             "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed))]
 
 
+class _Run:
+    """One evaluation in progress: its deadline, its accumulated log."""
+
+    def __init__(self, executor: Executor, ctx: EvalContext) -> None:
+        self.executor, self.ctx = executor, ctx
+        self.start = time.monotonic()
+        self.log = ""
+
+    def left(self) -> float:
+        return self.ctx.timeout - (time.monotonic() - self.start)
+
+    def step(self, what: str, argv: list[str]) -> tuple[Evaluation | None, str]:
+        """(failure, output): runs argv where the build lives; timeouts and ssh failures become failures."""
+        if self.left() <= 1:
+            return timeout_evaluation(what, self.ctx.timeout, self.log), ""
+        result = self.executor.run(argv, self.left())
+        self.log += result.output + "\n"
+        if result.timed_out:
+            return timeout_evaluation(f"{what} on {self.executor.where}", self.ctx.timeout, self.log), ""
+        lost = result.returncode == 255 and "SPEEDPATCH_RESULT" not in result.output
+        if lost and isinstance(self.executor, SshExecutor):
+            return Evaluation(status=INFRA_ERROR, message=f"ssh to {self.executor.where} failed during {what}",
+                              log=self.log), ""
+        if what == "compile" and result.returncode != 0:
+            status = INFRA_ERROR if result.returncode in (126, 127) else COMPILE_ERROR
+            return Evaluation(status=status, message=f"nvcc failed on {self.executor.where}", log=self.log), ""
+        return None, result.output
+
+
 def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: str, nvcc: str, arch: str) -> Evaluation:
     """Never raises for a bad candidate; tool and host failures are INFRA_ERROR."""
-    start = time.monotonic()
     settings = ctx.settings or {}
+    baseline = trusted_baseline(source, ctx)
     try:
-        cand, _ = layouts(source, trusted_baseline(source, ctx), ctx.path)
+        cand, _ = layouts(source, baseline, ctx.path)
     except ProblemError as exc:
         return Evaluation(status=REJECTED, message=str(exc))
     rejected = static_rejection(source, ctx.path)
     if rejected is not None:
         return rejected
+    run = _Run(executor, ctx)
     build = ctx.workdir / "build"
     receipt: dict[str, Any] = {"backend": backend, "where": executor.where}
+    compiler_output = ""
     if cand.kind == KERNELBENCH:
         build.mkdir(parents=True, exist_ok=True)
-        (build / "problem.py").write_text(trusted_baseline(source, ctx))
+        (build / "problem.py").write_text(baseline)
         (build / "candidate.py").write_text(source)
         shutil.copyfile(KB_RUNNER, build / KB_RUNNER.name)
         python = str(settings.get("python", "python3"))
-        steps: list[tuple[str, list[str]]] = [
-            ("run", [python, KB_RUNNER.name, "--problem", "problem.py", "--candidate", "candidate.py",
-                     *timing_args(settings, ctx.seed)])]
+        bench = [python, KB_RUNNER.name, "--problem", "problem.py", "--candidate", "candidate.py"]
+        compile_argv: list[str] | None = None
         receipt.update({"compiler": "torch.utils.cpp_extension.load_inline (on the GPU host)", "python": python})
     else:
-        units = kit_units(source, trusted_baseline(source, ctx), ctx.path)
-        write_units(units, build)
+        units = kit_units(source, baseline, ctx.path)
         flags = compile_flags(arch, list(settings.get("extra_flags", [])))
-        includes = ["-I."] + ([f"-I{os.path.dirname(os.path.abspath(ctx.path))}"] if backend == "cuda-local" and ctx.path else [])
-        steps = [("compile", [nvcc, *flags, *includes, "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]),
-                 ("run", ["./bench", *timing_args(settings, ctx.seed)])]
         receipt.update({"compiler": nvcc, "flags": flags, "harness": f"speedpatch_timing.cuh, harness {units.harness_hash}"})
-    failed = executor.upload(build, max(5.0, ctx.timeout))
+        bench = ["./bench"]
+        if isinstance(executor, LocalExecutor):
+            includes = ["-I."] + ([f"-I{os.path.dirname(os.path.abspath(ctx.path))}"] if ctx.path else [])
+            built = build_local(units, build, nvcc, flags, includes, default_cache_dir(settings), run.start + ctx.timeout)
+            if built.evaluation is not None:
+                return built.evaluation
+            compiler_output = built.compiler_output
+            compile_argv = None
+        else:
+            write_units(units, build)
+            compile_argv = [nvcc, *flags, "-I.", "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]
+    failed = executor.upload(build, max(5.0, run.left()))
     if failed is not None:
         return Evaluation(status=INFRA_ERROR, message=f"could not copy the build to {executor.where}", log=failed.output)
-    log = ""
     try:
-        for step, argv in steps:
-            left = ctx.timeout - (time.monotonic() - start)
-            if left <= 1:
-                return timeout_evaluation(step, ctx.timeout, log)
-            result = executor.run(argv, left)
-            log += result.output + "\n"
-            if result.timed_out:
-                return timeout_evaluation(f"{step} on {executor.where}", ctx.timeout, log)
-            if result.returncode == 255 and isinstance(executor, SshExecutor) and "SPEEDPATCH_RESULT" not in result.output:
-                return Evaluation(status=INFRA_ERROR, message=f"ssh to {executor.where} failed during {step}", log=log)
-            if step == "compile" and result.returncode != 0:
-                status = INFRA_ERROR if result.returncode in (126, 127) else COMPILE_ERROR
-                return Evaluation(status=status, message=f"nvcc failed on {executor.where}", log=log,
-                                  seconds=time.monotonic() - start)
-            if step == "run":
-                evaluation = to_evaluation(parse_result(result.output), log, receipt,
-                                           no_device_hint="cuda-compile can still check that it builds")
-                evaluation.seconds = time.monotonic() - start
-                return evaluation
+        if compile_argv is not None:
+            failure, _ = run.step("compile", compile_argv)
+            if failure is not None:
+                return failure
+        failure, output = run.step("run", [*bench, *timing_args(settings, ctx.seed)])
+        if failure is not None:
+            return failure
     finally:
         executor.cleanup()
-    return Evaluation(status=INFRA_ERROR, message="nothing was run", log=log)
+    evaluation = to_evaluation(parse_result(output), run.log, receipt,
+                               no_device_hint="cuda-compile can still check that it builds")
+    if evaluation.status == OK and compiler_output:
+        _add_resources(evaluation, compiler_output, build, cand, arch, run.left())
+    evaluation.seconds = time.monotonic() - run.start
+    return evaluation
+
+
+def _add_resources(evaluation: Evaluation, compiler_output: str, build: Path, cand: ProblemLayout, arch: str,
+                   timeout: float) -> None:
+    """Registers, spills and occupancy next to the timing (occupancy for the device actually used)."""
+    if arch == "native":
+        arch = arch_of_device(str((evaluation.receipt.get("device") or {}).get("cc", "")))
+    info = resource_feedback(compiler_output, build / "candidate.o", cand.solution, cand.harness, arch, max(1.0, timeout))
+    evaluation.feedback["kernels"] = info["kernels"]

@@ -30,7 +30,7 @@ class Finding:
 
 
 def _rule(rule: str, message: str, *patterns: str) -> tuple[str, str, re.Pattern[str]]:
-    return rule, message, re.compile("|".join(f"(?:{p})" for p in patterns))
+    return rule, message, re.compile("|".join(f"(?:{p})" for p in patterns), re.MULTILINE)
 
 
 SIDE_STREAM = _rule(

@@ -73,6 +73,8 @@ def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[s
         "speedup_ci": [speedup.get("low"), speedup.get("high")],
         "verdict": _speedup_verdict(speedup),
     }
+    if (data.get("reference_ms") or {}).get("median") is not None:
+        feedback["pytorch_reference_ms"] = data["reference_ms"]["median"]
     if data.get("achieved_gflops") is not None:
         feedback["achieved_gflops"] = data["achieved_gflops"]
         feedback["peak_gflops_fp32"] = device.get("peak_gflops_fp32")

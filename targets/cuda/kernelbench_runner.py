@@ -1,0 +1,198 @@
+"""Trusted runner for KernelBench-style problems (copied next to the problem on the GPU host and run
+there; self-contained: standard library + torch only).
+
+problem.py   the run's baseline file: above `# speedpatch: solution` the PyTorch reference `Model`,
+             `get_inputs()`, `get_init_inputs()`; below it the baseline `ModelNew` (inline CUDA)
+candidate.py the candidate file; only its `ModelNew` is used
+Same discipline as the .cu harness: correctness on several seeds against `Model` (atol=rtol=1e-4 fp32,
+1e-2 fp16/bf16), a constant-output check, warm-ups, an L2 flush before every trial, CUDA events,
+baseline and candidate alternated (the PyTorch reference timed alongside), the output re-checked after
+timing, one `SPEEDPATCH_RESULT {json}` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import statistics
+import sys
+from typing import Any
+
+
+def emit(status: str, message: str, **extra: Any) -> None:
+    print("SPEEDPATCH_RESULT " + json.dumps({"status": status, "message": message, **extra}), flush=True)
+
+
+def binomial_half_cdf(k: int, n: int) -> float:
+    return min(1.0, sum(math.comb(n, i) for i in range(0, min(k, n) + 1)) / 2.0**n)
+
+
+def summarize(xs: list[float], confidence: float = 0.95) -> dict[str, Any]:
+    """Median with a distribution-free order-statistic confidence interval (same as speedpatch_stats.h)."""
+    if not xs:
+        return {"median": None, "low": None, "high": None, "min": None, "coverage": 0.0, "n": 0}
+    s = sorted(xs)
+    n = len(s)
+    best = 0
+    for j in range(1, n // 2 + 1):
+        if binomial_half_cdf(j - 1, n) <= (1 - confidence) / 2:
+            best = j
+        else:
+            break
+    if best == 0:
+        low, high, coverage = s[0], s[-1], 1 - 2 * 0.5**n
+    else:
+        low, high, coverage = s[best - 1], s[n - best], 1 - 2 * binomial_half_cdf(best - 1, n)
+    return {"median": statistics.median(s), "low": low, "high": high, "min": s[0], "coverage": coverage, "n": n}
+
+
+def load(path: str, name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def tolerance(dtype: Any) -> float:
+    import torch
+
+    return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--problem", required=True)
+    ap.add_argument("--candidate", required=True)
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError as exc:
+        emit("no_device", f"torch is not importable on this host: {exc}")
+        return 3
+    if not torch.cuda.is_available():
+        emit("no_device", "no CUDA device visible to torch")
+        return 3
+    try:
+        problem = load(args.problem, "sp_problem")
+        candidate = load(args.candidate, "sp_candidate")
+    except Exception as exc:  # compile errors of load_inline land here
+        emit("runtime_error", f"loading the problem or candidate failed: {type(exc).__name__}: {exc}")
+        return 4
+    for module, what in ((problem, "problem"), (candidate, "candidate")):
+        if not hasattr(module, "ModelNew"):
+            emit("runtime_error", f"the {what} file defines no ModelNew")
+            return 4
+    device = torch.device("cuda")
+
+    def build(cls: Any) -> Any:
+        torch.manual_seed(args.seed)  # same weights for every model, as KernelBench does
+        return cls(*problem.get_init_inputs()).to(device).eval()
+
+    try:
+        models = {"reference": build(problem.Model), "baseline": build(problem.ModelNew),
+                  "candidate": build(candidate.ModelNew)}
+    except Exception as exc:
+        emit("runtime_error", f"constructing the models failed: {type(exc).__name__}: {exc}")
+        return 4
+
+    sets = []
+    for s in range(args.seeds):
+        torch.manual_seed(args.seed + s)
+        sets.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()])
+
+    def run(name: str, inputs: list[Any]) -> Any:
+        with torch.no_grad():
+            fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            return models[name](*fresh)
+
+    def check(got: Any, want: Any) -> str:
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+            return f"output shape {getattr(got, 'shape', type(got))} != reference {tuple(want.shape)}"
+        tol = tolerance(want.dtype)
+        g, w = got.float(), want.float()
+        bad = ~torch.isclose(g, w, rtol=tol, atol=tol) | ~torch.isfinite(g)
+        count = int(bad.sum())
+        return f"{count} of {w.numel()} outputs differ (max abs err {float((g - w).abs().max()):.3g})" if count else ""
+
+    wants = []
+    try:
+        for s, inputs in enumerate(sets):
+            want = run("reference", inputs)
+            tol = tolerance(want.dtype)
+            flat = want.float().flatten()
+            for c in (0.0, float(flat.mean()), float((flat.max() + flat.min()) / 2)):
+                if bool(torch.all((flat - c).abs() <= tol + tol * flat.abs())):
+                    emit("bad_problem", f"the reference output for seed {args.seed + s} is matched by the constant {c:.4g}")
+                    return 2
+            wants.append(want)
+            for name in ("baseline", "candidate"):
+                why = check(run(name, inputs), want)
+                if why:
+                    emit("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} on seed {args.seed + s}: {why}")
+                    return 1
+    except Exception as exc:
+        emit("runtime_error", f"running failed: {type(exc).__name__}: {exc}")
+        return 4
+
+    props = torch.cuda.get_device_properties(device)
+    l2 = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
+    flush = torch.empty(max(l2 * 3 // 2, 64 << 20) // 4, dtype=torch.int32, device=device)
+    times: dict[str, list[float]] = {"reference": [], "baseline": [], "candidate": []}
+    last: dict[str, Any] = {}
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    order = ["baseline", "candidate", "reference"]
+    try:
+        for i in range(args.warmup):
+            for name in order:
+                run(name, sets[i % len(sets)])
+        torch.cuda.synchronize()
+        for i in range(args.trials):
+            set_index = (i + 1) % len(sets)
+            inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[set_index]]
+            for name in order if i % 2 == 0 else list(reversed(order)):
+                flush.fill_(i)  # evict L2: writes 1.5x its size
+                torch.cuda.synchronize()
+                with torch.no_grad():
+                    start.record()
+                    out = models[name](*inputs)
+                    stop.record()
+                torch.cuda.synchronize()  # everything the call launched has finished
+                times[name].append(start.elapsed_time(stop))
+                last[name] = (out, set_index)
+    except Exception as exc:
+        emit("runtime_error", f"timing failed: {type(exc).__name__}: {exc}")
+        return 4
+    for name in ("baseline", "candidate"):
+        out, set_index = last[name]
+        why = check(out, wants[set_index])
+        if why:
+            emit("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} after the timing loop: {why}")
+            return 1
+    ratios = [b / c for b, c in zip(times["baseline"], times["candidate"], strict=True) if c > 0]
+    summary = {name: summarize(values) for name, values in times.items()}
+    emit(
+        "ok",
+        f"correct on {args.seeds} seeds; median {summary['candidate']['median']:.4g} ms vs baseline "
+        f"{summary['baseline']['median']:.4g} ms (PyTorch reference {summary['reference']['median']:.4g} ms)",
+        problem="kernelbench", shapes=", ".join(str(tuple(x.shape)) for x in sets[0] if isinstance(x, torch.Tensor)),
+        device={"name": props.name, "cc": f"{props.major}.{props.minor}", "sms": props.multi_processor_count,
+                "l2_bytes": l2, "torch": torch.__version__, "cuda": torch.version.cuda},
+        seeds=args.seeds, seed0=args.seed, warmup=args.warmup, trials=args.trials, flush_bytes=flush.numel() * 4,
+        rtol=tolerance(wants[0].dtype), atol=tolerance(wants[0].dtype),
+        baseline_ms=summary["baseline"], candidate_ms=summary["candidate"], reference_ms=summary["reference"],
+        speedup=summarize(ratios),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Build an A/B binary on this machine, one object per translation unit, with an object cache.
+
+The harness (main.cu) and the baseline change rarely during a search and the engine re-evaluates
+identical sources, so objects are cached by the hash of everything that goes into them. Every unit is
+built with `-Xptxas -v` so resource usage (registers, shared memory, spills) is known for any backend
+that builds here. Cached objects keep their compiler output alongside, so feedback survives a cache hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, TIMEOUT, Evaluation
+from speedpatch.targets.base import run_process
+from speedpatch.targets.cuda.build import INCLUDE_DIR, Units, nvcc_version, write_units
+
+
+def default_cache_dir(settings: dict) -> Path:
+    configured = settings.get("cache_dir")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "speedpatch" / "cuda"
+
+
+def kit_version() -> str:
+    """Changes whenever a kit header changes, so cached objects are rebuilt."""
+    digest = hashlib.sha256()
+    for header in sorted(INCLUDE_DIR.iterdir()):
+        if header.is_file():
+            digest.update(header.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@dataclass
+class Built:
+    evaluation: Evaluation | None  # set when the build failed
+    compiler_output: str  # ptxas -v output of the candidate unit
+    binary: Path | None
+
+
+def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list[str], includes: list[str],
+                    cache: Path, timeout: float) -> tuple[int | None, str, bool]:
+    """(returncode or None on timeout, compiler output, from_cache)."""
+    key = hashlib.sha256("\0".join([unit, units.files[unit], units.files["harness.cuh"], *flags, *includes,
+                                    nvcc_version(nvcc), kit_version()]).encode()).hexdigest()[:24]
+    obj, log = cache / f"{key}.o", cache / f"{key}.log"
+    target = build / unit.replace(".cu", ".o")
+    if obj.exists() and log.exists():
+        shutil.copyfile(obj, target)
+        return 0, log.read_text(), True
+    done = run_process([nvcc, *flags, "-Xptxas", "-v", *includes, "-c", unit, "-o", target.name], build, timeout)
+    if done.returncode == 0 and not done.timed_out:
+        cache.mkdir(parents=True, exist_ok=True)
+        for src, dst in ((target, obj), (None, log)):
+            tmp = dst.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
+            if src is None:
+                tmp.write_text(done.output)
+            else:
+                shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)  # atomic: concurrent evaluations never read half an object
+    return (None if done.timed_out else done.returncode), done.output, False
+
+
+def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], includes: list[str], cache: Path,
+                deadline: float) -> Built:
+    """Compile the units (in parallel: they are independent), then link them into `bench`."""
+    write_units(units, build)
+    names = [u for u in ("main.cu", "baseline.cu", "candidate.cu") if u in units.files]
+    left = deadline - time.monotonic()
+    if left <= 1:
+        return Built(Evaluation(status=TIMEOUT, message="the build ran out of time"), "", None)
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        futures = {u: pool.submit(_compile_object, nvcc, u, units, build, arch_flags, includes, cache, left)
+                   for u in names}
+        results = {u: f.result() for u, f in futures.items()}
+    code, candidate_output, _ = results["candidate.cu"]
+    if code is None:
+        return Built(Evaluation(status=TIMEOUT, message="nvcc did not finish in time", log=candidate_output), "", None)
+    if code != 0:
+        return Built(Evaluation(status=COMPILE_ERROR, message="nvcc failed", log=candidate_output), candidate_output, None)
+    for unit in ("main.cu", "baseline.cu"):
+        code, output, _ = results[unit]
+        if code != 0:
+            what = "trusted harness" if unit == "main.cu" else "baseline"
+            status = TIMEOUT if code is None else INFRA_ERROR
+            return Built(Evaluation(status=status, message=f"the {what} did not compile", log=output), "", None)
+    arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
+    objects = [u.replace(".cu", ".o") for u in names]
+    linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
+                         max(1.0, deadline - time.monotonic()))
+    if linked.returncode != 0 or linked.timed_out:
+        return Built(Evaluation(status=COMPILE_ERROR, message="linking with the harness failed (is `launch` declared "
+                                "as `void launch(const float* const* inputs, float* output)`?)", log=linked.output),
+                     candidate_output, None)
+    return Built(None, candidate_output, build / "bench")

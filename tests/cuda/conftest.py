@@ -1,0 +1,82 @@
+"""Shared fixtures for the CUDA target tests. nvcc is slow (seconds per file): everything compiled is
+compiled once per session and shared."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from speedpatch.model import Kernel
+from speedpatch.targets.base import EvalContext
+from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
+from speedpatch.targets.cuda.backends.local import local_gpu
+from speedpatch.targets.cuda.build import INCLUDE_DIR, find_nvcc
+from speedpatch.targets.cuda.target import CudaTarget
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "cuda"
+CU_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.cu"))
+MATMUL = EXAMPLES / "matmul.cu"
+
+needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed (scripts/setup/cuda.sh)")
+needs_gpu = pytest.mark.skipif(local_gpu() is None or find_nvcc() is None, reason="no CUDA device on this machine")
+no_gpu_here = local_gpu() is None
+
+
+@pytest.fixture(scope="session")
+def target() -> CudaTarget:
+    return CudaTarget()
+
+
+@pytest.fixture(scope="session")
+def matmul_source() -> str:
+    return MATMUL.read_text()
+
+
+def context(tmp: Path, source_path: Path = MATMUL, settings: dict | None = None, baseline: str | None = None,
+            timeout: float = 240.0) -> EvalContext:
+    kernel = Kernel("launch", "cuda", 0, 0, 0, 0, 0, "")
+    work = tmp / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    return EvalContext(kernel=kernel, path=str(source_path), workdir=work, timeout=timeout,
+                       settings=settings or {}, baseline_source=baseline)
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cuda-cache")
+
+
+@pytest.fixture(scope="session")
+def matmul_compiled(tmp_path_factory: pytest.TempPathFactory, compile_cache: Path, matmul_source: str):
+    """One cuda-compile evaluation of the matmul example, shared by the tests that read its report."""
+    if find_nvcc() is None:
+        pytest.skip("nvcc not installed (scripts/setup/cuda.sh)")
+    tmp = tmp_path_factory.mktemp("matmul-compile")
+    return CudaCompileBackend().evaluate(matmul_source, context(tmp, settings={"cache_dir": str(compile_cache)}))
+
+
+@pytest.fixture(scope="session")
+def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """Every .cu example, harness and solution, compiled in ONE nvcc run (each in its own namespace, the
+    kit headers parsed once): the same code as a standalone build of each file, at a fifth of the cost."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not installed (scripts/setup/cuda.sh)")
+    out = tmp_path_factory.mktemp("examples")
+    parts = ["#define SPEEDPATCH_SPLIT 1", '#include "speedpatch_timing.cuh"', "#include <cmath>"]
+    for name in CU_EXAMPLES:
+        parts += [f"namespace example_{Path(name).stem} {{", f'#include "{EXAMPLES / name}"', "}"]
+    (out / "examples.cu").write_text("\n".join(parts) + "\n")
+    return subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", f"-I{INCLUDE_DIR}", "-c", "examples.cu",
+                           "-o", "examples.o"], cwd=out, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def gxx() -> str:
+    found = shutil.which("g++")
+    if found is None:
+        pytest.skip("g++ not installed")
+    return found

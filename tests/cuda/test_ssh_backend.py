@@ -1,0 +1,107 @@
+"""cuda-ssh against a fake ssh/scp pair that runs everything locally, and a fake remote nvcc whose
+`bench` prints a fixed result line: the test covers copying, building, running, parsing and cleanup."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED
+from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
+
+from .conftest import MATMUL, context
+
+RESULT = {
+    "status": "ok", "message": "correct on 3 seeds", "seeds": 3, "seed0": 0, "warmup": 3, "trials": 7,
+    "device": {"name": "Fake GPU"}, "flush_bytes": 1,
+    "baseline_ms": {"median": 2.0, "low": 1.9, "high": 2.1},
+    "candidate_ms": {"median": 1.0, "low": 0.95, "high": 1.05},
+    "speedup": {"median": 2.0, "low": 1.8, "high": 2.2},
+}
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+@pytest.fixture()
+def fake_host(tmp_path: Path) -> dict:
+    """settings for cuda-ssh whose ssh/scp/nvcc are local scripts; the log records every ssh command."""
+    log = tmp_path / "ssh.log"
+    remote = tmp_path / "remote"
+    ssh = _script(tmp_path / "ssh", f'host="$1"; shift; echo "$host|$*" >> {log}\nexec bash -c "$*"\n')
+    # scp -q FILE... HOST:DIR/  ->  cp FILE... DIR/
+    scp = _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
+                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("$a"); done\n'
+                                    'exec cp "${files[@]}" "${dest#*:}"\n')
+    (tmp_path / "result.txt").write_text("SPEEDPATCH_RESULT " + json.dumps(RESULT) + "\n")
+    nvcc = _script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
+                   'if grep -q BROKEN candidate.cu; then echo "candidate.cu(40): error: expected a ;"; exit 1; fi\n'
+                   f"printf '#!/bin/bash\\necho \"$@\" > {tmp_path}/bench.args\\ncat {tmp_path}/result.txt\\n' > bench\n"
+                   "chmod +x bench\n")
+    return {"settings": {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(remote), "nvcc": nvcc,
+                         "arch": "sm_90", "trials": 7},
+            "log": log, "remote": remote, "dir": tmp_path}
+
+
+def test_availability_needs_a_host() -> None:
+    assert not CudaSshBackend().availability({}).usable
+    assert "host" in CudaSshBackend().availability({}).reason
+
+
+def test_availability_with_host_and_commands(fake_host: dict) -> None:
+    found = CudaSshBackend().availability(fake_host["settings"])
+    assert found.usable and "gpu-test" in found.reason
+
+
+def test_evaluation_copies_builds_runs_and_cleans_up(fake_host: dict, matmul_source: str) -> None:
+    candidate = matmul_source.replace("#define BLOCK 16", "#define BLOCK 8")
+    ctx = context(fake_host["dir"], settings=fake_host["settings"], baseline=matmul_source)
+    ev = CudaSshBackend().evaluate(candidate, ctx)
+    assert ev.status == OK, ev.message + ev.log
+    assert ev.value == 1.0 and ev.receipt["backend"] == "cuda-ssh" and ev.receipt["host"] == "gpu-test"
+    assert ev.receipt["where"] == "host gpu-test" and "-arch=sm_90" in ev.receipt["flags"]
+    files = (fake_host["dir"] / "nvcc.files").read_text().split()
+    assert {"main.cu", "baseline.cu", "candidate.cu", "harness.cuh", "speedpatch_timing.cuh",
+            "speedpatch_stats.h"} <= set(files)
+    args = (fake_host["dir"] / "nvcc.args").read_text()
+    assert "main.cu baseline.cu candidate.cu -o bench" in args
+    assert "--trials 7" in (fake_host["dir"] / "bench.args").read_text()
+    commands = fake_host["log"].read_text().splitlines()
+    assert all(c.startswith("gpu-test|") for c in commands) and commands[-1].startswith("gpu-test|rm -rf ")
+    assert list(fake_host["remote"].iterdir()) == []  # the remote build folder is gone
+
+
+def test_compile_error_on_the_host_is_a_compile_error(fake_host: dict, matmul_source: str) -> None:
+    broken = matmul_source.replace("float acc = 0.0f;", "float acc = 0.0f BROKEN")
+    ev = CudaSshBackend().evaluate(broken, context(fake_host["dir"], settings=fake_host["settings"],
+                                                   baseline=matmul_source))
+    assert ev.status == COMPILE_ERROR and "expected a ;" in ev.log
+
+
+def test_unreachable_host_is_an_infrastructure_error(fake_host: dict, matmul_source: str) -> None:
+    settings = dict(fake_host["settings"], ssh=_script(fake_host["dir"] / "down", "echo 'connection refused' >&2; exit 255\n"))
+    ev = CudaSshBackend().evaluate(matmul_source, context(fake_host["dir"], settings=settings))
+    assert ev.status == INFRA_ERROR and "gpu-test" in ev.message and "connection refused" in ev.log
+
+
+def test_cheating_candidate_is_rejected_before_anything_is_copied(fake_host: dict, matmul_source: str) -> None:
+    cheat = matmul_source.replace("matmul_kernel<<<grid, block>>>", "cudaStream_t s; cudaStreamCreate(&s);\n"
+                                  "  matmul_kernel<<<grid, block, 0, s>>>")
+    ev = CudaSshBackend().evaluate(cheat, context(fake_host["dir"], settings=fake_host["settings"],
+                                                  baseline=matmul_source))
+    assert ev.status == REJECTED and "stream" in ev.message
+    assert not fake_host["log"].exists()
+
+
+def test_harness_comes_from_the_original_file_when_no_baseline_is_given(fake_host: dict, matmul_source: str) -> None:
+    tampered = matmul_source.replace("s.atol = 1e-3;", "s.atol = 10.0;")
+    ev = CudaSshBackend().evaluate(tampered, context(fake_host["dir"], source_path=MATMUL,
+                                                     settings=fake_host["settings"]))
+    assert ev.status == REJECTED and "harness" in ev.message
+    assert os.path.exists(MATMUL)
