@@ -178,13 +178,14 @@ void gm_mvin(uint64_t dram, uint64_t local, int slot) {
     for (uint64_t r = low; r <= last; r++) mem == MEM_ACC ? touch_acc((uint32_t)r) : touch_spad((uint32_t)r);
   }
 
+  unsigned char src[MAX_BYTES];
   for (uint32_t row = 0; row < rows; row++) {
-    const unsigned char *src = dram ? (const unsigned char *)(uintptr_t)(dram + row * stride) : NULL;
+    if (dram) gm_dram_read(dram + row * stride, src, (uint64_t)cols * esize);
     for (uint32_t col = 0; col < cols; col++) {
       const uint32_t block = col / DIM, lcol = col % DIM;
       const uint32_t lrow = base + row + block * block_stride;
       int64_t value = 0;
-      if (src) {
+      if (dram) {
         if (is_acc && !shrunk) {
           acc_t v;
           memcpy(&v, src + (size_t)col * sizeof(acc_t), sizeof v);
@@ -216,7 +217,7 @@ void gm_mvin(uint64_t dram, uint64_t local, int slot) {
 
 static elem_t acc_to_elem(acc_t v) { return activate(scale_to_elem(v, G.acc_scale), G.acc_act); }
 
-static void mvout_pooled(unsigned char *dram, uint32_t base, int is_acc, uint32_t channels) {
+static void mvout_pooled(uint64_t dram, uint32_t base, int is_acc, uint32_t channels) {
   const int mem = is_acc ? MEM_ACC : MEM_SPAD;
   const uint32_t orows = G.pool_orows, ocols = G.pool_ocols;
   if (channels > DIM) gm_fail("pooled mvout of %u channels exceeds DIM=%d", channels, DIM);
@@ -239,7 +240,8 @@ static void mvout_pooled(unsigned char *dram, uint32_t base, int is_acc, uint32_
             }
             if (e > best) best = e;
           }
-        dram[((uint64_t)porow * G.pool_out_dim + pocol) * G.st_stride + ch] = (unsigned char)best;
+        unsigned char byte = (unsigned char)best;
+        gm_dram_write(dram + ((uint64_t)porow * G.pool_out_dim + pocol) * G.st_stride + ch, &byte, 1);
       }
   uint64_t out_rows = (uint64_t)G.pool_porows * G.pool_pocols;
   uint64_t in_rows = (uint64_t)orows * ocols;
@@ -258,10 +260,8 @@ void gm_mvout(uint64_t dram, uint64_t local) {
   const int mem = is_acc ? MEM_ACC : MEM_SPAD;
   if (norm != 0 && is_acc) gm_fail("mvout normalization command %u is not supported by this model", norm);
   if (is_acc && !full) check_act(G.acc_act, "CONFIG_ST activation");
-  unsigned char *out = (unsigned char *)(uintptr_t)dram;
-
   if (G.pool_stride != 0) {
-    mvout_pooled(out, base, is_acc, cols);
+    mvout_pooled(dram, base, is_acc, cols);
     return;
   }
   if (rows == 0 || cols == 0) {
@@ -274,8 +274,8 @@ void gm_mvout(uint64_t dram, uint64_t local) {
     tm_read(mem, base + b * DIM, rows, 1);
   }
   const uint32_t esize = (is_acc && full) ? sizeof(acc_t) : sizeof(elem_t);
+  static unsigned char dst[65536 * sizeof(acc_t)];
   for (uint32_t i = 0; i < rows; i++) {
-    unsigned char *dst = out + (uint64_t)i * G.st_stride;
     for (uint32_t j = 0; j < cols; j++) {
       const uint32_t row = base + (j / DIM) * DIM + i, col = j % DIM;
       if (!is_acc) {
@@ -286,6 +286,7 @@ void gm_mvout(uint64_t dram, uint64_t local) {
         dst[j] = (unsigned char)acc_to_elem(G.acc[row][col]);
       }
     }
+    gm_dram_write(dram + (uint64_t)i * G.st_stride, dst, (uint64_t)cols * esize);
   }
   S.dram_write_bytes += (uint64_t)rows * cols * esize;
   tm_schedule(U_STORE, T_DMA_CMD_OVERHEAD + (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES,

@@ -23,6 +23,16 @@ uint64_t gemmini_model_cycles(void);
 /* Host work that the trace-pc hook cannot see (e.g. a Spike wrapper counting instructions itself). */
 void gemmini_model_charge_host(uint64_t cycles);
 
+/* Where DRAM is, for a simulator that has its own memory (Spike): both functions copy n bytes and
+ * report a bad address by calling gemmini_model_memory_fault. Natively (the default) DRAM is host memory. */
+typedef void (*gemmini_model_read_fn)(uint64_t addr, void *dst, uint64_t n);
+typedef void (*gemmini_model_write_fn)(uint64_t addr, const void *src, uint64_t n);
+void gemmini_model_set_memory(gemmini_model_read_fn read, gemmini_model_write_fn write);
+__attribute__((noreturn)) void gemmini_model_memory_fault(uint64_t addr);
+
+/* The model's clocks at this moment: the host clock and the completion of all issued work. */
+uint64_t gemmini_model_accelerator_done(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,6 +89,11 @@ extern const char *gm_in_loop;
 
 __attribute__((noreturn, format(printf, 1, 2))) void gm_fail(const char *fmt, ...);
 
+/* DRAM as the accelerator sees it: host memory natively, the simulated memory under Spike
+ * (gemmini_model_set_memory in gemmini_model.h). */
+void gm_dram_read(uint64_t addr, void *dst, uint64_t n);
+void gm_dram_write(uint64_t addr, const void *src, uint64_t n);
+
 /* functional.c: one instruction each, functional effect plus its cycle-model scheduling */
 void gm_reset(void);
 void gm_config(uint64_t rs1, uint64_t rs2);

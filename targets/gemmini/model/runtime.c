@@ -186,6 +186,27 @@ uint64_t gemmini_model_cycles(void) {
 
 void gemmini_model_charge_host(uint64_t cycles) { tm_charge_host(cycles); }
 
+uint64_t gemmini_model_accelerator_done(void) { return T.all_done; }
+
+/* ---- DRAM access ---- */
+
+static void host_read(uint64_t addr, void *dst, uint64_t n) { memcpy(dst, (const void *)(uintptr_t)addr, n); }
+static void host_write(uint64_t addr, const void *src, uint64_t n) { memcpy((void *)(uintptr_t)addr, src, n); }
+static gemmini_model_read_fn dram_read = host_read;
+static gemmini_model_write_fn dram_write = host_write;
+
+void gemmini_model_set_memory(gemmini_model_read_fn read, gemmini_model_write_fn write) {
+  dram_read = read ? read : host_read;
+  dram_write = write ? write : host_write;
+}
+
+void gemmini_model_memory_fault(uint64_t addr) {
+  gm_fail("invalid DRAM address 0x%llx touched by the accelerator", (unsigned long long)addr);
+}
+
+void gm_dram_read(uint64_t addr, void *dst, uint64_t n) { dram_read(addr, dst, n); }
+void gm_dram_write(uint64_t addr, const void *src, uint64_t n) { dram_write(addr, src, n); }
+
 /* Called by the compiler at every basic block of code built with -fsanitize-coverage=trace-pc (the
  * user's file, library headers included): host computation costs cycles like on the real core. */
 void __sanitizer_cov_trace_pc(void) {
