@@ -6,12 +6,26 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass
 
 KERNEL_DECORATORS = {"jit", "baremetal", "benchmark", "profile", "trace"}
 NKI_MODULES = ("nki", "neuronxcc.nki")
 HARNESS_NAMES = ("reference",)
 INPUT_NAMES = ("INPUTS", "make_inputs")
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(text: str) -> ast.Module | None:
+    """ast.parse, or None for source that does not parse. Serialized: CPython 3.11's parser keeps its
+    recursion depth in shared state and raises SystemError when threads parse at the same time."""
+    with _PARSE_LOCK:
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+            return None
 
 
 @dataclass(frozen=True)

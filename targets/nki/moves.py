@@ -14,15 +14,15 @@ import re
 
 from speedpatch.model import Kernel
 from speedpatch.targets.base import Move
+from speedpatch.targets.nki.detect import parse_python
 
 ACTIVATIONS = {"exp", "tanh", "sigmoid", "relu", "gelu", "silu", "log", "sqrt", "rsqrt", "square", "softplus"}
 MAX_TILE = 2048
 
 
 def offline_moves(source: str, kernel: Kernel) -> list[Move]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse_python(source)
+    if tree is None:
         return []
     func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel.name), None)
     if func is None:

@@ -52,10 +52,7 @@ class NkiTarget(Target):
     default_backend = "nki-emulator"
 
     def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            tree = None
+        tree = detect.parse_python(text)
         try:
             found = detect.find_in_tree(tree) if tree is not None else detect.scan_lines(text)
         except RecursionError:
@@ -94,9 +91,8 @@ class NkiTarget(Target):
         current = [k for k in self.find_kernels(source) if k.name == kernel.name]
         if not current:
             return [f"kernel {kernel.name!r} is missing from the candidate"]
-        try:
-            tree = ast.parse(current[0].text)
-        except SyntaxError:
+        tree = detect.parse_python(current[0].text)
+        if tree is None:
             return []  # the evaluation reports the syntax error with its line
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}

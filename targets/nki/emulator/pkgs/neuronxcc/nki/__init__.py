@@ -3,3 +3,5 @@
 from nki import baremetal, benchmark, jit, profile, simulate, simulate_kernel, trace  # noqa: F401
 
 from . import isa, language  # noqa: F401, E402
+
+SPEEDPATCH_EMULATOR = True
