@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from speedpatch.model import INFRA_ERROR, INCORRECT, NOT_MEASURED, OK
+from speedpatch.model import INCORRECT, INFRA_ERROR, NOT_MEASURED, OK
 from speedpatch.targets.nki.backends import remote
 
 from .conftest import EXAMPLES

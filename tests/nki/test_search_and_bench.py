@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from speedpatch.targets.nki.bench import bench_example, format_table
 
 from .conftest import EXAMPLES
