@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from speedpatch.targets.cuda import guards
 from speedpatch.targets.cuda.build import ProblemError, compile_flags, kit_units, layouts, write_units
 from speedpatch.targets.cuda.compilerinfo import arch_of_device, resource_feedback
 from speedpatch.targets.cuda.executors import Executor, LocalExecutor, SshExecutor
+from speedpatch.targets.cuda.gpulock import gpu_lock
 from speedpatch.targets.cuda.localbuild import build_local, default_cache_dir
 from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
 from speedpatch.targets.cuda.results import parse_result, to_evaluation
@@ -101,7 +103,8 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         (build / "problem.py").write_text(baseline)
         (build / "candidate.py").write_text(source)
         shutil.copyfile(KB_RUNNER, build / KB_RUNNER.name)
-        python = str(settings.get("python", "python3"))
+        # Locally the runner uses this Python (where torch would be installed); remotely the host's python3.
+        python = str(settings.get("python") or (sys.executable if isinstance(executor, LocalExecutor) else "python3"))
         bench = [python, KB_RUNNER.name, "--problem", "problem.py", "--candidate", "candidate.py"]
         compile_argv: list[str] | None = None
         receipt.update({"compiler": "torch.utils.cpp_extension.load_inline (on the GPU host)", "python": python})
@@ -128,7 +131,12 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             failure, _ = run.step("compile", compile_argv)
             if failure is not None:
                 return failure
-        failure, output = run.step("run", [*bench, *timing_args(settings, ctx.seed)])
+        # One timing run per GPU at a time (keyed by host), however many evaluations run in parallel.
+        key = executor.host if isinstance(executor, SshExecutor) else "local"
+        with gpu_lock(default_cache_dir(settings), key, max(0.0, run.left() - 1)) as held:
+            if not held:
+                return timeout_evaluation("waiting for the GPU", ctx.timeout, run.log)
+            failure, output = run.step("run", [*bench, *timing_args(settings, ctx.seed)])
         if failure is not None:
             return failure
     finally:

@@ -16,6 +16,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import statistics
 import sys
 from typing import Any
@@ -82,7 +83,11 @@ def main() -> int:
         emit("no_device", "no CUDA device visible to torch")
         return 3
     try:
+        # Separate extension build folders: baseline and candidate often give load_inline the same name,
+        # and must never end up sharing one compiled extension.
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.abspath("torch_ext_problem")
         problem = load(args.problem, "sp_problem")
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.abspath("torch_ext_candidate")
         candidate = load(args.candidate, "sp_candidate")
     except Exception as exc:  # compile errors of load_inline land here
         emit("runtime_error", f"loading the problem or candidate failed: {type(exc).__name__}: {exc}")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
+from speedpatch.targets.cuda.gpulock import gpu_lock
 
 from .conftest import MATMUL, context
 
@@ -45,7 +46,7 @@ def fake_host(tmp_path: Path) -> dict:
                    f"printf '#!/bin/bash\\necho \"$@\" > {tmp_path}/bench.args\\ncat {tmp_path}/result.txt\\n' > bench\n"
                    "chmod +x bench\n")
     return {"settings": {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(remote), "nvcc": nvcc,
-                         "arch": "sm_90", "trials": 7},
+                         "arch": "sm_90", "trials": 7, "cache_dir": str(tmp_path / "cache")},
             "log": log, "remote": remote, "dir": tmp_path}
 
 
@@ -105,3 +106,14 @@ def test_harness_comes_from_the_original_file_when_no_baseline_is_given(fake_hos
                                                      settings=fake_host["settings"]))
     assert ev.status == REJECTED and "harness" in ev.message
     assert os.path.exists(MATMUL)
+
+
+def test_gpu_lock_lets_one_timing_run_at_a_time(tmp_path: Path) -> None:
+    with gpu_lock(tmp_path, "gpu-test", timeout=1) as first:
+        assert first
+        with gpu_lock(tmp_path, "gpu-test", timeout=0.1) as second:
+            assert not second  # the same GPU is busy
+        with gpu_lock(tmp_path, "other-host", timeout=0.1) as other:
+            assert other  # another GPU is not
+    with gpu_lock(tmp_path, "gpu-test", timeout=0.1) as again:
+        assert again

@@ -1,7 +1,7 @@
 """cuda-ssh: copy the build to a GPU host, build it there with its nvcc, run it there.
 
 speedpatch.toml:
-    [backend_settings.cuda-ssh]
+    [backend.cuda-ssh]
     host = "gpu1"                 # anything ssh accepts: alias, user@host
     ssh = "ssh -o BatchMode=yes"  # command (with options) used to run remote commands
     scp = "scp -o BatchMode=yes"
@@ -32,7 +32,7 @@ class CudaSshBackend(Backend):
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         settings = settings or {}
         if not settings.get("host"):
-            return Availability(False, "set [backend_settings.cuda-ssh] host = \"...\" in speedpatch.toml")
+            return Availability(False, "set [backend.cuda-ssh] host = \"...\" in speedpatch.toml")
         for key in ("ssh", "scp"):
             command = shlex.split(str(settings.get(key, key)))
             if not command or shutil.which(command[0]) is None:
