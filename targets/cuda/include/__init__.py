@@ -1,0 +1,1 @@
+"""The harness kit headers (speedpatch_timing.cuh, speedpatch_stats.h), shipped as package data."""
