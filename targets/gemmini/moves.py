@@ -18,6 +18,7 @@ Rewrites:
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass
 from itertools import product
@@ -31,7 +32,7 @@ HALF_ACC_ROWS = 1024 // 2
 MAX_BLOCK_LEN = 4
 IDENTITY_SCALES = {"MVIN_SCALE_IDENTITY", "ACC_SCALE_IDENTITY", "1", "1.0", "1.0f", "1.f"}
 FALSE = {"false", "0"}
-MAX_MOVES = 12
+MAX_MOVES = 14
 
 CALL_NAMES = ("tiled_matmul_auto", "tiled_matmul", "gemmini_tiled_matmul_manual", "tiled_conv_auto", "tiled_conv")
 
@@ -238,6 +239,16 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
                             "accumulator half for more reuse of each loaded A and B block.", _manual(a, t, "WS")))
             out.append((f"Switch to the output-stationary dataflow (sums stay in the PEs over the K tile), issued "
                         f"from the core with tiles {_fmt(auto)}.", _manual(a, auto, "OS")))
+        if explicit_ok(a, dims):
+            for tiles in loop_candidates(dims):
+                out.append((f"Write one LOOP_WS per tile explicitly with dividing tiles {_fmt(tiles)}, alternating "
+                            "scratchpad halves, and skip moving in again an A or B tile that is already in the half "
+                            "(pass NULL) when the whole operand is a single tile.", render_loop(a, dims, tiles)))
+            for tiles, acc_double in explicit_candidates(dims):
+                out.append((f"Write the schedule out explicitly (weight-stationary, tiles {_fmt(tiles)}, accumulator "
+                            f"{'double-buffered' if acc_double else 'used whole'}) with constant loop bounds, so the "
+                            "core spends few cycles per instruction and each B block stays in the PEs for a whole "
+                            "column of A blocks.", render_explicit(a, dims, tiles, acc_double)))
         for t in neighbours(auto, dims)[:3]:
             out.append((f"Replace tiled_matmul_auto by tiled_matmul with explicit tiles {_fmt(t)} instead of the "
                         f"automatic {_fmt(auto)}.", _tiled_matmul(a, t)))
@@ -260,6 +271,234 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
                     _manual(a, t, dataflow)))
     out.append((f"Switch the dataflow from {dataflow} to {other} with the same tiles ({_fmt(tiles3)}).",
                 _manual(a, tiles3, other)))
+    return out
+
+
+# ------------------------------------------------------------------------------- explicit schedules
+SCHEDULE_MARK = "speedpatch-schedule:"
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def explicit_fits(ti: int, tj: int, tk: int, acc_double: bool) -> bool:
+    acc_rows = HALF_ACC_ROWS if acc_double else 2 * HALF_ACC_ROWS
+    return ti * tj * DIM <= acc_rows and (ti * tk + tk * tj) * DIM <= HALF_SPAD_ROWS
+
+
+def explicit_ok(a: dict[str, str], dims: tuple[int, int, int] | None) -> bool:
+    """The explicit schedule covers: sizes that are multiples of DIM, identity input scales, no transposes,
+    int8 C, and either no bias or a bias row repeated on every row."""
+    if dims is None or any(d % DIM for d in dims) or not _manual_ok(a) or a["type"].strip() == "CPU":
+        return False
+    return a["D"].strip() in ("NULL", "0") or a["repeating"].strip() in ("true", "1")
+
+
+def render_explicit(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int, int, int],
+                    acc_double: bool, dataflow: str = "WS") -> str:
+    """A weight-stationary schedule written out instruction by instruction with constant bounds (so the
+    core spends few cycles per instruction), as a block that replaces the library call."""
+    ni, nj, nk = (d // DIM for d in dims)
+    ti, tj, tk = tiles
+    a_blocks = 4 if tk % 4 == 0 else (2 if tk % 2 == 0 else 1)
+    b_blocks = 4 if tj % 4 == 0 else (2 if tj % 2 == 0 else 1)
+    bias = a["D"].strip() not in ("NULL", "0")
+    spec = {"I": dims[0], "J": dims[1], "K": dims[2], "tiles": list(tiles), "acc_double": acc_double,
+            "dataflow": dataflow, "args": [a[k] for k in MANUAL[:14]]}
+    os_flow = dataflow == "OS"
+    first_flag = "GEMMINI_ACC_ACCUMULATE" if bias else "(k0 == 0 && k == 0 ? 0 : GEMMINI_ACC_ACCUMULATE)"
+    lines = [
+        "{",
+        f"    /* {SCHEDULE_MARK} {json.dumps(spec)} */",
+        f"    /* {'Output' if os_flow else 'Weight'}-stationary schedule for {dims[0]}x{dims[1]}x{dims[2]}, tiles of "
+        f"{ti}x{tj}x{tk} blocks: scratchpad",
+        "     * halves alternate between K tiles" + (" and accumulator halves between output tiles" if acc_double else
+                                                   "; the output tile uses the whole accumulator") + ". */",
+        f"    gemmini_extended_config_ex({'OUTPUT' if os_flow else 'WEIGHT'}_STATIONARY, NO_ACTIVATION, 0, 1, false, false);",
+        f"    gemmini_extended_config_st(({a['sC']}) * sizeof(elem_t), {a['act']}, {a['scale']});",
+        f"    gemmini_extended3_config_ld(({a['sA']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);",
+        f"    gemmini_extended3_config_ld(({a['sB']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);",
+        "    gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 2);",
+        "    uint32_t spad_half = 0, acc_half = 0;",
+        f"    for (size_t i0 = 0; i0 < {ni}; i0 += {ti})",
+        f"      for (size_t j0 = 0; j0 < {nj}; j0 += {tj}) {{",
+        "        const uint32_t acc = GEMMINI_ACC_ADDR | acc_half;",
+    ]
+    if bias:
+        lines += [
+            f"        for (size_t i = 0; i < {ti}; i++)",
+            f"          for (size_t j = 0; j < {tj}; j++)",
+            f"            gemmini_extended_mvin3(({a['D']}) + (j0 + j) * DIM, acc + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM);",
+        ]
+    lines += [
+        f"        for (size_t k0 = 0; k0 < {nk}; k0 += {tk}) {{",
+        f"          const uint32_t a_sp = spad_half, b_sp = spad_half + {ti * tk * DIM};",
+        f"          for (size_t i = 0; i < {ti}; i++)",
+        f"            for (size_t k = 0; k < {tk}; k += {a_blocks})",
+        f"              gemmini_extended_mvin(({a['A']}) + (i0 + i) * DIM * ({a['sA']}) + (k0 + k) * DIM,",
+        f"                                    a_sp + (uint32_t)((i * {tk} + k) * DIM), {a_blocks} * DIM, DIM);",
+        f"          for (size_t k = 0; k < {tk}; k++)",
+        f"            for (size_t j = 0; j < {tj}; j += {b_blocks})",
+        f"              gemmini_extended_mvin2(({a['B']}) + (k0 + k) * DIM * ({a['sB']}) + (j0 + j) * DIM,",
+        f"                                     b_sp + (uint32_t)((k * {tj} + j) * DIM), {b_blocks} * DIM, DIM);",
+    ]
+    if os_flow:
+        # The sums stay in the PEs over the K tile; only the last compute writes them (to the accumulator).
+        flag = "GEMMINI_ACC_ACCUMULATE" if bias else "(k0 == 0 ? 0 : GEMMINI_ACC_ACCUMULATE)"
+        a_sp, b_sp = f"a_sp + (uint32_t)((i * {tk} + k) * DIM)", f"b_sp + (uint32_t)((k * {tj} + j) * DIM)"
+        out_c = f"(acc | {flag}) + (uint32_t)((i * {tj} + j) * DIM)"
+        lines += [
+            f"          for (size_t i = 0; i < {ti}; i++)",
+            f"            for (size_t j = 0; j < {tj}; j++) {{",
+        ]
+        if tk == 1:
+            lines += [
+                "              const size_t k = 0;",
+                f"              gemmini_extended_preload(GARBAGE_ADDR, {out_c}, DIM, DIM, DIM, DIM);",
+                f"              gemmini_extended_compute_preloaded({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
+            ]
+        else:
+            lines += [
+                "              gemmini_extended_preload(GARBAGE_ADDR, GARBAGE_ADDR, DIM, DIM, DIM, DIM);",
+                "              {",
+                "                const size_t k = 0;",
+                f"                gemmini_extended_compute_preloaded({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
+                "              }",
+                f"              for (size_t k = 1; k < {tk - 1}; k++)",
+                f"                gemmini_extended_compute_accumulated({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
+                "              {",
+                f"                const size_t k = {tk - 1};",
+                f"                gemmini_extended_preload(GARBAGE_ADDR, {out_c}, DIM, DIM, DIM, DIM);",
+                f"                gemmini_extended_compute_accumulated({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
+                "              }",
+            ]
+        lines.append("            }")
+    else:
+        lines += [
+        f"          for (size_t j = 0; j < {tj}; j++)",
+        f"            for (size_t k = 0; k < {tk}; k++) {{",
+        f"              const uint32_t flag = {first_flag};",
+        f"              gemmini_extended_preload(b_sp + (uint32_t)((k * {tj} + j) * DIM), (acc | flag) + (uint32_t)(j * DIM),",
+        "                                       DIM, DIM, DIM, DIM);",
+        "              gemmini_extended_compute_preloaded(a_sp + (uint32_t)(k * DIM), GARBAGE_ADDR, DIM, DIM, DIM, DIM);",
+        f"              for (size_t i = 1; i < {ti}; i++) {{",
+        f"                gemmini_extended_preload(GARBAGE_ADDR, (acc | flag) + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM,",
+        "                                         DIM, DIM);",
+        f"                gemmini_extended_compute_accumulated(a_sp + (uint32_t)((i * {tk} + k) * DIM), GARBAGE_ADDR, DIM,",
+        "                                                     DIM, DIM, DIM);",
+        "              }",
+        "            }",
+        ]
+    lines += [
+        f"          spad_half ^= {HALF_SPAD_ROWS};",
+        "        }",
+        f"        for (size_t i = 0; i < {ti}; i++)",
+        f"          for (size_t j = 0; j < {tj}; j++)",
+        f"            gemmini_extended_mvout(({a['C']}) + (i0 + i) * DIM * ({a['sC']}) + (j0 + j) * DIM,",
+        f"                                   acc + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM);",
+    ]
+    if acc_double:
+        lines.append(f"        acc_half ^= {HALF_ACC_ROWS};")
+    lines += ["      }", "  }"]
+    return "\n".join(lines)
+
+
+def render_loop(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int, int, int]) -> str:
+    """One LOOP_WS per tile, written out, so that a tile of A or B the hardware loop already holds in a
+    scratchpad half is not moved in again (A or B = NULL): when the whole B (or the whole A) is a single
+    tile, each half loads it once."""
+    ni, nj, nk = (d // DIM for d in dims)
+    ti, tj, tk = tiles
+    bias = a["D"].strip() not in ("NULL", "0")
+    reuse_b = nj == tj and nk == tk
+    reuse_a = ni == ti and nk == tk
+    spec = {"I": dims[0], "J": dims[1], "K": dims[2], "tiles": list(tiles), "loop": True,
+            "args": [a[k] for k in MANUAL[:14]]}
+    b_ptr = f"({a['B']}) + k0 * DIM * ({a['sB']}) + j0 * DIM"
+    a_ptr = f"({a['A']}) + i0 * DIM * ({a['sA']}) + k0 * DIM"
+    lines = [
+        "{",
+        f"    /* {SCHEDULE_MARK} {json.dumps(spec)} */",
+        f"    /* One LOOP_WS per {ti}x{tj}x{tk}-block tile, alternating scratchpad halves"
+        + ("; B is one tile, moved in once per half" if reuse_b else "")
+        + ("; A is one tile, moved in once per half" if reuse_a else "") + ". */",
+        "    gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);",
+        f"    gemmini_extended_config_st(({a['sC']}) * sizeof(elem_t), {a['act']}, {a['scale']});",
+        f"    gemmini_extended3_config_ld(({a['sA']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);",
+        f"    gemmini_extended3_config_ld(({a['sB']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);",
+        "    gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 2);",
+        "    unsigned tile = 0;",
+        f"    for (size_t i0 = 0; i0 < {ni}; i0 += {ti})",
+        f"      for (size_t j0 = 0; j0 < {nj}; j0 += {tj})",
+        f"        for (size_t k0 = 0; k0 < {nk}; k0 += {tk}, tile++) {{",
+        "          const int half = (tile & 1) ? 2 : 1;",
+        f"          const elem_t *a = {'tile >= 2 ? NULL : ' if reuse_a else ''}{a_ptr};",
+        f"          const elem_t *b = {'tile >= 2 ? NULL : ' if reuse_b else ''}{b_ptr};",
+        f"          const acc_t *d = {'k0 == 0 ? (' + a['D'] + ') + j0 * DIM : NULL' if bias else 'NULL'};",
+        f"          elem_t *c = k0 + {tk} == {nk} ? ({a['C']}) + i0 * DIM * ({a['sC']}) + j0 * DIM : NULL;",
+        f"          gemmini_loop_ws({ti}, {tj}, {tk}, 0, 0, 0, a, b, d, c, {a['sA']}, {a['sB']}, 0, {a['sC']}, false, false,",
+        f"                          false, false, {'true' if bias else 'k0 > 0'}, {a['act']}, half, half, false);",
+        "        }",
+        "  }",
+    ]
+    return "\n".join(lines)
+
+
+def loop_candidates(dims: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """Dividing tiles for the hardware loop: the biggest ones that keep a whole operand as one tile."""
+    ni, nj, nk = (d // DIM for d in dims)
+    out = []
+    for keep in ("B", "A", "none"):
+        best = None
+        for ti, tj, tk in product(divisors(ni), divisors(nj), divisors(nk)):
+            if not matmul_fits(ti, tj, tk):
+                continue
+            if keep == "B" and (tj != nj or tk != nk) or keep == "A" and (ti != ni or tk != nk):
+                continue
+            key = (ti * tj, tk)
+            if best is None or key > best[0]:
+                best = (key, (ti, tj, tk))
+        if best and best[1] not in out:
+            out.append(best[1])
+    return out
+
+
+def explicit_candidates(dims: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], bool]]:
+    """Tile shapes that divide the problem and fill the accumulator (whole or half), K tiles of 4-16."""
+    ni, nj, nk = (d // DIM for d in dims)
+    out = []
+    for acc_double in (False, True):
+        best = None
+        for ti, tj in product(divisors(ni), divisors(nj)):
+            tk = max((d for d in divisors(nk) if d <= 8 and explicit_fits(ti, tj, d, acc_double)), default=0)
+            if not tk:
+                continue
+            key = (ti * tj, min(ti, tj), tk)
+            if best is None or key > best[0]:
+                best = (key, (ti, tj, tk))
+        if best:
+            out.append((best[1], acc_double))
+    return out
+
+
+def explicit_neighbours(dims: tuple[int, int, int], tiles: tuple[int, int, int],
+                        acc_double: bool) -> list[tuple[str, tuple[int, int, int], bool]]:
+    counts = [d // DIM for d in dims]
+    out = []
+    for axis, name in enumerate(("tile_I", "tile_J", "tile_K")):
+        divs = divisors(counts[axis])
+        pos = divs.index(tiles[axis]) if tiles[axis] in divs else -1
+        for step in (1, -1):
+            if pos < 0 or not 0 <= pos + step < len(divs):
+                continue
+            t = list(tiles)
+            t[axis] = divs[pos + step]
+            cand = (t[0], t[1], t[2])
+            if explicit_fits(*cand, acc_double):
+                out.append((f"{name} {tiles[axis]} -> {cand[axis]}", cand, acc_double))
+    if explicit_fits(*tiles, not acc_double):
+        out.append(("accumulator double-buffering " + ("off" if acc_double else "on"), tiles, not acc_double))
     return out
 
 
@@ -356,6 +595,46 @@ def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
     return out
 
 
+def schedule_moves(text: str) -> list[tuple[str, int, int, str]]:
+    """Moves on an explicit schedule written by render_explicit: (plan, start, end, replacement)."""
+    out: list[tuple[str, int, int, str]] = []
+    for m in re.finditer(r"/\* " + re.escape(SCHEDULE_MARK) + r" (\{.*?\}) \*/", text):
+        start = text.rfind("{", 0, m.start())
+        depth, end = 0, start
+        while end < len(text):
+            depth += text[end] == "{"
+            depth -= text[end] == "}"
+            end += 1
+            if depth == 0:
+                break
+        try:
+            spec = json.loads(m.group(1))
+            dims = (int(spec["I"]), int(spec["J"]), int(spec["K"]))
+            tiles = (int(spec["tiles"][0]), int(spec["tiles"][1]), int(spec["tiles"][2]))
+            a = dict(zip(MANUAL[:14], [str(x) for x in spec["args"]], strict=True))
+            acc_double = bool(spec.get("acc_double", True))
+            dataflow = "OS" if spec.get("dataflow") == "OS" else "WS"
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
+        if start < 0 or depth != 0:
+            continue
+        if spec.get("loop"):
+            for why, t, _ in explicit_neighbours(dims, tiles, True):
+                if t != tiles and matmul_fits(*t):
+                    out.append((f"Retune the per-tile LOOP_WS schedule: {why} (tiles {_fmt(t)}).", start, end,
+                                render_loop(a, dims, t)))
+            out.append((f"Issue every instruction from the core instead of LOOP_WS, weight-stationary, tiles "
+                        f"{_fmt(tiles)}.", start, end, render_explicit(a, dims, tiles, matmul_fits(*tiles))))
+            continue
+        for why, t, db in explicit_neighbours(dims, tiles, acc_double):
+            out.append((f"Retune the explicit schedule: {why} (tiles {_fmt(t)}).", start, end,
+                        render_explicit(a, dims, t, db, dataflow)))
+        other = "WS" if dataflow == "OS" else "OS"
+        out.append((f"Switch the explicit schedule to the {'output' if other == 'OS' else 'weight'}-stationary "
+                    f"dataflow (tiles {_fmt(tiles)}).", start, end, render_explicit(a, dims, tiles, acc_double, other)))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ API
 def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     text = source[kernel.start:kernel.end]
@@ -363,6 +642,9 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
         return []
     defines = int_defines(source)
     moves: list[Move] = []
+    for plan, start, end, block in schedule_moves(text):
+        new_kernel = text[:start] + block + text[end:]
+        moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     for call in find_calls(text):
         rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
         for plan, new_call in rewrites:
