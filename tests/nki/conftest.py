@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,28 @@ def target() -> NkiTarget:
     return NkiTarget()
 
 
+_EMULATED: dict[tuple[str, str | None, str], Evaluation] = {}
+
+
 @pytest.fixture
 def evaluate(target: NkiTarget, tmp_path: Path):
-    """evaluate(source, kernel=None, backend="nki-emulator", settings=None, timeout=30) -> Evaluation"""
+    """evaluate(source, kernel=None, backend="nki-emulator", settings=None, timeout=30) -> Evaluation
+
+    Emulator results are deterministic, so they are cached for the session (each evaluation is a
+    subprocess start)."""
     counter = iter(range(1000))
 
     def run(source: str, kernel: str | None = None, backend: str = "nki-emulator",
             settings: dict | None = None, timeout: float = 30.0) -> Evaluation:
+        key = (source, kernel, json.dumps(settings, sort_keys=True))
+        if backend == "nki-emulator" and key in _EMULATED:
+            return _EMULATED[key]
+        ev = _run(source, kernel, backend, settings, timeout)
+        if backend == "nki-emulator" and ev.status != "timeout":
+            _EMULATED[key] = ev
+        return ev
+
+    def _run(source: str, kernel: str | None, backend: str, settings: dict | None, timeout: float) -> Evaluation:
         kernels = target.find_kernels(source)
         assert kernels, "no kernel found in the test source"
         chosen = next(k for k in kernels if kernel is None or k.name == kernel)
