@@ -7,7 +7,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from speedpatch.model import INCORRECT, OK
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 

@@ -9,11 +9,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, TIMEOUT
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
 from speedpatch.targets.cuda.gpulock import gpu_lock
 
-from .conftest import MATMUL, context
+from .conftest import EXAMPLES, MATMUL, context
 
 RESULT = {
     "status": "ok", "message": "correct on 3 seeds", "seeds": 3, "seed0": 0, "warmup": 3, "trials": 7,
@@ -117,3 +117,24 @@ def test_gpu_lock_lets_one_timing_run_at_a_time(tmp_path: Path) -> None:
             assert other  # another GPU is not
     with gpu_lock(tmp_path, "gpu-test", timeout=0.1) as again:
         assert again
+
+
+def test_hanging_program_on_the_host_times_out(fake_host: dict, matmul_source: str) -> None:
+    nvcc = _script(fake_host["dir"] / "nvcc-hang", "printf '#!/bin/bash\\nsleep 30\\n' > bench; chmod +x bench\n")
+    settings = dict(fake_host["settings"], nvcc=nvcc)
+    ev = CudaSshBackend().evaluate(matmul_source, context(fake_host["dir"], settings=settings, baseline=matmul_source,
+                                                          timeout=3))
+    assert ev.status == TIMEOUT and "gpu-test" in ev.message
+
+
+def test_kernelbench_problem_is_staged_with_the_trusted_runner(fake_host: dict) -> None:
+    problem = (EXAMPLES / "kernelbench_relu.py").read_text()
+    python = _script(fake_host["dir"] / "python", f'ls > {fake_host["dir"]}/kb.files; echo "$@" > {fake_host["dir"]}/kb.args\n'
+                                                  f'cat {fake_host["dir"]}/result.txt\n')
+    settings = dict(fake_host["settings"], python=python)
+    ev = CudaSshBackend().evaluate(problem, context(fake_host["dir"], source_path=EXAMPLES / "kernelbench_relu.py",
+                                                    settings=settings, baseline=problem))
+    assert ev.status == OK, ev.message + ev.log
+    assert {"problem.py", "candidate.py", "kernelbench_runner.py"} <= set((fake_host["dir"] / "kb.files").read_text().split())
+    assert "kernelbench_runner.py --problem problem.py --candidate candidate.py --trials 7" in (
+        fake_host["dir"] / "kb.args").read_text()

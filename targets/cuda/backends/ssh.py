@@ -32,7 +32,7 @@ class CudaSshBackend(Backend):
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         settings = settings or {}
         if not settings.get("host"):
-            return Availability(False, "set [backend.cuda-ssh] host = \"...\" in speedpatch.toml")
+            return Availability(False, "no GPU host: set host = \"...\" in the backend.cuda-ssh table of speedpatch.toml")
         for key in ("ssh", "scp"):
             command = shlex.split(str(settings.get(key, key)))
             if not command or shutil.which(command[0]) is None:
