@@ -26,12 +26,12 @@ class NkiNeuronBackend(Backend):
             info, why = remote.probe(settings, Path(tmp))
         if info is None:
             return Availability(False, why + ("" if settings.get("host") else
-                                              "; set [backend_settings.nki-neuron] host = \"<trn host>\" to use SSH"))
-        entry, why = remote.real_nki(info)
+                                              "; set host = \"<trainium host>\" in [backend.nki-neuron] to use SSH"))
+        entry, why = remote.real_nki(info, self.name)
         if entry is None:
             return Availability(False, why)
         if not info.get("devices"):
-            hint = "" if settings.get("host") else "; set host = \"<trainium host>\" to run over SSH"
+            hint = "" if settings.get("host") else "; set host = \"<trainium host>\" in [backend.nki-neuron] to run over SSH"
             return Availability(False, f"no Neuron device (/dev/neuron*) on {remote.where(settings)}{hint}")
         if not entry.get("benchmark"):
             return Availability(False, f"nki {entry.get('version')} has no nki.benchmark")

@@ -2,7 +2,8 @@
 
 One process per evaluation: `<python> -c BOOTSTRAP`, with runner.py, the candidate and the nonce sent as
 JSON on stdin; over SSH that is `<ssh> <host> '<python> -c BOOTSTRAP'`, so nothing has to be installed on
-the host beyond the Neuron SDK's Python. Settings (the backend's table in speedpatch.toml):
+the host beyond the Neuron SDK's Python. Settings (the backend's table in speedpatch.toml, e.g.
+[backend.nki-neuron] or [backend.nki-simulate]):
     host = "trn1-box"      # omit to run locally
     ssh = "ssh -o BatchMode=yes"
     python = "/opt/aws_neuronx_venv_pytorch/bin/python"   # default: python3 (remote) / this Python (local)
@@ -80,7 +81,7 @@ def probe(settings: dict[str, Any], cwd: Path, timeout: float = 20.0) -> tuple[d
     return None, f"cannot run Python on {where(settings)}: {proc.output.strip()[-300:] or f'exit {proc.returncode}'}"
 
 
-def real_nki(info: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def real_nki(info: dict[str, Any], backend: str) -> tuple[dict[str, Any] | None, str]:
     """The usable real installation from a probe, or why there is none (placeholder packages named)."""
     found = [info.get(n, {}) for n in ("nki", "neuronxcc.nki")]
     for entry in found:
@@ -91,7 +92,10 @@ def real_nki(info: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
                       "install the Neuron SDK from AWS's pip index (pip install --extra-index-url "
                       "https://pip.repos.neuron.amazonaws.com neuronx-cc nki) in the Python this backend uses")
     errors = "; ".join(e.get("error", "") for e in found if e.get("error"))
-    return None, f"no Neuron nki installation importable ({errors or 'not installed'})"
+    return None, (f"no Neuron nki installation importable ({errors or 'not installed'}); install the Neuron SDK "
+                  f"(pip install --extra-index-url https://pip.repos.neuron.amazonaws.com neuronx-cc) or set "
+                  f"python = \"/path/to/neuron-venv/bin/python\" (and host = \"...\" for a remote Trainium host) "
+                  f"in [backend.{backend}] of speedpatch.toml")
 
 
 def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float) -> ProcResult:

@@ -25,7 +25,7 @@ class NkiSimulateBackend(Backend):
             info, why = remote.probe(settings, Path(tmp))
         if info is None:
             return Availability(False, why)
-        entry, why = remote.real_nki(info)
+        entry, why = remote.real_nki(info, self.name)
         if entry is None:
             return Availability(False, why)
         if not entry.get("simulate"):
