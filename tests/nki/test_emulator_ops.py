@@ -255,3 +255,45 @@ def test_activation_bias_must_be_a_per_partition_vector():
 
     with pytest.raises(NkiError, match="bias must be a scalar or a"):
         kernel(rand(8, 8))
+
+
+def test_hbm_reshape_and_partition_broadcast_of_a_weight_row():
+    @jit
+    def kernel(x, g):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        g_row = nl.load(g.reshape((1, g.shape[0])))
+        nl.store(out, value=nl.multiply(nl.load(x), g_row.broadcast_to((x.shape[0], g.shape[0]))))
+        return out
+
+    x, g = rand(128, 16), rand(16)
+    np.testing.assert_allclose(kernel(x, g), x * g, rtol=1e-6)
+
+
+def test_tensor_tensor_scan_is_a_running_recurrence_along_the_free_axis():
+    @jit
+    def kernel(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        scan = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), 0.0, np.multiply, np.add)
+        nl.store(out, value=scan)
+        return out
+
+    a, b = rand(8, 6), rand(8, 6)
+    expected = np.zeros_like(a)
+    prev = np.zeros(8, np.float32)
+    for i in range(6):
+        prev = a[:, i] * prev + b[:, i]
+        expected[:, i] = prev
+    np.testing.assert_allclose(kernel(a, b), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_scalar_reduce_writes_the_free_axis_reduction():
+    @jit
+    def kernel(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        total = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(data=nl.load(x), op0=np.multiply, operand0=2.0, reduce_op=np.add, reduce_res=total)
+        nl.store(out, value=total)
+        return out
+
+    x = rand(16, 8)
+    np.testing.assert_allclose(kernel(x), 2 * x.sum(axis=1, keepdims=True), rtol=1e-5)

@@ -93,9 +93,10 @@ def _activation(dst: Tile | None, a: dict[str, Any]) -> Tile:
             raise NkiError(f"nisa.activation: {name} must be a scalar or a (partitions, 1) vector, got shape "
                            f"{value.shape}; apply full-tile operands with tensor_tensor")
     operands = [data, 1.0 if scale is None else scale, 0.0 if bias is None else bias]
-    out = ops.elementwise("activation", "scalar", lambda x, s, b: fn(x * s + b), operands, dst=dst,
-                          dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
     res = a.get("reduce_res")
+    out = ops.elementwise("activation", "scalar", lambda x, s, b: fn(x * s + b), operands, dst=dst,
+                          dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"),
+                          extra_writes=[res] if isinstance(res, Tile) else [])
     if res is not None:
         red = nl.reduce_fn(a.get("reduce_op") or np.add)
         values = red(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
@@ -224,3 +225,40 @@ def bn_aggr(*args: Any, **kwargs: Any) -> Tile:
         return np.concatenate([m, v], axis=1)
 
     return ops.elementwise("bn_aggr", "vector", run, [a["data"]], dst=dst, dtype=a.get("dtype") or "float32")
+
+
+def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> Tile:
+    """op0(data, operand0), also reduced along the free axis with reduce_op into reduce_res. Vector engine."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
+    a = _bind(["data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0", "dtype", "mask"], rest, kwargs,
+              "tensor_scalar_reduce")
+    op0, rev0 = nl.np_binary(a["op0"]), bool(a.get("reverse0", False))
+    res = a["reduce_res"]
+    if not isinstance(res, Tile):
+        raise NkiError("nisa.tensor_scalar_reduce: reduce_res must be a tile")
+    out = ops.elementwise("tensor_scalar_reduce", "vector", lambda x, s: op0(s, x) if rev0 else op0(x, s),
+                          [a["data"], a["operand0"]], dst=dst, dtype=ops.out_dtype(a.get("dtype"), a["data"]),
+                          mask=a.get("mask"), extra_writes=[res])
+    values = nl.reduce_fn(a["reduce_op"])(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
+    res.write(values.reshape(res.shape))
+    return out
+
+
+def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
+    """Along the free axis: out[:, i] = op1(op0(data0[:, i], out[:, i-1]), data1[:, i]), out[:, -1] = initial.
+    A sequential scan on the Vector engine (cost as one pass over the tile)."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
+    a = _bind(["data0", "data1", "initial", "op0", "op1", "dtype", "mask"], rest, kwargs, "tensor_tensor_scan")
+    op0, op1 = nl.np_binary(a["op0"]), nl.np_binary(a["op1"])
+
+    def run(d0: np.ndarray, d1: np.ndarray, init: Any) -> np.ndarray:
+        d0, d1 = np.atleast_2d(d0), np.atleast_2d(d1)
+        out = np.empty(np.broadcast_shapes(d0.shape, d1.shape), dtype=np.float32)
+        prev = np.broadcast_to(np.asarray(init, dtype=np.float32), (out.shape[0], 1))[:, 0]
+        for i in range(out.shape[1]):
+            prev = op1(op0(d0[:, i], prev), d1[:, i])
+            out[:, i] = prev
+        return out
+
+    return ops.elementwise("tensor_tensor_scan", "vector", run, [a["data0"], a["data1"], a["initial"]], dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), a["data0"]), mask=a.get("mask"))

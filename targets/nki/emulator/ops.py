@@ -86,7 +86,10 @@ def elementwise(
     dtype: Any = None,
     mask: Any = None,
     extra_reads: Sequence[Tile] = (),
+    extra_writes: Sequence[Tile] = (),
 ) -> Tile:
+    """One engine instruction: fn over the operands' values, written to dst (a new SBUF tile if None).
+    extra_writes are further outputs the caller fills (e.g. an activation's reduce result)."""
     tiles = [x for x in operands if isinstance(x, Tile)] + list(extra_reads)
     for t in tiles:
         require_on_chip(t, what)
@@ -107,7 +110,8 @@ def elementwise(
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}")
     dst.write(result, mask)
     free = max([dst.free_size] + [t.free_size for t in tiles])
-    costmodel.current().issue(engine, engine_cost_ns(engine, free), [t.access() for t in tiles], [dst.access()])
+    writes = [dst.access()] + [t.access() for t in extra_writes]
+    costmodel.current().issue(engine, engine_cost_ns(engine, free), [t.access() for t in tiles], writes)
     return dst
 
 
@@ -253,3 +257,18 @@ def out_dtype(dtype: Any, *tiles: Any) -> DType | None:
         return as_dtype(dtype)
     found = [t.dtype for t in tiles if isinstance(t, Tile)]
     return promote(*found) if found else None
+
+
+def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
+    """Copy a single-partition tile to `shape[0]` partitions on the GpSimd engine."""
+    require_on_chip(tile, "broadcast_to")
+    if tile.shape[0] != 1 and tuple(tile.shape) != shape:
+        raise NkiError(f"broadcast_to: only a single-partition tile can be broadcast, got shape {tile.shape}")
+    try:
+        values = np.broadcast_to(tile.read(), shape)
+    except ValueError:
+        raise NkiError(f"broadcast_to: cannot broadcast {tile.shape} to {shape}") from None
+    dst = new_tile(shape, tile.dtype, sbuf, name="broadcast_to")
+    dst.write(values)
+    costmodel.current().issue("gpsimd", engine_cost_ns("gpsimd", dst.free_size), [tile.access()], [dst.access()])
+    return dst

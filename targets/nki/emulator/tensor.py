@@ -177,6 +177,21 @@ class Tile:
         pos, oob = index_positions(self.pos, index, self.name)
         return Tile(self.alloc, pos, oob or self.oob)
 
+    def reshape(self, shape: Any) -> Tile:
+        """The same elements viewed with another shape (HBM tensors, as in x.reshape((1, n)))."""
+        dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if math.prod(int(d) for d in dims) != math.prod(self.shape):
+            raise NkiError(f"cannot reshape {self.name!r} of shape {self.shape} to {dims}")
+        if self.buffer.kind != "hbm":
+            raise NkiError("reshape is only available on HBM tensors; on-chip tiles keep their partition layout")
+        return Tile(self.alloc, self.pos.reshape(tuple(int(d) for d in dims)), self.oob)
+
+    def broadcast_to(self, shape: Any) -> Tile:
+        """A (1, F) tile copied to (P, F) partitions (a GpSimd partition broadcast)."""
+        from speedpatch.targets.nki.emulator import ops
+
+        return ops.broadcast_partitions(self, tuple(int(d) for d in shape))
+
     def __setitem__(self, index: Any, value: Any) -> None:
         from speedpatch.targets.nki.emulator import language
 
