@@ -123,3 +123,35 @@ def test_missing_kernel_is_rejected(target, evaluate, tmp_path):
     ctx = EvalContext(kernel=kernel, path=str(tmp_path / "k.py"), workdir=tmp_path)
     ev = target.backend("nki-emulator").evaluate(source.replace("def kernel(", "def other("), ctx)
     assert ev.status == REJECTED
+
+
+LEGACY = '''import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.baremetal(save_neff_name="file.neff")
+def scaled_exp(in_tensor, out_tensor):
+    i_p, i_f = nl.mgrid[0:128, 0:256]
+    for t in nl.affine_range(in_tensor.shape[0] // 128):
+        tile = nl.load(in_tensor[t * 128 + i_p, i_f])
+        result = nisa.activation(op=nl.exp, data=tile, scale=0.5)
+        nl.store(out_tensor[t * 128 + i_p, i_f], value=result)
+
+
+INPUTS = {"in_tensor": ((256, 256), "float32")}
+OUTPUTS = {"out_tensor": ((256, 256), "float32")}
+
+
+def reference(in_tensor):
+    return np.exp(0.5 * in_tensor)
+'''
+
+
+def test_legacy_neuronxcc_kernel_with_output_arguments_runs_in_the_emulator(evaluate):
+    from speedpatch.model import OK
+
+    ev = evaluate(LEGACY)
+    assert ev.status == OK, ev.message
+    assert ev.feedback["engines"]["scalar"]["instructions"] == 2
