@@ -218,16 +218,12 @@ class Tile:
             if self._pos is None:
                 self._region = self.alloc.full_region()
             else:
-                valid = self._pos[self._pos >= 0]
+                valid = self._pos[self._pos >= 0] if self.oob else self._pos
                 if valid.size == 0:
                     self._region = tuple((0, -1) for _ in self.alloc.shape)
                 else:
-                    lo = np.unravel_index(int(valid.min()), self.alloc.shape)
-                    coords = np.unravel_index(valid, self.alloc.shape)
-                    self._region = tuple(
-                        (int(c.min()), int(c.max())) if c.size else (int(lo[i]), int(lo[i]))
-                        for i, c in enumerate(coords)
-                    )
+                    coords = np.unravel_index(valid.reshape(-1), self.alloc.shape)
+                    self._region = tuple((int(c.min()), int(c.max())) for c in coords)
         return self._region
 
     def access(self) -> costmodel.Access:
