@@ -122,13 +122,14 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             compile_argv = None
         else:
             write_units(units, build)
-            compile_argv = [nvcc, *flags, "-I.", "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]
+            # -Xptxas -v: registers/spills of the candidate come back in the remote compiler output.
+            compile_argv = [nvcc, *flags, "-Xptxas", "-v", "-I.", "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]
     failed = executor.upload(build, max(5.0, run.left()))
     if failed is not None:
         return Evaluation(status=INFRA_ERROR, message=f"could not copy the build to {executor.where}", log=failed.output)
     try:
         if compile_argv is not None:
-            failure, _ = run.step("compile", compile_argv)
+            failure, compiler_output = run.step("compile", compile_argv)
             if failure is not None:
                 return failure
         # One timing run per GPU at a time (keyed by host), however many evaluations run in parallel.

@@ -43,6 +43,8 @@ def fake_host(tmp_path: Path) -> dict:
     (tmp_path / "result.txt").write_text("SPEEDPATCH_RESULT " + json.dumps(RESULT) + "\n")
     nvcc = _script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
                    'if grep -q BROKEN candidate.cu; then echo "candidate.cu(40): error: expected a ;"; exit 1; fi\n'
+                   "echo \"ptxas info    : Compiling entry function '_ZN12sp_candidate13matmul_kernelEPKfS1_Pfi' for 'sm_90'\"\n"
+                   "echo 'ptxas info    : Used 40 registers, used 0 barriers'\n"
                    f"printf '#!/bin/bash\\necho \"$@\" > {tmp_path}/bench.args\\ncat {tmp_path}/result.txt\\n' > bench\n"
                    "chmod +x bench\n")
     return {"settings": {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(remote), "nvcc": nvcc,
@@ -73,6 +75,8 @@ def test_evaluation_copies_builds_runs_and_cleans_up(fake_host: dict, matmul_sou
     args = (fake_host["dir"] / "nvcc.args").read_text()
     assert "main.cu baseline.cu candidate.cu -o bench" in args
     assert "--trials 7" in (fake_host["dir"] / "bench.args").read_text()
+    kernel = ev.feedback["kernels"]["matmul_kernel"]  # from the remote compiler's -Xptxas -v output
+    assert kernel["registers"] == 40 and kernel["occupancy"]["threads_per_block"] == 64  # BLOCK 8 x 8
     commands = fake_host["log"].read_text().splitlines()
     assert all(c.startswith("gpu-test|") for c in commands) and commands[-1].startswith("gpu-test|rm -rf ")
     assert list(fake_host["remote"].iterdir()) == []  # the remote build folder is gone
