@@ -41,7 +41,7 @@ def static_rejection(source: str, path: str) -> Evaluation | None:
     layout = split_problem(source, path)
     if layout is None:
         return None
-    findings = guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line,
+    findings = guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line, forbid=layout.forbid,
                             python=layout.kind == KERNELBENCH)
     if not findings:
         return None

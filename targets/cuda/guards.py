@@ -86,7 +86,8 @@ DEFAULT_FORBIDDEN = ("cublas", "cublaslt", "cudnn", "cufft", "cusparse", "cusolv
 
 # Types and conversions by the precision they drop to.
 LOWER_PRECISION: dict[str, str] = {
-    "fp16": r"\b__half2?\b|\bhalf2?\b|\b__float2half\w*|\b__half2float\b|\b__h(?:add|mul|fma|sub)2?\b|"
+    # `half` only as a type (`half x`, `half* p`): `int half = n / 2;` is an ordinary variable.
+    "fp16": r"\b__half2?\b|(?<![\w.])half2?(?=\s*[*&]*\s*[A-Za-z_]\w*\s*[=;,()\[{])|\b__float2half\w*|\b__half2float\b|\b__h(?:add|mul|fma|sub)2?\b|"
     r"#\s*include\s*[<\"]cuda_fp16|\.f16\b|\btorch\.(?:half|float16)\b|\.half\s*\(",
     "bf16": r"\b__nv_bfloat16\w*|\bnv_bfloat16\b|\b__float2bfloat16\w*|\b__bfloat162float\b|"
     r"#\s*include\s*[<\"]cuda_bf16|\.bf16\b|\btorch\.bfloat16\b|\.bfloat16\s*\(",
@@ -119,13 +120,14 @@ def check(
     allow: tuple[str, ...] | list[str] = (),
     line_offset: int = 0,
     python: bool = False,
-    forbidden: tuple[str, ...] | None = None,
+    forbid: tuple[str, ...] | list[str] = (),
 ) -> list[Finding]:
-    """Findings for a solution text whose first line is line `line_offset` of the file."""
+    """Findings for a solution text whose first line is line `line_offset` of the file. Reference
+    libraries: DEFAULT_FORBIDDEN plus `forbid`, minus `allow` (both from the problem's directives)."""
     code = blank_comments_and_strings(solution, python=python)
     allowed = {a.lower() for a in allow}
     rules = [SIDE_STREAM, HOST_THREAD, L2_PERSIST, TIMER]
-    for lib in forbidden if forbidden is not None else DEFAULT_FORBIDDEN:
+    for lib in dict.fromkeys([*DEFAULT_FORBIDDEN, *(f.lower() for f in forbid)]):
         if lib in LIBRARIES and lib not in allowed:
             rules.append(_rule("reference-library", f"calls {lib}, the reference library, instead of computing",
                                LIBRARIES[lib]))

@@ -9,6 +9,7 @@ reference `Model`, `get_inputs`, `get_init_inputs`; below it the CUDA sources, `
 Directives in the harness part tune the static guards:
     // speedpatch: precision fp32        (fp32 | tf32 | fp16 | bf16; lower precision than this is a cheat)
     // speedpatch: allow cublas, cudnn   (reference libraries the solution may call)
+    // speedpatch: forbid cutlass, thrust (more libraries it may not; cuBLAS, cuDNN, torch ops... always)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import PurePath
 
 CU_MARKER = re.compile(r"^[ \t]*//[ \t]*speedpatch:[ \t]*solution\b[^\n]*$", re.MULTILINE)
 PY_MARKER = re.compile(r"^[ \t]*#[ \t]*speedpatch:[ \t]*solution\b[^\n]*$", re.MULTILINE)
-DIRECTIVE = re.compile(r"^[ \t]*(?://|#)[ \t]*speedpatch:[ \t]*(precision|allow)\b[ \t:=]*([^\n]*)$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^[ \t]*(?://|#)[ \t]*speedpatch:[ \t]*(precision|allow|forbid)\b[ \t:=]*([^\n]*)$", re.MULTILINE)
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # highest first
 
 KIT = "kit"  # .cu file using speedpatch_timing.cuh
@@ -35,6 +36,7 @@ class ProblemLayout:
     solution_line: int  # 0-based line of the solution's first line
     precision: str = "fp32"
     allow: tuple[str, ...] = field(default_factory=tuple)
+    forbid: tuple[str, ...] = field(default_factory=tuple)
 
 
 def is_kernelbench_path(path: str) -> bool:
@@ -49,13 +51,15 @@ def split_problem(text: str, path: str = "") -> ProblemLayout | None:
         return None
     start = match.end() + 1 if match.end() < len(text) else match.end()
     harness = text[:start]
-    precision, allow = "fp32", []
+    precision, allow, forbid = "fp32", [], []
     for m in DIRECTIVE.finditer(harness):
         words = [w for w in re.split(r"[\s,]+", m.group(2).strip()) if w]
         if m.group(1) == "precision" and words and words[0].lower() in PRECISIONS:
             precision = words[0].lower()
         elif m.group(1) == "allow":
             allow += [w.lower() for w in words]
+        elif m.group(1) == "forbid":
+            forbid += [w.lower() for w in words]
     return ProblemLayout(
         kind=KERNELBENCH if kernelbench else KIT,
         harness=harness,
@@ -64,4 +68,5 @@ def split_problem(text: str, path: str = "") -> ProblemLayout | None:
         solution_line=harness.count("\n"),
         precision=precision,
         allow=tuple(allow),
+        forbid=tuple(forbid),
     )

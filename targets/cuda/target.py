@@ -113,7 +113,7 @@ class CudaTarget(Target):
         layout = split_problem(text, path)
         if layout is None:
             return []
-        return guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line,
+        return guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line, forbid=layout.forbid,
                             python=layout.kind == KERNELBENCH)
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:

@@ -125,3 +125,17 @@ def test_kernelbench_candidate_calling_torch_ops_is_found() -> None:
 def test_kernelbench_side_stream_is_found() -> None:
     findings = guards.check("s = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    pass\n", python=True)
     assert "side-stream" in {f.rule for f in findings}
+
+
+def test_a_variable_named_half_is_not_a_precision_downgrade() -> None:
+    code = "__global__ void k(float* x) {\n  int half = blockDim.x / 2;\n  if (threadIdx.x < half) x[0] += 1;\n}"
+    assert guards.check(code) == []
+    assert [f.rule for f in guards.check("__global__ void k(float* x) {\n  half h = x[0];\n}")] == ["precision"]
+
+
+def test_forbid_directive_adds_libraries_to_the_default_list() -> None:
+    text = "// speedpatch: forbid cutlass, thrust\n#include \"speedpatch_timing.cuh\"\n// speedpatch: solution\n" \
+           "void launch(const float* const* in, float* out) {\n  thrust::reduce(a, b);\n}\n"
+    (finding,) = CudaTarget().diagnostics(text, "p.cu")
+    assert finding.rule == "reference-library" and "thrust" in finding.message and finding.line == 4
+    assert guards.check("void f() { thrust::reduce(a, b); }") == []  # not forbidden by default
