@@ -4,7 +4,8 @@
 //
 // Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
 // name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
-// CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000).
+// CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000), E2E_SECRET (an API key
+// to set in the "activate" scenario).
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -36,43 +37,63 @@ async function texts(page, selector) {
   return (await page.locator(selector).allTextContents()).map(normalise);
 }
 
-/** Polls the texts of `selector` until one matches `pattern`; returns it. */
-async function waitForText(page, selector, pattern, timeout, what) {
+/** Polls the texts of `selector` until one matches `pattern` (returned) or one matches `failPattern`. */
+async function waitForText(page, selector, pattern, timeout, what, failPattern = undefined) {
   const deadline = Date.now() + timeout;
   let last = [];
   while (Date.now() < deadline) {
     last = await texts(page, selector);
     const hit = last.find((t) => pattern.test(t));
     if (hit !== undefined) return hit;
+    const dead = failPattern && last.find((t) => failPattern.test(t));
+    if (dead) throw new Error(`while waiting for ${what} (${pattern}): ${dead}`);
     await page.waitForTimeout(250);
   }
   throw new Error(`timed out after ${timeout} ms waiting for ${what} (${pattern}); last seen: ${JSON.stringify(last.slice(0, 12))}`);
 }
 
 /** Runs a command from the command palette by its full title ("speedpatch: Show log"). */
-async function palette(page, title) {
+async function palette(page, title, timeout = 30000) {
   step(`palette: ${title}`);
-  await page.keyboard.press('F1');
+  // Click the row whose label is exactly the title: the fuzzy match may rank another command first
+  // ("File: Save" finds "File: Compare Active File with Saved" on top).
+  const exact = new RegExp(`^${escapeRegExp(title)}$`);
+  const row = page
+    .locator('.quick-input-list .monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: exact }) })
+    .first();
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 15000 });
-  await input.fill(`>${title}`);
-  // Enter only once the palette's focused row is the wanted command, or Enter could run another one.
-  await page
-    .locator('.quick-input-list .monaco-list-row.focused', { hasText: title })
-    .first()
-    .waitFor({ state: 'visible', timeout: 15000 });
-  await page.keyboard.press('Enter');
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: 15000 });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ state: 'visible', timeout: 5000 });
+      await row.click();
+      return;
+    } catch (error) {
+      // The palette lists the commands known when it opened: an extension that is still starting
+      // may not be in it yet. Close it and open it again.
+      await page.keyboard.press('Escape');
+      if (Date.now() > deadline) throw error;
+    }
+  }
 }
 
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Opens (or brings back) a file's own editor by clicking it in the Explorer: unlike Quick Open this does
+ * not wait for the file search to index a fresh workspace. */
 async function openFile(page, name) {
   step(`open ${name}`);
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 15000 });
-  await input.fill(name);
-  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: name }).first().waitFor({ timeout: 15000 });
-  await page.keyboard.press('Enter');
-  await page.locator(`.tab[aria-label*="${name}"]`).first().waitFor({ timeout: 15000 });
+  const exact = new RegExp(`^${escapeRegExp(name)}$`);
+  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: exact }).first();
+  await row.waitFor({ state: 'visible', timeout: 30000 });
+  await row.click();
+  await page.locator('.tab.active', { hasText: exact }).first().waitFor({ timeout: 15000 });
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15000 });
 }
 
@@ -96,6 +117,18 @@ async function scenarioActivate(page) {
   await waitForText(page, '.part.panel .view-lines', /server state: Starting -> Running/, 60000, 'the server running');
   const status = await waitForText(page, '.statusbar-item', /speedpatch/, 15000, 'the status bar item');
   step(`status bar: ${status}`);
+
+  // "Set API key": a password box; the key reaches the server (logged masked) and is shown nowhere.
+  const secret = env('E2E_SECRET');
+  await palette(page, 'speedpatch: Set API key');
+  const box = page.locator('.quick-input-widget input[type="password"]');
+  await box.waitFor({ state: 'visible', timeout: 15000 });
+  await box.fill(secret);
+  await page.keyboard.press('Enter');
+  const sent = await waitForText(page, '.part.panel .view-lines', /settings changed: .*"apiKey":"<set>"/, 30000, 'the masked key sent to the server');
+  step(`settings pushed: ${sent.slice(sent.indexOf('settings changed'), sent.indexOf('settings changed') + 200)}`);
+  const body = normalise(await page.locator('body').innerText());
+  if (body.includes(secret)) throw new Error('the API key is visible in the workbench');
 }
 
 async function scenarioOptimize(page) {
@@ -105,7 +138,9 @@ async function scenarioOptimize(page) {
   await palette(page, 'speedpatch: Optimize kernel at cursor');
   const progress = await waitForText(page, '.codelens-decoration', /searching|queued|x faster/, 60000, 'the search starting');
   step(`lens while searching: ${progress}`);
-  const done = await waitForText(page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens');
+  const done = await waitForText(
+    page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens', /no faster version found/,
+  );
   step(`lens after the search: ${done}`);
   const status = await waitForText(page, '.statusbar-item', /best \d+\.\d+x/, 15000, 'the best speedup in the status bar');
   step(`status bar: ${status}`);
@@ -118,15 +153,31 @@ async function scenarioOptimize(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'diff.png') });
 
   await palette(page, 'speedpatch: Apply best rewrite');
-  await waitForText(page, '.codelens-decoration', /save to re-verify/, 30000, 'the applied (unsaved) lens');
-  // Save the file itself (the diff's other side is read-only): reopen its editor, then save.
+  // Back to the file's own editor (the diff editor shows no code lenses), where the edit is now unsaved.
   await openFile(page, FILE);
-  await palette(page, 'File: Save');
-  const verified = await waitForText(page, '.codelens-decoration', /^verified .*\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the re-verified lens');
+  await waitForText(page, '.codelens-decoration', /save to re-verify/, 30000, 'the applied (unsaved) lens');
+  step('save (Ctrl+S)');
+  await page.keyboard.press('Control+S');
+  const verified = await waitForText(
+    page, '.codelens-decoration', /^verified .*\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the re-verified lens', /speedpatch warning/,
+  );
   step(`re-verified: ${verified}`);
   const hint = await waitForText(page, '.view-lines', /re-measured/, 15000, 'the re-measured inlay hint');
   step(`inlay hint line: ${hint.slice(0, 200)}`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'verified.png') });
+
+  // The Runs view lists the run; the report shows the chart and the beam tree with plans.
+  await palette(page, 'speedpatch: Show runs');
+  const row = await waitForText(page, '.pane-body .monaco-list-row', /\d+\.\d+x/, 15000, 'the run in the Runs view');
+  step(`runs view: ${row}`);
+  await palette(page, 'speedpatch: Show run report');
+  const report = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  await report.locator('svg.chart path.best').waitFor({ timeout: 30000 });
+  const title = normalise(await report.locator('h2').innerText());
+  const plans = await report.locator('.tree .plan').count();
+  step(`report: "${title}", ${plans} candidates in the beam tree`);
+  if (!/\d+\.\d+x faster/.test(title) || plans < 2) throw new Error(`unexpected report: ${title}, ${plans} plans`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'report.png') });
 }
 
 const SCENARIOS = { activate: scenarioActivate, optimize: scenarioOptimize };

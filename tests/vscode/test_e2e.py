@@ -2,11 +2,12 @@
 
 One code-server serves the module's scenarios. Everything runs under .e2e/<run>/ (HOME, TMPDIR, XDG_*,
 workspaces, logs); that folder is deleted when all scenarios pass and kept, with screenshots, the page text
-and the driver's log per scenario, when one fails.
+and the driver's log per scenario, when one fails (or always with SPEEDPATCH_E2E_KEEP=1).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -38,7 +39,7 @@ def vscode() -> Iterator[VSCode]:
         yield session
     finally:
         session.stop()
-        if _failures() == failures_before:
+        if _failures() == failures_before and not os.environ.get("SPEEDPATCH_E2E_KEEP"):
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -49,8 +50,8 @@ def _failures() -> int:
     return len(_failed)
 
 
-def _run(vscode: VSCode, scenario: str, workspace: Path, file: str, timeout: float) -> None:
-    done = vscode.drive(scenario, workspace, file, timeout)
+def _run(vscode: VSCode, scenario: str, workspace: Path, file: str, timeout: float, **extra: str) -> None:
+    done = vscode.drive(scenario, workspace, file, timeout, **extra)
     if done.returncode != 0:
         _failed.append(scenario)
         pytest.fail(
@@ -72,12 +73,17 @@ def editor_settings(**extra: object) -> dict[str, object]:
     }
 
 
-def test_extension_activates_starts_the_server_and_logs_to_its_output_channel(vscode: VSCode) -> None:
-    source = DEMO / DEMO_FILE if (DEMO / DEMO_FILE).exists() else None
-    if source is None:
-        pytest.skip(f"{DEMO / DEMO_FILE} is missing")
+def test_extension_activates_logs_and_keeps_the_api_key_secret(vscode: VSCode) -> None:
+    """Activation on a C file starts the server and logs to the speedpatch Output channel; "Set API key"
+    hands the key to the server (logged masked) without writing it to settings, workspace or logs."""
+    source = DEMO / DEMO_FILE
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
     workspace = vscode.workspace("ws-activate", [source], editor_settings())
-    _run(vscode, "activate", workspace, DEMO_FILE, timeout=90)
+    secret = f"sk-e2e-{time.time_ns()}"
+    _run(vscode, "activate", workspace, DEMO_FILE, timeout=90, E2E_SECRET=secret)
+    leaked = [str(p.relative_to(vscode.folder)) for p in vscode.files_containing(secret)]
+    assert not leaked, f"the API key was written to {leaked}"
 
 
 def test_optimize_then_diff_apply_save_and_reverify_the_gemmini_demo(vscode: VSCode) -> None:

@@ -67,6 +67,8 @@ class VSCode:
                     "update.mode": "none",
                     "telemetry.telemetryLevel": "off",
                     "extensions.ignoreRecommendations": True,
+                    "git.openRepositoryInParentFolders": "never",
+                    "workbench.secondarySideBar.defaultVisibility": "hidden",
                 }
             )
         )
@@ -158,7 +160,7 @@ class VSCode:
         return ws
 
     def drive(
-        self, scenario: str, workspace: Path, file: str, timeout: float
+        self, scenario: str, workspace: Path, file: str, timeout: float, **extra: str
     ) -> subprocess.CompletedProcess[str]:
         artifacts = self.folder / f"artifacts-{scenario}"
         env = node_env(
@@ -174,6 +176,7 @@ class VSCode:
             TMPDIR=self.env["TMPDIR"],
             XDG_CONFIG_HOME=self.env["XDG_CONFIG_HOME"],
             XDG_CACHE_HOME=self.env["XDG_CACHE_HOME"],
+            **extra,
         )
         done = subprocess.run(
             ["node", str(DRIVER)], env=env, capture_output=True, text=True, timeout=timeout + 60
@@ -181,3 +184,8 @@ class VSCode:
         artifacts.mkdir(parents=True, exist_ok=True)
         (artifacts / "driver.log").write_text(done.stdout + done.stderr)
         return done
+
+    def files_containing(self, text: str) -> list[Path]:
+        """Files under the run folder (settings, workspaces, logs, storage) whose bytes contain `text`."""
+        needle = text.encode()
+        return [p for p in self.folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
