@@ -27,7 +27,7 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
             types.CodeAction(
                 title=optimize_title(view),
                 kind=KIND,
-                disabled=types.CodeActionDisabledType(reason=view.reason),
+                disabled=types.CodeActionDisabled(reason=view.reason),
             )
         ]
     if view.job is not None:

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 sys.path.insert(0, str(Path(__file__).parent))  # lsp_editor.py, next to this file
 
-from lsp_editor import Editor, launch, stop_editor  # noqa: E402
+from lsp_editor import OFFLINE, Editor, launch, stop_editor  # noqa: E402
 
 
 @pytest_asyncio.fixture
@@ -39,3 +39,16 @@ def toy_workspace(tmp_path: Path) -> Path:
 
     example(tmp_path)
     return tmp_path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_editor(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Editor]:
+    """One server for a whole module of tests that only read (detection, malformed input): starting a
+    server costs more than most of those tests. Modules using it run on the module's event loop."""
+    from toy_target import example
+
+    root = tmp_path_factory.mktemp("shared")
+    example(root)
+    editor = await launch(root, OFFLINE)
+    yield editor
+    await stop_editor(editor)

@@ -95,6 +95,7 @@ async def test_ready_rewrite_shows_as_information_diagnostic_with_a_quick_fix(st
     await editor.until(lambda: not ready(), what="the diagnostic to go once applied")
 
 
+@pytest.mark.slow
 async def test_llm_run_through_a_scripted_openai_server(start_editor, toy_workspace, capfd):
     from support.fake_openai import FakeOpenAI
 

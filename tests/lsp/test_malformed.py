@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from lsp_editor import OFFLINE
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # one server lives through all of it
 
 
 async def still_serving(editor, uri) -> None:
     assert await editor.lens_titles(uri) == ["Optimize kernel_sum (toy-count)"]
 
 
-async def test_syntax_errors_hide_kernels_until_fixed(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_syntax_errors_hide_kernels_until_fixed(shared_editor):
+    editor = shared_editor
+    uri = editor.open(editor.root / "sum.toy")
     good = editor.texts[uri]
     editor.change(uri, good.replace("def kernel_sum(xs):", "def kernel_sum(xs:"))
     assert await editor.lens_titles(uri) == []
@@ -25,22 +24,22 @@ async def test_syntax_errors_hide_kernels_until_fixed(start_editor, toy_workspac
     await still_serving(editor, uri)
 
 
-async def test_binary_junk_is_answered_without_a_crash(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    junk_path = toy_workspace / "junk.toy"
+async def test_binary_junk_is_answered_without_a_crash(shared_editor):
+    editor = shared_editor
+    junk_path = editor.root / "junk.toy"
     junk = "".join(chr(c) for c in range(0, 0x2FF)) * 20 + "\udcff\x00\x00def kernel_x(:\n"
     junk_uri = editor.open(junk_path, junk.encode("utf-8", "replace").decode("utf-8"))
     assert await editor.lens_titles(junk_uri) == []
     assert await editor.hints(junk_uri) == []
     with pytest.raises(JsonRpcException):
         await editor.command("speedpatch.optimize", {"uri": junk_uri, "kernel": "kernel_x"})
-    await still_serving(editor, editor.open(toy_workspace / "sum.toy"))
+    await still_serving(editor, editor.open(editor.root / "sum.toy"))
 
 
-async def test_huge_file_is_not_scanned_and_a_diagnostic_says_so(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    huge = (toy_workspace / "sum.toy").read_text() + "# padding\n" * 150_000
-    uri = editor.open(toy_workspace / "huge.toy", huge)
+async def test_huge_file_is_not_scanned_and_a_diagnostic_says_so(shared_editor):
+    editor = shared_editor
+    huge = (editor.root / "sum.toy").read_text() + "# padding\n" * 150_000
+    uri = editor.open(editor.root / "huge.toy", huge)
     assert await editor.lens_titles(uri) == []
 
     def note():
@@ -48,12 +47,12 @@ async def test_huge_file_is_not_scanned_and_a_diagnostic_says_so(start_editor, t
 
     diag = (await editor.until(note, what="the not-scanned diagnostic"))[0]
     assert "limit" in diag.message and diag.severity == types.DiagnosticSeverity.Information
-    await still_serving(editor, editor.open(toy_workspace / "sum.toy"))
+    await still_serving(editor, editor.open(editor.root / "sum.toy"))
 
 
-async def test_bad_command_arguments_get_an_error_response(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_bad_command_arguments_get_an_error_response(shared_editor):
+    editor = shared_editor
+    uri = editor.open(editor.root / "sum.toy")
     for args in ([], ["not an object"], [{"uri": uri}], [{"uri": uri, "kernel": "kernel_missing"}]):
         with pytest.raises(JsonRpcException):
             await editor.command("speedpatch.optimize", *args)
@@ -64,8 +63,8 @@ async def test_bad_command_arguments_get_an_error_response(start_editor, toy_wor
     await still_serving(editor, uri)
 
 
-async def test_unknown_kernel_error_lists_the_kernels_found(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_unknown_kernel_error_lists_the_kernels_found(shared_editor):
+    editor = shared_editor
+    uri = editor.open(editor.root / "sum.toy")
     with pytest.raises(JsonRpcException, match="kernels found: kernel_sum"):
         await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_nope"})

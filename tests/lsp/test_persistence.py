@@ -11,6 +11,7 @@ from lsp_editor import OFFLINE, server_env, stop_editor
 pytestmark = pytest.mark.asyncio
 
 
+@pytest.mark.slow
 async def test_results_and_verification_survive_a_server_restart(start_editor, toy_workspace):
     path = toy_workspace / "sum.toy"
     first = await start_editor(toy_workspace, OFFLINE)
@@ -40,6 +41,7 @@ async def test_results_and_verification_survive_a_server_restart(start_editor, t
     assert (await third.lens_titles(uri))[0] == lens[0]
 
 
+@pytest.mark.slow
 async def test_a_run_made_by_the_cli_shows_up_without_a_restart(start_editor, toy_workspace):
     editor = await start_editor(toy_workspace, OFFLINE)
     uri = editor.open(toy_workspace / "sum.toy")

@@ -37,6 +37,7 @@ async def test_search_reports_begin_iterations_and_end(start_editor, toy_workspa
     assert any(u["iteration"] == 2 for u in editor.run_updates)
 
 
+@pytest.mark.slow
 async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_far(start_editor, tmp_path):
     path = slow_toy(tmp_path, seconds=1.0)
     editor = await start_editor(tmp_path, OFFLINE)

@@ -1,0 +1,74 @@
+"""The server's pure helpers: settings mapping, edit computation, number formatting."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from speedpatch.lsp import settings
+from speedpatch.lsp.formatting import faster_text, value_text
+from speedpatch.lsp.positions import line_end, minimal_edit, position_at
+
+
+def test_client_settings_map_onto_toml_shaped_overrides():
+    given = {
+        "llm": {"baseUrl": "http://x/v1", "models": ["a", "b"], "apiKey": "k"},
+        "budget": {"maxLlmCalls": 5, "maxEvaluations": 7, "maxSeconds": 60},
+        "search": {"iterations": 2, "beam": 1, "plans": 3, "codes": 1},
+        "backends": {"gemmini": "gemmini-spike", "nki": ""},
+        "offline": True,
+        "somethingElse": 1,
+    }
+    assert settings.to_overrides(given) == {
+        "llm": {"base_url": "http://x/v1", "models": ["a", "b"], "api_key": "k"},
+        "budget": {"max_llm_calls": 5, "max_evaluations": 7, "max_seconds": 60},
+        "search": {"iterations": 2, "beam": 1, "plans": 3, "codes": 1},
+        "backends": {"gemmini": "gemmini-spike"},
+        "offline": True,
+    }
+
+
+def test_empty_settings_leave_speedpatch_toml_in_charge():
+    assert settings.to_overrides({"llm": {"baseUrl": "", "models": []}, "backends": {}}) == {}
+
+
+def test_settings_may_come_wrapped_in_the_section_name():
+    assert settings.unwrap({"speedpatch": {"offline": True}}) == {"offline": True}
+    assert settings.unwrap({"offline": True}) == {"offline": True}
+    assert settings.unwrap(None) == {}
+
+
+def test_redacted_overrides_hide_the_api_key():
+    assert settings.redacted({"llm": {"api_key": "secret", "models": ["m"]}}) == {
+        "llm": {"api_key": "***", "models": ["m"]}
+    }
+
+
+def test_quick_overrides_win_over_client_settings():
+    merged = settings.merge(
+        {"search": {"iterations": 8, "beam": 4}, "offline": True}, settings.QUICK_OVERRIDES
+    )
+    assert merged["search"]["iterations"] == 1 and merged["offline"] is True
+
+
+def test_minimal_edit_replaces_only_the_changed_lines():
+    old = "a\nb\nc\nd\n"
+    new = "a\nB\nC\nd\n"
+    edit = minimal_edit(old, new, types.PositionEncodingKind.Utf16)
+    assert (edit.range.start.line, edit.range.start.character) == (1, 0)
+    assert edit.new_text == "B\nC" and (edit.range.end.line, edit.range.end.character) == (2, 1)
+
+
+def test_positions_count_utf16_units():
+    text = "x = '\U0001f600'\ny"
+    assert position_at(text, text.index("'", 5) + 1).character == 8  # the emoji is two UTF-16 units
+    assert position_at(text, len(text), types.PositionEncodingKind.Utf32) == types.Position(
+        line=1, character=1
+    )
+    assert line_end(text, 0, types.PositionEncodingKind.Utf8).character == 10  # 5 + 4 bytes + 1
+
+
+def test_measurements_read_with_unit_and_backend():
+    assert value_text(1204992.0, "cycles") == "1,204,992 cycles"
+    assert value_text(0.0123, "ms") == "0.0123 ms"
+    assert faster_text(3.1214, 1204992, 386048, "cycles", "gemmini-native") == (
+        "3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native)"
+    )
