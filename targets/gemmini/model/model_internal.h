@@ -72,6 +72,7 @@ typedef struct {
   uint64_t executed[NUM_FUNCTS];     /* including those the hardware loops generated */
   uint64_t macs;                     /* useful multiply-accumulates (rows x cols x depth of each compute) */
   uint64_t host_blocks;              /* basic blocks of the user file executed (trace-pc) */
+  uint64_t host_external_cycles;     /* host cycles charged by a simulator wrapper (Spike: instructions) */
   uint64_t fences, cycle_reads, last_cycles;
   uint64_t dram_read_bytes, dram_write_bytes;
   int64_t max_spad_row, max_acc_row;

@@ -66,6 +66,7 @@ static void write_stats(void) {
   fprintf(f, "  \"accelerator_done_cycle\": %llu,\n", (unsigned long long)T.all_done);
   fprintf(f, "  \"host_blocks\": %llu,\n", (unsigned long long)S.host_blocks);
   fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_blocks * T_HOST_CYCLES_PER_BLOCK);
+  fprintf(f, "  \"host_external_cycles\": %llu,\n", (unsigned long long)S.host_external_cycles);
   fprintf(f, "  \"fences\": %llu,\n", (unsigned long long)S.fences);
   fprintf(f, "  \"busy_cycles\": {\"load\": %llu, \"execute\": %llu, \"store\": %llu},\n",
           (unsigned long long)T.busy[U_LOAD], (unsigned long long)T.busy[U_EX],
@@ -184,7 +185,10 @@ uint64_t gemmini_model_cycles(void) {
   return T.host;
 }
 
-void gemmini_model_charge_host(uint64_t cycles) { tm_charge_host(cycles); }
+void gemmini_model_charge_host(uint64_t cycles) {
+  S.host_external_cycles += cycles;
+  tm_charge_host(cycles);
+}
 
 uint64_t gemmini_model_accelerator_done(void) { return T.all_done; }
 

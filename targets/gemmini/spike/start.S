@@ -1,0 +1,42 @@
+/* Bare-metal start for Spike: trap vector, FPU on, stack, thread pointer (picolibc keeps errno in TLS),
+ * zeroed .bss, main(), then exit through HTIF. A trap (illegal instruction, bad address) ends the run
+ * with exit status 128 + mcause instead of looping forever. */
+  .section .text.start, "ax"
+  .globl _start
+_start:
+  .option push
+  .option norelax
+  la gp, __global_pointer$
+  .option pop
+  la t0, trap_exit
+  csrw mtvec, t0
+  li t0, (1 << 13)          /* mstatus.FS = initial: the program may use the FPU */
+  csrs mstatus, t0
+  csrwi fcsr, 0
+  la sp, __stack_top
+  la tp, __tdata_start
+  la t0, __bss_start
+  la t1, __bss_end
+1:
+  bgeu t0, t1, 2f
+  sd zero, 0(t0)
+  addi t0, t0, 8
+  j 1b
+2:
+  li a0, 0
+  li a1, 0
+  call main
+  call exit
+3:
+  j 3b
+
+  .align 2
+trap_exit:
+  csrr t0, mcause
+  addi t0, t0, 128
+  slli t0, t0, 1
+  ori t0, t0, 1
+  la t1, tohost
+4:
+  sd t0, 0(t1)
+  j 4b
