@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from lsprotocol import types
@@ -22,9 +23,10 @@ ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RUNS]
 
 def register(server: LanguageServer, session: Session) -> None:
     @server.command(OPTIMIZE)
-    def optimize(*args):
+    async def optimize(*args):
         arg = params.first_arg(args)
         uri, kernel = params.text(arg, "uri"), params.text(arg, "kernel")
+        await engine_loaded()
         try:
             run_id = session.start_run(uri, kernel, bool(arg.get("quick")))
         except UserError as exc:
@@ -56,11 +58,17 @@ def register(server: LanguageServer, session: Session) -> None:
     @server.command(APPLY)
     async def apply(*args):
         arg = params.first_arg(args)
+        await engine_loaded()
         return await apply_run(server, session, params.text(arg, "runId"))
 
     @server.command(RUNS)
     def runs(*args):
         return session.all_summaries()
+
+
+async def engine_loaded() -> None:
+    """Import the engine off the event loop (it may still be loading in the background after start-up)."""
+    await asyncio.get_running_loop().run_in_executor(None, api)
 
 
 def candidate(session: Session, run_id: str, candidate_id: str) -> dict[str, Any]:
