@@ -20,10 +20,12 @@ from test_model_isa import (
     OS,
     PRELOAD,
     WS,
+    Dram,
     Script,
     config_ex,
     config_ld,
     config_st,
+    f32_bits,
     operand,
     parse_reads,
     relu,
@@ -340,3 +342,71 @@ def test_sys_shift_of_32_or_more_is_rejected(gemmini_driver):
     s.issue(config_ex(OS, shift=40))
     res = gemmini_driver(s.text())
     assert res.returncode == 3 and "sys_shift 40" in res.output
+
+
+# ---- less common paths -------------------------------------------------------------------------------
+
+def test_a_stride_and_c_stride_spread_operand_and_result_rows(gemmini_driver):
+    rng = np.random.default_rng(21)
+    A, B = (rng.integers(-128, 128, (DIM, DIM), dtype=np.int8) for _ in range(2))
+    s = Script()
+    pa, pb, out = s.put(A), s.put(B), s.alloc(DIM * DIM * 4)
+    s.issue(config_ex(WS, a_stride=2, c_stride=3))
+    s.issue(config_ld(DIM))
+    for i in range(DIM):  # A's row i at scratchpad row 2*i
+        s.rocc(MVIN, Dram(pa.offset + i * DIM), operand(2 * i, DIM, 1))
+    s.rocc(MVIN, pb, operand(100, DIM, DIM))
+    s.rocc(PRELOAD, operand(100, DIM, DIM), operand(ACC | 0, DIM, DIM))
+    s.rocc(COMPUTE_PRELOADED, operand(0, DIM, DIM), operand(GARBAGE, DIM, DIM))
+    s.issue(config_st(DIM * 4))
+    for i in range(DIM):  # C's row i at accumulator row 3*i
+        s.rocc(MVOUT, Dram(out.offset + i * DIM * 4), operand(ACC | FULL | 3 * i, DIM, 1))
+    s.read(out, DIM * DIM * 4)
+    got = np.frombuffer(run_ok(gemmini_driver, s)[0], np.int32).reshape(DIM, DIM)
+    assert (got == A.astype(np.int64) @ B).all()
+
+
+def test_pixel_repeats_also_write_each_row_shifted_up_and_right(gemmini_driver):
+    rows, cols = 3, 4
+    src = np.arange(1, rows * cols + 1, dtype=np.int8).reshape(rows, cols)
+    s = Script()
+    pa, out = s.put(src), s.alloc(5 * DIM)
+    s.issue(config_ld(cols, pixels=2))
+    s.issue(config_st(DIM))
+    s.rocc(MVIN, pa, operand(10, cols, rows))
+    s.rocc(MVOUT, out, operand(9, DIM, 5))
+    s.read(out, 5 * DIM)
+    got = int8(run_ok(gemmini_driver, s)[0], 5, DIM)
+    expected = np.zeros((5, DIM), np.int64)
+    for r in range(rows):
+        for p in range(2):  # repeat p lands p rows up and p*cols columns right
+            expected[1 + r - p, p * cols : (p + 1) * cols] = src[r]
+    assert (got == expected).all()
+
+
+def test_pooled_mvout_takes_the_window_maximum_with_zero_padding(gemmini_driver):
+    rng = np.random.default_rng(33)
+    orows = ocols = 5
+    channels, size, stride, pad = 8, 3, 2, 1
+    porows = pocols = (orows + 2 * pad - size) // stride + 1
+    acc = rng.integers(-300, 300, (orows * ocols, DIM), dtype=np.int32)
+    scale = 0.5
+    s = Script()
+    pacc, out = s.put(acc), s.alloc(porows * pocols * channels)
+    s.issue(config_ld(DIM * 4))
+    s.rocc(MVIN, pacc, operand(ACC | 0, DIM, orows * ocols))
+    rs1 = ((ocols << 56) | (orows << 48) | (pocols << 40) | (porows << 32) | (pocols << 24) | (pad << 10)
+           | (pad << 8) | (size << 6) | (stride << 4) | 2)
+    s.rocc(0, rs1, (f32_bits(scale) << 32) | channels)
+    s.rocc(MVOUT, out, operand(ACC | 0, channels, 0))
+    s.read(out, porows * pocols * channels)
+    got = int8(run_ok(gemmini_driver, s)[0], porows * pocols, channels).reshape(porows, pocols, channels)
+    pixels = scale_round_saturate(acc[:, :channels], scale).reshape(orows, ocols, channels)
+    padded = np.zeros((orows + 2 * pad + 1, ocols + 2 * pad + 1, channels), np.int64)  # outside = 0
+    padded[pad : pad + orows, pad : pad + ocols] = pixels
+    expected = np.full((porows, pocols, channels), -128, np.int64)
+    for wr in range(size):
+        for wc in range(size):
+            window = padded[wr : wr + stride * porows : stride, wc : wc + stride * pocols : stride]
+            expected = np.maximum(expected, window)
+    assert (got == expected).all()
