@@ -18,6 +18,8 @@ from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResu
 from speedpatch.targets.gemmini.backends import common, upstream
 
 STATS_FILE = "gemmini-stats.json"
+# How build.model_archive's failures begin (as opposed to the candidate's own compile errors).
+MODEL_BUILD_FAILURES = ("model build failed", "model archive failed", "no gemmini_params.h")
 
 
 def _build_module():
@@ -109,6 +111,10 @@ class NativeBackend(Backend):
             flags=" ".join(build.USER_CFLAGS),
             seed=ctx.seed,
         )
+        if exe is None and result.output.startswith(MODEL_BUILD_FAILURES):
+            # Not the candidate's fault: the model itself did not build (a broken install or parameter file).
+            return Evaluation(status=INFRA_ERROR, message="the Gemmini model did not build", log=result.output,
+                              receipt=rec)
         if exe is None:
             ev = common.build_failed(result, ctx.timeout)
             ev.receipt = rec

