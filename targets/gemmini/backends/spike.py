@@ -89,7 +89,8 @@ class SpikeBackend(Backend):
         measured = driver.spike_model_cycles(stats) if stats else {}
         host_instructions = int(ev.value or 0)
         feedback = dict(ev.feedback, host_instructions=host_instructions)
-        feedback.pop("utilization", None)  # the timed number is instructions, not cycles
+        for key in ("utilization", "cycles", "stall"):  # the timed number is instructions, not cycles
+            feedback.pop(key, None)
         feedback.update({k: v for k, v in measured.items() if k == "model_cycles"})
         message = f"correct on Spike; timed region: {host_instructions} host instructions"
         if measured.get("model_cycles"):
