@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 from speedpatch import targets
@@ -11,6 +12,7 @@ from speedpatch.config import Config, config_from_dict
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.pool import EvaluationPool
+from speedpatch.engine.schedule import Schedule, find_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
 from speedpatch.llm.ensemble import ensemble_warnings
@@ -155,7 +157,11 @@ def optimize(
 ) -> RunRecord:
     run_id = run_id or new_run_id()
     session = _session(problem, config, store, run_id, on_event, cancel, Budget(config.budget))
-    store.create_run(run_id, problem, config.search.iterations, config.to_dict())
+    stored = config.to_dict()
+    if config.use_llm and config.search.reuse_schedules:
+        session.schedule = find_schedule(store, problem)
+        stored["schedule"] = asdict(session.schedule) if session.schedule else None
+    store.create_run(run_id, problem, config.search.iterations, stored)
     return run_search(session, config.search.iterations)
 
 
@@ -183,6 +189,8 @@ def resume(
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again
     budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0))
     session = _session(record.problem, stored, store, record.run_id, on_event, cancel, budget)
+    if record.config.get("schedule"):  # the same guidance as the first time, so replies replay
+        session.schedule = Schedule(**record.config["schedule"])
     store.claim(record.run_id)
     return run_search(session, stored.search.iterations)
 

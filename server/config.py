@@ -37,6 +37,7 @@ class SearchConfig:
     eval_timeout: float = 120.0  # seconds per candidate evaluation (build + run)
     regression_slack: float = 1.1  # a child may be this much slower than its parent early on
     slack_iterations: int = 2  # ... in the first this-many iterations
+    reuse_schedules: bool = True  # let the schedule of a similar earlier run guide one plan per iteration
 
 
 @dataclass
@@ -184,6 +185,7 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     config = Config()
     data = dict(data)
     workspace = data.pop("workspace", "")
+    data.pop("schedule", None)  # stored beside the config by api.optimize
     settings = data.pop("backend_settings", {})
     _apply(config, {k: v for k, v in data.items() if v not in ({}, None)}, "overrides")
     config.backend_settings = settings

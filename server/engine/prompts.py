@@ -52,6 +52,7 @@ def plan_prompt(
     choice: PlanChoice,
     phase: int,
     phases: int,
+    guidance: str = "",
 ) -> str:
     parts = []
     if menu.knowledge.strip():
@@ -61,7 +62,14 @@ def plan_prompt(
     if feedback.strip():
         parts.append("Hardware feedback from its last run:\n" + feedback.strip())
     menu_text = "\n".join(f"{i}. {item}" for i, item in enumerate(choice.items, 1))
-    if choice.mode == INVENT:
+    if guidance:
+        ask = (
+            "A similar kernel was made faster by a sequence of optimizations. The step of that schedule to "
+            f"reuse now was:\n{guidance.strip()}\n\n"
+            "Plan how to apply exactly this ONE optimization to this code, adapted to it (sizes and details "
+            "may differ)."
+        )
+    elif choice.mode == INVENT:
         ask = (
             "Here is a list of optimizations for inspiration:\n" + menu_text + "\n\n"
             "Invent a NEW optimization strategy inspired by these, and plan how to apply exactly ONE such "

@@ -32,6 +32,7 @@ class Slot:
     parent: Candidate
     index: int  # plan number for this parent
     key: str
+    guidance: str = ""  # a step of a reused schedule this plan should adapt (see engine/schedule.py)
 
     def rng(self, seed: int) -> random.Random:
         return random.Random(f"{seed}:{self.key}")

@@ -17,6 +17,7 @@ from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.pool import EvaluationPool
 from speedpatch.engine.proposer import Code, Plan, Proposer, Slot
+from speedpatch.engine.schedule import Schedule
 from speedpatch.engine.selection import select_beam
 from speedpatch.errors import LLMError
 from speedpatch.llm.proposer import BudgetExhausted, Cancelled
@@ -40,6 +41,7 @@ class Session:
     cancel: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""  # set when the run must end early (LLM down, budget)
     stop_status: str = ""
+    schedule: Schedule | None = None  # a similar run's plans, one step guiding each iteration
     counts: dict[str, int] = field(default_factory=lambda: {"evaluated": 0, "correct": 0})
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -142,6 +144,7 @@ def run_search(session: Session, iterations: int) -> RunRecord:
         ev.Event(ev.RUN_STARTED, run_id, {
             "kernel": problem.kernel.name, "path": problem.path, "target": problem.target,
             "backend": problem.backend, "iterations": iterations,
+            "schedule": session.schedule.describe() if session.schedule else None,
         })
     )
     try:
@@ -190,7 +193,8 @@ def _search(session: Session, iterations: int) -> RunRecord:
             futures = []
             for b, parent in enumerate(beam):
                 for n in range(session.proposer.slots(parent, cfg.plans)):
-                    slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}")
+                    guided = session.schedule.step(it) if session.schedule and b == 0 and n == 0 else ""
+                    slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}", guided)
                     futures.append(slots.submit(_run_slot, session, slot))
             children: list[Candidate] = []
             pending = set(futures)

@@ -103,7 +103,7 @@ class LLMProposer:
         feedback = self.target.feedback_text(ev) if ev else ""
         prompt = prompts.plan_prompt(
             self.menu, self.language, parent.source, self.kernel.name, ev.value if ev else None,
-            ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations,
+            ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations, slot.guidance,
         )
         model = plan_model(self.plan_models, slot.index)
         text = self._ask(f"{slot.key}:plan", "plan", model, prompt).strip()
