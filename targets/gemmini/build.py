@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,8 +31,16 @@ MODEL_DIR = HERE / "model"
 PARAMS_HEADER = "gemmini_params.h"
 
 MODEL_CFLAGS = ["-O2", "-std=gnu11", "-fwrapv", "-Wall"]
-USER_CFLAGS = ["-O2", "-std=gnu11", "-fsanitize-coverage=trace-pc", "-DSPEEDPATCH_NATIVE=1"]
-LINK_LIBS = ["-lm"]
+NATIVE_MODEL_CFLAGS = [*MODEL_CFLAGS, "-DGEMMINI_MODEL_WRAP_LIBC=1"]
+# Host work is charged per instruction of each executed basic block. Keep the blocks close to what a
+# scalar in-order RISC-V core runs: no x86 vector code, no loops turned into (uninstrumented) libc calls.
+USER_CFLAGS = [
+    "-O2", "-std=gnu11", "-fsanitize-coverage=trace-pc", "-fno-tree-vectorize",
+    "-fno-tree-loop-distribute-patterns", "-DSPEEDPATCH_NATIVE=1",
+]
+# libc is not instrumented: the user's memcpy/memmove/memset calls go through charging wrappers.
+LINK_LIBS = ["-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset", "-lm"]
+HOOK_CALL = re.compile(r"\bcall\w*\s+[0-9a-f]+ <__sanitizer_cov_trace_pc(@plt)?>")
 
 
 def compiler() -> str:
@@ -60,7 +69,7 @@ def model_key(params_dir: Path | None = None) -> str:
     h = hashlib.sha256()
     cc = compiler()
     h.update(_compiler_identity(cc).encode())
-    h.update(" ".join(MODEL_CFLAGS).encode())
+    h.update(" ".join(NATIVE_MODEL_CFLAGS).encode())
     for path in sorted(MODEL_DIR.glob("*.[ch]")) + [INCLUDE_DIR / "xcustom.h", params_header(params_dir)]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:20]
@@ -83,7 +92,7 @@ def model_archive(params_dir: Path | None = None, timeout: float = 120) -> tuple
         objects = [str(tmp / (src.stem + ".o")) for src in sources]
 
         def compile_one(src: Path, obj: str) -> ProcResult:
-            argv = [compiler(), *MODEL_CFLAGS, "-I", str(header.parent), "-I", str(MODEL_DIR), "-c", str(src), "-o", obj]
+            argv = [compiler(), *NATIVE_MODEL_CFLAGS, "-I", str(header.parent), "-I", str(MODEL_DIR), "-c", str(src), "-o", obj]
             return run_process(argv, cwd=tmp, timeout=max(1.0, timeout - (time.monotonic() - start)))
 
         with ThreadPoolExecutor(max_workers=len(sources)) as pool:  # one gcc per source file, in parallel
@@ -148,7 +157,64 @@ def build_native(
     output = "\n".join(o for o in (comp.output, link.output) if o)
     if link.returncode != 0:
         return ProcResult(link.returncode, output, time.monotonic() - start, link.timed_out), None
+    problem = write_block_table(exe, timeout=left())
+    if problem:
+        output = "\n".join(o for o in (output, f"warning: {problem}; host blocks cost a constant") if o)
     return ProcResult(0, output, time.monotonic() - start, False), exe
+
+
+def write_block_table(exe: Path, timeout: float = 60) -> str | None:
+    """Write <exe>.blocks: for every instrumented basic block, the return address of its trace-pc call
+    (offset from __executable_start) and how many instructions follow up to the next block or the end
+    of the function. The model charges host cycles per instruction from it. Returns a problem or None."""
+    if shutil.which("objdump") is None or shutil.which("nm") is None:
+        return "objdump/nm not found"
+    syms = run_process(["nm", str(exe)], cwd=exe.parent, timeout=timeout)
+    base = None
+    for line in syms.output.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "__executable_start":
+            base = int(parts[0], 16)
+    if base is None:
+        return "no __executable_start in the executable"
+    table = _block_sizes(exe, timeout)
+    if table is None:
+        return "objdump failed"
+    with open(str(exe) + ".blocks", "w") as out:
+        out.writelines(f"{addr - base:x} {count}\n" for addr, count in table.items())
+    return None
+
+
+def _block_sizes(exe: Path, timeout: float) -> dict[int, int] | None:
+    # objdump writes far more than run_process keeps: read it whole, it is our own tool on our own binary.
+    try:
+        dump = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True,
+                              timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    table: dict[int, int] = {}
+    block: int | None = None  # return address of the block being counted
+    after_call = False
+    for line in dump.splitlines():
+        if line.endswith(">:"):  # a new function ends the previous block
+            block, after_call = None, False
+            continue
+        head, sep, rest = line.partition(":\t")
+        if not sep:
+            continue
+        try:
+            addr = int(head.strip(), 16)
+        except ValueError:
+            continue
+        if after_call:  # the instruction after a hook call: the block's return address
+            block, after_call = addr, False
+            table[block] = 0
+        if HOOK_CALL.search(rest):
+            after_call = True  # the call itself is instrumentation, not counted
+            continue
+        if block is not None:
+            table[block] += 1
+    return table
 
 
 def run_native(exe: Path, workdir: Path, timeout: float, stats_path: Path | None = None) -> ProcResult:

@@ -208,3 +208,44 @@ def test_host_work_is_charged_per_basic_block(gemmini_c):
     cycles = int(res.output.split()[0])
     assert 1000 <= cycles <= 20 * 1000  # a few cycles per loop iteration, never free
     assert res.stats["host_blocks"] >= 1000
+
+
+UNROLL = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include "xcustom.h"
+#define N 4096
+static volatile int8_t data[N];
+static int8_t src[1 << 16], dst[1 << 16];
+
+int main(void) {
+  int32_t a = 0, b = 0;
+  uint64_t t0 = gemmini_model_cycles();
+  for (int i = 0; i < N; i++) a += data[i];
+  uint64_t t1 = gemmini_model_cycles();
+  for (int i = 0; i < N; i += 8)
+    b += data[i] + data[i + 1] + data[i + 2] + data[i + 3] + data[i + 4] + data[i + 5] + data[i + 6] + data[i + 7];
+  uint64_t t2 = gemmini_model_cycles();
+  memcpy(dst, src, sizeof dst);
+  uint64_t t3 = gemmini_model_cycles();
+  printf("%llu %llu %llu %d\n", (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1),
+         (unsigned long long)(t3 - t2), a + b + dst[5]);
+  return 0;
+}
+"""
+
+
+def test_host_work_is_charged_per_instruction_so_unrolling_saves_only_loop_overhead(gemmini_c):
+    res = gemmini_c(UNROLL)()
+    assert res.returncode == 0, res.output
+    rolled, unrolled, _, _ = (int(v) for v in res.output.split())
+    assert rolled >= 4096 * 3  # load, add, loop control: several instructions per element
+    assert unrolled >= rolled / 2  # a per-block price would make the 8x unrolled loop ~8x cheaper
+    assert res.stats["host_instructions"] > 4096 * 2
+
+
+def test_copying_with_memcpy_is_host_work_too(gemmini_c):
+    res = gemmini_c(UNROLL)()
+    copy = int(res.output.split()[2])
+    assert copy >= (1 << 16) // 8  # 64 KiB at a few bytes per cycle, not free

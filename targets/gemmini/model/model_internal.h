@@ -72,6 +72,8 @@ typedef struct {
   uint64_t executed[NUM_FUNCTS];     /* including those the hardware loops generated */
   uint64_t macs;                     /* useful multiply-accumulates (rows x cols x depth of each compute) */
   uint64_t host_blocks;              /* basic blocks of the user file executed (trace-pc) */
+  uint64_t host_instructions;        /* their instructions, where the block table knows them */
+  uint64_t host_block_cycles;        /* host cycles charged for them */
   uint64_t host_external_cycles;     /* host cycles charged by a simulator wrapper (Spike: instructions) */
   uint64_t fences, cycle_reads, last_cycles;
   uint64_t dram_read_bytes, dram_write_bytes;

@@ -18,6 +18,8 @@ const char *gm_in_loop;
 static int initialized;
 static volatile sig_atomic_t in_model;
 
+static void load_block_table(void);
+
 static const char *funct_name(uint64_t f) {
   static const char *names[] = {"CONFIG", "MVIN2", "MVIN", "MVOUT", "COMPUTE_PRELOADED",
                                 "COMPUTE_ACCUMULATE", "PRELOAD", "FLUSH", "LOOP_WS",
@@ -34,6 +36,7 @@ static const char *funct_name(uint64_t f) {
 static void write_stats(void) {
   const char *path = getenv("GEMMINI_MODEL_STATS");
   if (!path || !*path || !initialized) return;
+  in_model = 1;
   FILE *f = fopen(path, "w");
   if (!f) return;
   fprintf(f, "{\n  \"dim\": %d,\n", DIM);
@@ -65,7 +68,8 @@ static void write_stats(void) {
   fprintf(f, "  \"host_cycles_at_exit\": %llu,\n", (unsigned long long)T.host);
   fprintf(f, "  \"accelerator_done_cycle\": %llu,\n", (unsigned long long)T.all_done);
   fprintf(f, "  \"host_blocks\": %llu,\n", (unsigned long long)S.host_blocks);
-  fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_blocks * T_HOST_CYCLES_PER_BLOCK);
+  fprintf(f, "  \"host_instructions\": %llu,\n", (unsigned long long)S.host_instructions);
+  fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_block_cycles);
   fprintf(f, "  \"host_external_cycles\": %llu,\n", (unsigned long long)S.host_external_cycles);
   fprintf(f, "  \"fences\": %llu,\n", (unsigned long long)S.fences);
   fprintf(f, "  \"busy_cycles\": {\"load\": %llu, \"execute\": %llu, \"store\": %llu},\n",
@@ -98,7 +102,7 @@ static void on_fault(int sig, siginfo_t *info, void *ctx) {
 
 static void init(void) {
   if (initialized) return;
-  initialized = 1;
+  in_model = 1;
   gm_reset();
   tm_reset();
   memset(&S, 0, sizeof S);
@@ -111,6 +115,9 @@ static void init(void) {
   sigaction(SIGSEGV, &sa, NULL);
   sigaction(SIGBUS, &sa, NULL);
   atexit(write_stats);
+  load_block_table();
+  initialized = 1;
+  in_model = 0;
 }
 
 /* Before main, so that host work done before the first RoCC instruction is counted on a clean state. */
@@ -211,9 +218,103 @@ void gemmini_model_memory_fault(uint64_t addr) {
 void gm_dram_read(uint64_t addr, void *dst, uint64_t n) { dram_read(addr, dst, n); }
 void gm_dram_write(uint64_t addr, const void *src, uint64_t n) { dram_write(addr, src, n); }
 
+/* ---- host work ---- */
+
+/* Instructions per basic block, keyed by the block's return address from its trace-pc call (as an
+ * offset from __executable_start). build.py writes the table next to the executable
+ * (<exe>.blocks: lines "offset_hex count"); without it every block costs T_HOST_CYCLES_PER_BLOCK. */
+extern char __executable_start __attribute__((weak));
+static uint64_t *block_keys;
+static uint32_t *block_sizes;
+static uint64_t block_mask;
+
+static uint64_t hash64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static void load_block_table(void) {
+  char path[4096];
+  const char *env = getenv("GEMMINI_MODEL_BLOCKS");
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s", env);
+  } else {
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 8);
+    if (n <= 0) return;
+    memcpy(path + n, ".blocks", 8);
+  }
+  FILE *f = fopen(path, "r");
+  if (!f || !&__executable_start) {
+    if (f) fclose(f);
+    return;
+  }
+  unsigned long long key;
+  unsigned count;
+  size_t n = 0;
+  while (fscanf(f, "%llx %u", &key, &count) == 2) n++;
+  uint64_t size = 16;
+  while (size < 2 * n + 16) size <<= 1;
+  block_keys = calloc(size, sizeof *block_keys);
+  block_sizes = calloc(size, sizeof *block_sizes);
+  if (!block_keys || !block_sizes) {
+    fclose(f);
+    return;
+  }
+  block_mask = size - 1;
+  rewind(f);
+  while (fscanf(f, "%llx %u", &key, &count) == 2) {
+    uint64_t k = (uint64_t)key + 1; /* 0 marks an empty slot */
+    uint64_t i = hash64(k) & block_mask;
+    while (block_keys[i] && block_keys[i] != k) i = (i + 1) & block_mask;
+    block_keys[i] = k;
+    block_sizes[i] = count;
+  }
+  fclose(f);
+}
+
+static uint64_t block_cost(uintptr_t return_address) {
+  if (block_keys) {
+    uint64_t k = (uint64_t)(return_address - (uintptr_t)&__executable_start) + 1;
+    for (uint64_t i = hash64(k) & block_mask; block_keys[i]; i = (i + 1) & block_mask)
+      if (block_keys[i] == k) {
+        S.host_instructions += block_sizes[i];
+        return (uint64_t)block_sizes[i] * T_HOST_CYCLES_PER_INSN;
+      }
+  }
+  return T_HOST_CYCLES_PER_BLOCK;
+}
+
 /* Called by the compiler at every basic block of code built with -fsanitize-coverage=trace-pc (the
  * user's file, library headers included): host computation costs cycles like on the real core. */
 void __sanitizer_cov_trace_pc(void) {
+  const uint64_t cycles = block_cost((uintptr_t)__builtin_return_address(0));
   S.host_blocks++;
-  T.host += T_HOST_CYCLES_PER_BLOCK;
+  S.host_block_cycles += cycles;
+  T.host += cycles;
 }
+
+#ifdef GEMMINI_MODEL_WRAP_LIBC
+/* The native link routes the user's memcpy/memmove/memset through these (-Wl,--wrap=...), because libc
+ * is not instrumented: copying data on the host is work, whether written as a loop or as a call. */
+void *__real_memcpy(void *dst, const void *src, size_t n);
+void *__real_memmove(void *dst, const void *src, size_t n);
+void *__real_memset(void *dst, int value, size_t n);
+
+static void charge_libc(size_t n, unsigned bytes_per_cycle) {
+  if (!in_model && initialized) T.host += T_HOST_CALL_CYCLES + n / bytes_per_cycle;
+}
+void *__wrap_memcpy(void *dst, const void *src, size_t n) {
+  charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);
+  return __real_memcpy(dst, src, n);
+}
+void *__wrap_memmove(void *dst, const void *src, size_t n) {
+  charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);
+  return __real_memmove(dst, src, n);
+}
+void *__wrap_memset(void *dst, int value, size_t n) {
+  charge_libc(n, T_HOST_SET_BYTES_PER_CYCLE);
+  return __real_memset(dst, value, n);
+}
+#endif

@@ -10,8 +10,13 @@
 #define GEMMINI_TIMING_PARAMS_H
 
 /* ---- host core ---- */
-#define T_HOST_CYCLES_PER_BLOCK 4  /* host cycles charged per executed basic block of the user file
-                                      (-fsanitize-coverage=trace-pc): ~5 instructions at ~1 IPC */
+#define T_HOST_CYCLES_PER_INSN 1   /* host cycles per instruction of an executed basic block of the user
+                                      file (-fsanitize-coverage=trace-pc; block sizes from the build's
+                                      block table): an in-order core at ~1 IPC */
+#define T_HOST_CYCLES_PER_BLOCK 4  /* used instead when a block's size is unknown (no block table) */
+#define T_HOST_CALL_CYCLES 10      /* memcpy/memmove/memset called from the user file: call overhead ... */
+#define T_HOST_COPY_BYTES_PER_CYCLE 4 /* ... plus bytes copied at this rate (8-byte loads and stores) */
+#define T_HOST_SET_BYTES_PER_CYCLE 8  /* ... or bytes set at this rate (8-byte stores) */
 #define T_ROCC_ISSUE_CYCLES 2      /* host cycles to issue one RoCC instruction (operands + handshake) */
 #define T_FENCE_CYCLES 4           /* host cycles a fence costs on top of waiting for the accelerator */
 
