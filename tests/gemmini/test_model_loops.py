@@ -134,3 +134,41 @@ def test_loop_conv_ws_computes_the_convolution(gemmini_driver, seed, batch, size
     got = np.frombuffer(parse_reads(res.output)[0], np.int8).reshape(batch, out_dim, out_dim, out_ch)
     assert (got == _conv_reference(inp, w, bias, stride, pad, act, scale)).all()
     assert res.stats["instructions"]["LOOP_CONV_WS"] == 1
+
+
+def test_loop_conv_ws_with_pooling_writes_the_max_pooled_output(gemmini_driver):
+    rng = np.random.default_rng(12)
+    batch, size, in_ch, out_ch, kdim, stride, pad = 1, 8, 4, 16, 3, 1, 1
+    pool, pool_stride, act, scale = 2, 2, 1, 0.05
+    out_dim = (size + 2 * pad - kdim) // stride + 1
+    pooled = (out_dim - pool) // pool_stride + 1
+    inp = rng.integers(-128, 128, (batch, size, size, in_ch), dtype=np.int8)
+    w = rng.integers(-128, 128, (kdim, kdim, in_ch, out_ch), dtype=np.int8)
+    bias = rng.integers(-2000, 2000, (out_ch,), dtype=np.int32)
+    s = Script(size=4 << 20)
+    pin, pw, pbias = s.put(inp), s.put(w), s.put(bias)
+    pout = s.alloc(batch * pooled * pooled * out_ch)
+    s.issue(config_ex(WS, a_stride=stride))
+    s.issue(config_st(out_ch, act=act, scale=scale))
+    far = out_dim * stride + kdim - 1 - size - pad
+    s.rocc(16, (out_ch << 48) | (in_ch << 32) | (size << 16) | batch,
+           (pad << 56) | (stride << 48) | (out_dim << 32) | (pooled << 16) | out_dim)
+    s.rocc(17, (kdim << 48) | (pooled << 32) | (pool << 16) | (pool_stride << 8),
+           (batch << 48) | (pooled << 32) | (pooled << 16) | out_ch)
+    s.rocc(18, (kdim << 48) | (kdim << 32) | (in_ch << 16) | pad, (far << 48) | (pad << 32) | (far << 24) | size)
+    s.rocc(19, (out_dim << 48) | 1, (in_ch << 48) | (out_ch << 32) | (out_ch << 16) | out_dim)
+    s.rocc(20, pw, pout)
+    s.rocc(21, pbias, pin)
+    s.rocc(LOOP_CONV_WS, 0, act << 3)  # pooling on (no_pool = 0)
+    s.fence()
+    s.read(pout, batch * pooled * pooled * out_ch)
+    res = gemmini_driver(s.text())
+    assert res.returncode == 0, res.output
+    got = np.frombuffer(parse_reads(res.output)[0], np.int8).reshape(batch, pooled, pooled, out_ch)
+    conv = _conv_reference(inp, w, bias, stride, pad, act, scale)
+    expected = np.full((batch, pooled, pooled, out_ch), -128, np.int64)
+    for wr in range(pool):
+        for wc in range(pool):
+            window = conv[:, wr : wr + pool_stride * pooled : pool_stride, wc : wc + pool_stride * pooled : pool_stride]
+            expected = np.maximum(expected, window)
+    assert (got == expected).all()
