@@ -2,10 +2,12 @@
 // asserts on the DOM. Run by tests/vscode/test_e2e.py; exits 0 on success, 1 with the reason on failure,
 // leaving a screenshot and the page text in $E2E_ARTIFACTS.
 //
+// Scenarios: activate, optimize, crash (the server is killed and must come back), missing (the interpreter
+// lacks the Python package: the install prompt must show).
 // Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
 // name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
 // CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000), E2E_SECRET (an API key
-// to set in the "activate" scenario).
+// to set in the "activate" scenario), E2E_PID_FILE (pids of the Python processes, "crash" scenario).
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -105,9 +107,10 @@ async function clickLens(page, pattern) {
   await link.click();
 }
 
-async function showOutput(page) {
+/** Shows the speedpatch Output channel and waits for `pattern` in its visible lines. */
+async function showOutput(page, pattern = /speedpatch extension .* activated/) {
   await palette(page, 'speedpatch: Show log');
-  return waitForText(page, '.part.panel .view-lines', /speedpatch extension .* activated/, 30000, 'the speedpatch Output channel');
+  return waitForText(page, '.part.panel .view-lines', pattern, 30000, `${pattern} in the speedpatch Output channel`);
 }
 
 async function scenarioActivate(page) {
@@ -180,7 +183,49 @@ async function scenarioOptimize(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'report.png') });
 }
 
-const SCENARIOS = { activate: scenarioActivate, optimize: scenarioOptimize };
+/** Server pids written by the interpreter wrapper (one line per Python started through it). */
+function serverPids() {
+  const file = env('E2E_PID_FILE');
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
+}
+
+async function scenarioCrash(page) {
+  await openFile(page, FILE);
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens');
+  const before = serverPids();
+  const victim = before[before.length - 1];
+  step(`killing the language server (pid ${victim}) as a crash would`);
+  process.kill(victim, 'SIGKILL');
+  const toast = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /stopped unexpectedly and was restarted/, 30000, 'the crash message',
+  );
+  step(`notification: ${toast}`);
+  const deadline = Date.now() + 60000;
+  while (serverPids().length <= before.length) {
+    if (Date.now() > deadline) throw new Error('no new server process after the crash');
+    await page.waitForTimeout(250);
+  }
+  step(`restarted as pid ${serverPids().at(-1)}`);
+  // The restarted server serves the editor again: the lens comes back after an edit forces a refresh.
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('End');
+  await page.keyboard.type(' ');
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens from the new server');
+  await showOutput(page, /the server stopped unexpectedly \(crash 1\); restarting it/);
+}
+
+async function scenarioMissingPackage(page) {
+  await openFile(page, FILE);
+  const toast = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /speedpatch Python package is not installed/, 60000, 'the install prompt',
+  );
+  step(`notification: ${toast}`);
+  const button = page.locator('.notifications-toasts .monaco-button', { hasText: 'Install bundled package' });
+  await button.first().waitFor({ state: 'visible', timeout: 5000 });
+  step('the prompt offers to install the bundled package');
+}
+
+const SCENARIOS = { activate: scenarioActivate, optimize: scenarioOptimize, crash: scenarioCrash, missing: scenarioMissingPackage };
 
 async function main() {
   const scenario = SCENARIOS[SCENARIO];
@@ -216,7 +261,7 @@ async function main() {
     await page.screenshot({ path: path.join(ARTIFACTS, 'failure.png') }).catch(() => undefined);
     fs.writeFileSync(path.join(ARTIFACTS, 'page.txt'), normalise(await page.locator('body').innerText().catch(() => '')));
     // The extension's own log helps most: show it and keep a second screenshot with it open.
-    await showOutput(page).catch(() => undefined);
+    await showOutput(page, /\[(info|error)\]/).catch(() => undefined);
     await page.screenshot({ path: path.join(ARTIFACTS, 'failure-output.png') }).catch(() => undefined);
     fs.writeFileSync(path.join(ARTIFACTS, 'output-panel.txt'), (await texts(page, '.part.panel .view-line').catch(() => [])).join('\n'));
   } finally {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -100,3 +101,28 @@ def test_optimize_then_diff_apply_save_and_reverify_the_gemmini_demo(vscode: VSC
     )
     workspace = vscode.workspace("ws-optimize", [p for p in DEMO.iterdir()], settings)
     _run(vscode, "optimize", workspace, DEMO_FILE, timeout=SEARCH_SECONDS)
+
+
+def test_a_crashed_server_is_restarted_with_a_visible_error(vscode: VSCode) -> None:
+    source = DEMO / DEMO_FILE
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    # The interpreter is a wrapper that records each Python's pid, so the driver can kill the server.
+    pids = vscode.folder / "server-pids"
+    wrapper = vscode.folder / "python-wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\necho $$ >> "{pids}"\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    settings = editor_settings(**{"speedpatch.pythonPath": str(wrapper)})
+    workspace = vscode.workspace("ws-crash", [source], settings)
+    _run(vscode, "crash", workspace, DEMO_FILE, timeout=120, E2E_PID_FILE=str(pids))
+
+
+def test_an_interpreter_without_the_package_gets_the_install_prompt(vscode: VSCode) -> None:
+    source = DEMO / DEMO_FILE
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    bare = vscode.folder / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=60)
+    settings = editor_settings(**{"speedpatch.pythonPath": str(bare / "bin" / "python")})
+    workspace = vscode.workspace("ws-missing", [source], settings)
+    _run(vscode, "missing", workspace, DEMO_FILE, timeout=90)

@@ -26,9 +26,13 @@ def test_unit_tests_pass() -> None:
     assert "ℹ pass 0" not in done.stdout, "the unit test run found no tests"
 
 
-def test_vsix_holds_the_bundle_and_manifest_only(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_build_tools()
-    vsix = build_vsix(tmp_path)
+    return build_vsix(tmp_path_factory.mktemp("vsix"))
+
+
+def test_vsix_holds_the_bundle_manifest_and_wheel_only(vsix: Path) -> None:
     names = zipfile.ZipFile(vsix).namelist()
     assert "extension/dist/extension.js" in names
     assert "extension/package.json" in names
@@ -38,6 +42,21 @@ def test_vsix_holds_the_bundle_and_manifest_only(tmp_path: Path) -> None:
     ]
     manifest = json.loads(zipfile.ZipFile(vsix).read("extension/package.json"))
     assert (manifest["publisher"], manifest["name"]) == ("speedpatch", "speedpatch")
+
+
+def test_vsix_carries_the_python_wheel_for_the_first_use_install(vsix: Path, tmp_path: Path) -> None:
+    package = zipfile.ZipFile(vsix)
+    wheels = [n for n in package.namelist() if n.startswith("extension/python/") and n.endswith(".whl")]
+    assert len(wheels) == 1, wheels
+    (tmp_path / "speedpatch.whl").write_bytes(package.read(wheels[0]))
+    inside = zipfile.ZipFile(tmp_path / "speedpatch.whl").namelist()
+    # what `python -m speedpatch.lsp` needs, plus a target's data files
+    assert {
+        "speedpatch/lsp/__main__.py",
+        "speedpatch/lsp/server.py",
+        "speedpatch/targets/__init__.py",
+    } <= set(inside)
+    assert any(n.startswith("speedpatch/menus/") and n.endswith(".toml") for n in inside)
 
 
 def test_manifest_never_registers_the_servers_command_ids() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,8 +61,17 @@ def npm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 
 
 def build_vsix(out: Path) -> Path:
-    """Bundles the extension with esbuild and packages it with vsce; returns the .vsix."""
+    """Bundles the extension with esbuild, builds the speedpatch wheel it carries for the first-use
+    install (with this interpreter), and packages both with vsce; returns the .vsix."""
     vsix = out / "speedpatch.vsix"
+    wheel = subprocess.run(
+        ["bash", str(EXTENSION / "scripts" / "bundle-wheel.sh")],
+        env=node_env(PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert wheel.returncode == 0, f"building the wheel failed:\n{wheel.stdout}\n{wheel.stderr}"
     for args in (
         ("run", "build"),
         (
