@@ -74,10 +74,21 @@ inline void emit(const std::string& status, const std::string& message, const st
 }
 
 // A kernel the harness launches itself to evict L2: writes every byte of a buffer bigger than L2.
+#ifdef __CUDACC__
 static __global__ void spd_flush_kernel(unsigned int* buf, size_t words, unsigned int value) {
   size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) buf[i] = value + unsigned(i);
 }
+inline void flush_l2(unsigned int* buf, size_t words, unsigned int value, int sms) {
+  spd_flush_kernel<<<4 * sms, 256>>>(buf, words, value);
+}
+#else
+// Built by a plain C++ compiler against a host stand-in for the CUDA runtime (the kit's own tests run
+// the harness logic this way on machines without a GPU): the same writes, on the host.
+inline void flush_l2(unsigned int* buf, size_t words, unsigned int value, int) {
+  for (size_t i = 0; i < words; ++i) buf[i] = value + unsigned(i);
+}
+#endif
 
 struct Device {
   cudaDeviceProp prop{};
@@ -240,7 +251,7 @@ class Bench {
       SPD_CHECK(cudaMemcpy(side.live[k], pristine_[set][k], spec_.inputs[k].count * sizeof(float), cudaMemcpyDeviceToDevice),
                 "restoring inputs");
     SPD_CHECK(cudaMemset(side.out, 0xFF, spec_.output_count * sizeof(float)), "clearing the output");
-    spd_flush_kernel<<<4 * dev_.prop.multiProcessorCount, 256>>>(flush_, flush_words_, ++flush_value_);
+    flush_l2(flush_, flush_words_, ++flush_value_, dev_.prop.multiProcessorCount);
     SPD_CHECK(cudaGetLastError(), "L2 flush");
     // Persisting-L2 lines would survive the flush: drop them (the static guards also forbid setting them).
     cudaCtxResetPersistingL2Cache();
