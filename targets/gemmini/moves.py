@@ -242,8 +242,10 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
         if explicit_ok(a, dims):
             for tiles in loop_candidates(dims):
                 out.append((f"Write one LOOP_WS per tile explicitly with dividing tiles {_fmt(tiles)}, alternating "
-                            "scratchpad halves, and skip moving in again an A or B tile that is already in the half "
-                            "(pass NULL) when the whole operand is a single tile.", render_loop(a, dims, tiles)))
+                            "scratchpad halves, skip moving in again an A or B tile that is already in the half "
+                            "(pass NULL) when the whole operand is a single tile, and store the results from the "
+                            "core with mvouts 4 blocks wide (one 64-byte DMA request per row instead of four).",
+                            render_loop(a, dims, tiles)))
             for tiles, acc_double in explicit_candidates(dims):
                 out.append((f"Write the schedule out explicitly (weight-stationary, tiles {_fmt(tiles)}, accumulator "
                             f"{'double-buffered' if acc_double else 'used whole'}) with constant loop bounds, so the "
@@ -394,9 +396,9 @@ def render_explicit(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[
         f"          spad_half ^= {HALF_SPAD_ROWS};",
         "        }",
         f"        for (size_t i = 0; i < {ti}; i++)",
-        f"          for (size_t j = 0; j < {tj}; j++)",
+        f"          for (size_t j = 0; j < {tj}; j += {b_blocks})",
         f"            gemmini_extended_mvout(({a['C']}) + (i0 + i) * DIM * ({a['sC']}) + (j0 + j) * DIM,",
-        f"                                   acc + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM);",
+        f"                                   acc + (uint32_t)((i * {tj} + j) * DIM), {b_blocks} * DIM, DIM);",
     ]
     if acc_double:
         lines.append(f"        acc_half ^= {HALF_ACC_ROWS};")
@@ -413,6 +415,7 @@ def render_loop(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int,
     bias = a["D"].strip() not in ("NULL", "0")
     reuse_b = nj == tj and nk == tk
     reuse_a = ni == ti and nk == tk
+    c_blocks = 4 if tj % 4 == 0 else (2 if tj % 2 == 0 else 1)  # results leave in rows of up to 64 bytes
     spec = {"I": dims[0], "J": dims[1], "K": dims[2], "tiles": list(tiles), "loop": True,
             "args": [a[k] for k in MANUAL[:14]]}
     b_ptr = f"({a['B']}) + k0 * DIM * ({a['sB']}) + j0 * DIM"
@@ -422,7 +425,8 @@ def render_loop(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int,
         f"    /* {SCHEDULE_MARK} {json.dumps(spec)} */",
         f"    /* One LOOP_WS per {ti}x{tj}x{tk}-block tile, alternating scratchpad halves"
         + ("; B is one tile, moved in once per half" if reuse_b else "")
-        + ("; A is one tile, moved in once per half" if reuse_a else "") + ". */",
+        + ("; A is one tile, moved in once per half" if reuse_a else "")
+        + "; the core stores results in rows of up to 64 bytes. */",
         "    gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);",
         f"    gemmini_extended_config_st(({a['sC']}) * sizeof(elem_t), {a['act']}, {a['scale']});",
         f"    gemmini_extended3_config_ld(({a['sA']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);",
@@ -436,9 +440,13 @@ def render_loop(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int,
         f"          const elem_t *a = {'tile >= 2 ? NULL : ' if reuse_a else ''}{a_ptr};",
         f"          const elem_t *b = {'tile >= 2 ? NULL : ' if reuse_b else ''}{b_ptr};",
         f"          const acc_t *d = {'k0 == 0 ? (' + a['D'] + ') + j0 * DIM : NULL' if bias else 'NULL'};",
-        f"          elem_t *c = k0 + {tk} == {nk} ? ({a['C']}) + i0 * DIM * ({a['sC']}) + j0 * DIM : NULL;",
-        f"          gemmini_loop_ws({ti}, {tj}, {tk}, 0, 0, 0, a, b, d, c, {a['sA']}, {a['sB']}, 0, {a['sC']}, false, false,",
-        f"                          false, false, {'true' if bias else 'k0 > 0'}, {a['act']}, half, half, false);",
+        f"          gemmini_loop_ws({ti}, {tj}, {tk}, 0, 0, 0, a, b, d, NULL, {a['sA']}, {a['sB']}, 0, {a['sC']}, false,",
+        f"                          false, false, false, {'true' if bias else 'k0 > 0'}, {a['act']}, half, half, false);",
+        f"          if (k0 + {tk} == {nk})",
+        f"            for (size_t i = 0; i < {ti}; i++)",
+        f"              for (size_t j = 0; j < {tj}; j += {c_blocks})",
+        f"                gemmini_extended_mvout(({a['C']}) + (i0 + i) * DIM * ({a['sC']}) + (j0 + j) * DIM,",
+        f"                                       GEMMINI_ACC_ADDR | (uint32_t)((i * {tj} + j) * DIM), {c_blocks} * DIM, DIM);",
         "        }",
         "  }",
     ]
