@@ -112,8 +112,7 @@ def feedback_text(fb: dict[str, Any]) -> str:
     if isinstance(counts, dict) and counts:
         top = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:8])
         lines.append(f"Gemmini instructions issued: {top}.")
-    for key, label in (("dma_bytes", "DMA bytes moved"), ("host_cycles", "host-core cycles"),
-                       ("stall", "where time went")):
+    for key, label in (("dma_bytes", "DMA bytes moved"), ("stall", "where time went")):
         if fb.get(key) is not None:
             lines.append(f"{label}: {fb[key]}.")
     return " ".join(lines)

@@ -47,7 +47,7 @@ static void matmul_case(const char *name, size_t I, size_t J, size_t K, bool bia
 }
 
 int main(void) {
-  gemmini_test_seed(7);
+  speedpatch_seed_inputs(7);
   matmul_case("ws_loop_odd_shape", 50, 70, 90, true, false, NO_ACTIVATION, 1.0f / 16, false, false, false, 2, 3, 4, WS);
   matmul_case("ws_loop_relu_repeating_bias", 64, 48, 80, true, true, RELU, 1.0f / 8, false, false, false, 3, 2, 2, WS);
   matmul_case("ws_loop_no_bias_k_tiles", 33, 17, 120, false, false, NO_ACTIVATION, 1.0f / 32, false, false, false, 1, 1, 2, WS);

@@ -75,7 +75,7 @@ class CommandBackend(Backend):
             "source": str(src), "binary": str(binary), "workdir": str(ctx.workdir), "include": str(common.INCLUDE_DIR),
             "include_root": str(common.GEMMINI_DIR), "seed": str(ctx.seed or 1),
         }
-        rec = common.receipt(self.name, command=settings["command"], build=settings.get("build"), seed=ctx.seed,
+        rec = common.receipt(self.name, command=settings["command"], build=settings.get("build"), seed=ctx.seed or 1,
                              statistic="one run of the configured command (no repetition)")
         try:
             build_cmd = _fill(str(settings["build"]), values) if settings.get("build") else None

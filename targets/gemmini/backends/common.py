@@ -78,8 +78,6 @@ def feedback(stats: dict[str, Any], cycles: int | None, macs: int | None, trials
     busy = stats.get("busy_cycles")
     if isinstance(busy, dict) and cycles:
         fb["stall"] = ", ".join(f"{unit} unit busy {int(v) / trials / cycles:.0%}" for unit, v in busy.items())
-    if stats.get("host_block_cycles") is not None:
-        fb["host_cycles"] = int(stats["host_block_cycles"]) // trials
     return fb
 
 

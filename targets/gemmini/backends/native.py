@@ -109,7 +109,7 @@ class NativeBackend(Backend):
             headers=str(settings.get("include_dir") or "speedpatch's gemmini.h"),
             compiler=common.compiler_version("gcc"),
             flags=" ".join(build.USER_CFLAGS),
-            seed=ctx.seed,
+            seed=ctx.seed or 1,
         )
         if exe is None and result.output.startswith(MODEL_BUILD_FAILURES):
             # Not the candidate's fault: the model itself did not build (a broken install or parameter file).

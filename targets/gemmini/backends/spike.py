@@ -73,7 +73,7 @@ class SpikeBackend(Backend):
         rec = common.receipt(
             self.name, model="speedpatch Gemmini model as a Spike extension",
             compiler=common.compiler_version("riscv64-unknown-elf-gcc"), flags=" ".join(driver.RISCV_CFLAGS),
-            seed=ctx.seed, statistic="functional run; Spike's rdcycle counts retired host instructions",
+            seed=ctx.seed or 1, statistic="functional run; Spike's rdcycle counts retired host instructions",
         )
         if elf is None:
             ev = common.build_failed(result, ctx.timeout)
