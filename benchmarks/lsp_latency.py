@@ -60,12 +60,16 @@ def report(label: str, samples: list[float]) -> None:
 
 async def measure(client: LanguageClient, uri: str, line: int, n: int) -> tuple[list[float], list[float]]:
     doc = types.TextDocumentIdentifier(uri=uri)
-    here = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+    here = types.Range(
+        start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+    )
     actions, lenses = [], []
     for _ in range(n):
         t = time.perf_counter()
         await client.text_document_code_action_async(
-            types.CodeActionParams(text_document=doc, range=here, context=types.CodeActionContext(diagnostics=[]))
+            types.CodeActionParams(
+                text_document=doc, range=here, context=types.CodeActionContext(diagnostics=[])
+            )
         )
         actions.append(time.perf_counter() - t)
         t = time.perf_counter()
@@ -75,7 +79,9 @@ async def measure(client: LanguageClient, uri: str, line: int, n: int) -> tuple[
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--example", choices=["gemmini", "toy"], default="gemmini")
     parser.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
@@ -106,7 +112,10 @@ async def main() -> None:
     settings = {"offline": True, "search": {"iterations": 4, "beam": 2, "plans": 4, "codes": 1}}
     await client.initialize_async(
         types.InitializeParams(
-            capabilities=caps, root_uri=from_fs_path(str(root)), initialization_options=settings, process_id=os.getpid()
+            capabilities=caps,
+            root_uri=from_fs_path(str(root)),
+            initialization_options=settings,
+            process_id=os.getpid(),
         )
     )
     client.initialized(types.InitializedParams())
@@ -119,7 +128,9 @@ async def main() -> None:
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    print(f"server up, first code lens after {time.perf_counter() - started:.2f} s: {lenses[0].command.title}")
+    print(
+        f"server up, first code lens after {time.perf_counter() - started:.2f} s: {lenses[0].command.title}"
+    )
     kernel = lenses[0].command.arguments[0]["kernel"]
     line = lenses[0].range.start.line
 

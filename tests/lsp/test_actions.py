@@ -14,9 +14,10 @@ async def titles_and_commands(editor, uri, line=KERNEL_LINE):
     return [action_parts(a) for a in await editor.actions(uri, line)]
 
 
-async def test_kernel_offers_optimize_with_its_backend_and_a_quick_variant(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_kernel_offers_optimize_with_its_backend_and_a_quick_variant(shared_editor):
+    editor = shared_editor
+    uri = editor.open(editor.root / "sum.toy")
     actions = await titles_and_commands(editor, uri)
     assert actions == [
         ("Optimize kernel_sum (toy-count)", "speedpatch.optimize", [{"uri": uri, "kernel": "kernel_sum"}]),
@@ -28,9 +29,10 @@ async def test_kernel_offers_optimize_with_its_backend_and_a_quick_variant(start
     ]
 
 
-async def test_no_actions_outside_kernels(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_actions_outside_kernels(shared_editor):
+    editor = shared_editor
+    uri = editor.open(editor.root / "sum.toy")
     assert await editor.actions(uri, 0) == []  # the INPUTS line belongs to the harness
 
 

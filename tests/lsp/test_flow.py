@@ -159,3 +159,25 @@ async def test_gemmini_native_offline_flow(start_editor, tmp_path):
         tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 4, "codes": 1}}
     )
     await check_full_flow(editor, path, kernels[0].name, "gemmini-native")
+
+
+async def test_saved_rewrite_that_no_longer_holds_is_warned(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    summary = await optimize_and_wait(editor, uri, "kernel_sum", quick=True)
+    assert (await editor.command("speedpatch.apply", {"runId": summary["runId"]}))["applied"]
+    # the harness now expects something else: the applied kernel is still the winner, but wrong here
+    editor.change(
+        uri, editor.texts[uri].replace("return sum(xs)\n\n\ndef kernel", "return sum(xs) + 1\n\n\ndef kernel")
+    )
+    editor.save(uri)
+
+    def warned() -> list[types.Diagnostic]:
+        return [d for d in editor.diagnostics(uri) if d.code == "verify-failed"]
+
+    diag = (await editor.until(warned, 30, "the re-verification warning"))[0]
+    assert diag.severity == types.DiagnosticSeverity.Warning and "incorrect" in diag.message
+    assert any(
+        t.startswith("speedpatch warning: re-verification failed") for t in await editor.lens_titles(uri)
+    )
+    assert any(m.type == types.MessageType.Warning for m in editor.client.messages)
