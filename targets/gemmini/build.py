@@ -135,7 +135,9 @@ def build_native(
     """Compile `source` (host work instrumented) and link it with the model. Returns the compiler result
     and the executable, or None when the build failed."""
     start = time.monotonic()
-    workdir = Path(workdir)
+    source, workdir = Path(source).resolve(), Path(workdir).resolve()  # the compiler runs in workdir
+    include_dirs = [Path(d).resolve() for d in include_dirs]
+    params_dir = Path(params_dir).resolve() if params_dir else None
     workdir.mkdir(parents=True, exist_ok=True)
     res, archive = model_archive(params_dir, timeout=timeout)
     if archive is None:
@@ -224,7 +226,7 @@ def run_native(exe: Path, workdir: Path, timeout: float, stats_path: Path | None
     env.pop("GEMMINI_MODEL_STATS", None)
     if stats_path is not None:
         env["GEMMINI_MODEL_STATS"] = str(stats_path)
-    return run_process([str(exe)], cwd=Path(workdir), timeout=timeout, env=env)
+    return run_process([str(Path(exe).resolve())], cwd=Path(workdir), timeout=timeout, env=env)
 
 
 def read_stats(stats_path: Path) -> dict[str, Any] | None:
@@ -331,7 +333,9 @@ def build_spike(
 ) -> tuple[ProcResult, Path | None]:
     """Compile `source` into a bare-metal RISC-V ELF for Spike (real custom-3 instructions, `rdcycle`
     counts retired instructions). Returns the compiler result and the ELF, or None."""
-    workdir = Path(workdir)
+    source, workdir = Path(source).resolve(), Path(workdir).resolve()  # the compiler runs in workdir
+    include_dirs = [Path(d).resolve() for d in include_dirs]
+    params_dir = Path(params_dir).resolve() if params_dir else None
     workdir.mkdir(parents=True, exist_ok=True)
     incs: list[str] = []
     for d in [*_config_include_dirs(workdir, params_dir), *include_dirs]:
@@ -363,7 +367,7 @@ def run_spike(
     env.pop("GEMMINI_MODEL_STATS", None)
     if stats_path is not None:
         env["GEMMINI_MODEL_STATS"] = str(stats_path)
-    argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(elf)]
+    argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(Path(elf).resolve())]
     return run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
 
 

@@ -75,3 +75,11 @@ def test_native_builds_define_speedpatch_native_and_charge_host_blocks(tmp_path)
 
 def test_read_stats_of_a_missing_file_is_none(tmp_path):
     assert read_stats(tmp_path / "nothing.json") is None
+
+
+def test_relative_source_and_work_paths_are_accepted(tmp_path, monkeypatch):
+    (tmp_path / "rel.c").write_text('#include "xcustom.h"\nint main(void) { gemmini_model_fence(); return 0; }\n')
+    monkeypatch.chdir(tmp_path)
+    res, exe = build_native(Path("rel.c"), Path("work"))
+    assert exe is not None, res.output
+    assert run_native(exe, Path("work"), timeout=30).returncode == 0
