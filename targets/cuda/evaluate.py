@@ -49,9 +49,12 @@ def static_rejection(source: str, path: str) -> Evaluation | None:
                       feedback={"guard_findings": [f.to_dict() for f in findings]})
 
 
+RESULT_FILE = "speedpatch_result.json"  # the harness writes its result line here too (read whole)
+
+
 def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
     return ["--trials", str(int(settings.get("trials", 100))), "--warmup", str(int(settings.get("warmup", 3))),
-            "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed))]
+            "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed)), "--result", RESULT_FILE]
 
 
 class _Run:
@@ -140,10 +143,11 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             failure, output = run.step("run", [*bench, *timing_args(settings, ctx.seed)])
         if failure is not None:
             return failure
+        # The program output was cut to the log limits; the result file holds the whole line.
+        result = parse_result(executor.fetch(RESULT_FILE, max(5.0, run.left())) or "") or parse_result(output)
     finally:
         executor.cleanup()
-    evaluation = to_evaluation(parse_result(output), run.log, receipt,
-                               no_device_hint="cuda-compile can still check that it builds")
+    evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds")
     if evaluation.status == OK and compiler_output:
         _add_resources(evaluation, compiler_output, build, cand, arch, run.left())
     evaluation.seconds = time.monotonic() - run.start

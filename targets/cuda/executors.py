@@ -19,6 +19,9 @@ class Executor(Protocol):
 
     def run(self, argv: list[str], timeout: float) -> ProcResult: ...
 
+    def fetch(self, name: str, timeout: float) -> str | None:
+        """The whole text of a file the run wrote in the build folder, or None."""
+
     def cleanup(self) -> None: ...
 
 
@@ -35,6 +38,13 @@ class LocalExecutor:
     def run(self, argv: list[str], timeout: float) -> ProcResult:
         assert self.dir is not None, "upload first"
         return run_process(argv, cwd=self.dir, timeout=timeout)
+
+    def fetch(self, name: str, timeout: float) -> str | None:
+        assert self.dir is not None, "upload first"
+        try:
+            return (self.dir / name).read_text(errors="replace")
+        except OSError:
+            return None
 
     def cleanup(self) -> None:  # the scratch directory belongs to the caller
         pass
@@ -64,6 +74,17 @@ class SshExecutor:
 
     def run(self, argv: list[str], timeout: float) -> ProcResult:
         return self._ssh(f"cd {shlex.quote(self.remote)} && {shlex.join(argv)}", timeout)
+
+    def fetch(self, name: str, timeout: float) -> str | None:
+        local = self.scratch / f"fetched-{name}"
+        copied = run_process([*self.scp, "-q", f"{self.host}:{self.remote}/{name}", str(local)], cwd=self.scratch,
+                             timeout=timeout)
+        if copied.returncode != 0:
+            return None
+        try:
+            return local.read_text(errors="replace")
+        except OSError:
+            return None
 
     def cleanup(self) -> None:
         self._ssh(f"rm -rf {shlex.quote(self.remote)}", 30)

@@ -63,6 +63,13 @@ TIMER = _rule(
     r"\bcudaSetDevice\b", r"\btorch\.cuda\.(?:synchronize|Event)\b", r"\btime\.(?:time|perf_counter)\w*\b",
 )
 
+IO = _rule(
+    "io",
+    "a solution computes; file, process and console I/O could forge or hide results",
+    r"\bf?open\s*\(", r"\bfreopen\b", r"\bfwrite\b", r"\bf?printf\s*\(", r"\bputs\s*\(", r"\bstd::(?:cout|cerr|clog)\b",
+    r"\b[io]?fstream\b", r"\bsystem\s*\(", r"\bpopen\b", r"\bdup2?\s*\(", r"\bwrite\s*\(\s*[12]\s*,",
+)
+
 # Reference libraries, matched case-insensitively against `allow` directives by key.
 LIBRARIES: dict[str, str] = {
     "cublas": r"\bcublas\w*|#\s*include\s*[<\"]cublas",
@@ -126,7 +133,7 @@ def check(
     libraries: DEFAULT_FORBIDDEN plus `forbid`, minus `allow` (both from the problem's directives)."""
     code = blank_comments_and_strings(solution, python=python)
     allowed = {a.lower() for a in allow}
-    rules = [SIDE_STREAM, HOST_THREAD, L2_PERSIST, TIMER]
+    rules = [SIDE_STREAM, HOST_THREAD, L2_PERSIST, TIMER] + ([] if python else [IO])
     for lib in dict.fromkeys([*DEFAULT_FORBIDDEN, *(f.lower() for f in forbid)]):
         if lib in LIBRARIES and lib not in allowed:
             rules.append(_rule("reference-library", f"calls {lib}, the reference library, instead of computing",
@@ -147,6 +154,11 @@ def check(
             col = m.start() - (code.rfind("\n", 0, m.start()) + 1)
             findings.append(Finding(rule, f"{message} (`{m.group(0).strip()}`)", line + line_offset, col))
     findings.extend(_side_stream_launches(code, line_offset, python))
+    # The result marker inside a string is blanked above; look for it in the raw text.
+    for m in re.finditer(r"SPEEDPATCH_RESULT", solution):
+        line = solution.count("\n", 0, m.start())
+        findings.append(Finding("harness", "the solution prints the harness's result marker (a forged result)",
+                                line + line_offset, m.start() - (solution.rfind("\n", 0, m.start()) + 1)))
     findings.sort(key=lambda f: (f.line, f.column, f.rule))
     return findings
 

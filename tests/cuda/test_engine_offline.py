@@ -38,7 +38,7 @@ def _script(path: Path, body: str) -> str:
 def test_offline_search_keeps_the_fastest_block_size(tmp_path: Path) -> None:
     ssh = _script(tmp_path / "ssh", 'shift; exec bash -c "$*"\n')
     scp = _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
-                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("$a"); done\n'
+                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
                                     'exec cp "${files[@]}" "${dest#*:}"\n')
     settings = {"host": "fake", "ssh": ssh, "scp": scp, "remote_dir": str(tmp_path / "remote"),
                 "nvcc": _script(tmp_path / "nvcc", FAKE_NVCC), "cache_dir": str(tmp_path / "cache")}

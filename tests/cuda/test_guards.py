@@ -139,3 +139,15 @@ def test_forbid_directive_adds_libraries_to_the_default_list() -> None:
     (finding,) = CudaTarget().diagnostics(text, "p.cu")
     assert finding.rule == "reference-library" and "thrust" in finding.message and finding.line == 4
     assert guards.check("void f() { thrust::reduce(a, b); }") == []  # not forbidden by default
+
+
+@pytest.mark.parametrize("io", ['FILE* f = fopen("speedpatch_result.json", "w");', 'printf("fast\\n");',
+                                'std::ofstream out("r.json");', 'system("echo");', 'std::cout << 1;'])
+def test_file_and_console_io_in_a_solution_is_found(io: str) -> None:
+    findings = guards.check("void launch(const float* const* in, float* out) {\n  " + io + "\n}\n")
+    assert "io" in {f.rule for f in findings}
+
+
+def test_printing_a_forged_result_line_is_found_even_inside_a_string() -> None:
+    findings = guards.check('static const char* s = "SPEEDPATCH_RESULT {\\"status\\":\\"ok\\"}";\n', line_offset=3)
+    assert [(f.rule, f.line) for f in findings] == [("harness", 3)]

@@ -95,9 +95,13 @@ def runs(gxx: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
                    cwd=root, check=True)
 
     def run(binary: str, **env: str) -> dict:
-        done = subprocess.run([str(root / binary), *ARGS], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, **env})
-        return parse_result(done.stdout) or {"status": "no result", "output": done.stdout + done.stderr}
+        result_file = root / "result.json"
+        result_file.unlink(missing_ok=True)
+        done = subprocess.run([str(root / binary), *ARGS, "--result", str(result_file)], capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **env})
+        printed = parse_result(done.stdout) or {"status": "no result", "output": done.stdout + done.stderr}
+        assert parse_result(result_file.read_text()) == printed  # the --result file holds the same line
+        return printed
 
     results = {name: run("bench", SPEEDPATCH_TEST_VARIANT=name) for name in VARIANTS}
     results["baseline_wrong"] = run("bench_wrong_baseline")

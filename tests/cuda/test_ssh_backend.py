@@ -21,6 +21,7 @@ RESULT = {
     "baseline_ms": {"median": 2.0, "low": 1.9, "high": 2.1},
     "candidate_ms": {"median": 1.0, "low": 0.95, "high": 1.05},
     "speedup": {"median": 2.0, "low": 1.8, "high": 2.2},
+    "shapes": "x" * 600,  # a result line longer than the per-line output limit: only the result file is whole
 }
 
 
@@ -36,17 +37,19 @@ def fake_host(tmp_path: Path) -> dict:
     log = tmp_path / "ssh.log"
     remote = tmp_path / "remote"
     ssh = _script(tmp_path / "ssh", f'host="$1"; shift; echo "$host|$*" >> {log}\nexec bash -c "$*"\n')
-    # scp -q FILE... HOST:DIR/  ->  cp FILE... DIR/
+    # scp -q [HOST:]FILE... [HOST:]DEST  ->  cp FILE... DEST
     scp = _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
-                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("$a"); done\n'
+                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
                                     'exec cp "${files[@]}" "${dest#*:}"\n')
     (tmp_path / "result.txt").write_text("SPEEDPATCH_RESULT " + json.dumps(RESULT) + "\n")
+    # The "built program": records its arguments, prints the result and writes it to --result (last arg).
+    bench = _script(tmp_path / "bench.template", f'echo "$@" > {tmp_path}/bench.args\ncat {tmp_path}/result.txt\n'
+                                                 f'cp {tmp_path}/result.txt "${{@: -1}}"\n')
     nvcc = _script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
                    'if grep -q BROKEN candidate.cu; then echo "candidate.cu(40): error: expected a ;"; exit 1; fi\n'
                    "echo \"ptxas info    : Compiling entry function '_ZN12sp_candidate13matmul_kernelEPKfS1_Pfi' for 'sm_90'\"\n"
                    "echo 'ptxas info    : Used 40 registers, used 0 barriers'\n"
-                   f"printf '#!/bin/bash\\necho \"$@\" > {tmp_path}/bench.args\\ncat {tmp_path}/result.txt\\n' > bench\n"
-                   "chmod +x bench\n")
+                   f"cp {bench} bench\n")
     return {"settings": {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(remote), "nvcc": nvcc,
                          "arch": "sm_90", "trials": 7, "cache_dir": str(tmp_path / "cache")},
             "log": log, "remote": remote, "dir": tmp_path}
@@ -75,6 +78,7 @@ def test_evaluation_copies_builds_runs_and_cleans_up(fake_host: dict, matmul_sou
     args = (fake_host["dir"] / "nvcc.args").read_text()
     assert "main.cu baseline.cu candidate.cu -o bench" in args
     assert "--trials 7" in (fake_host["dir"] / "bench.args").read_text()
+    assert ev.receipt["inputs"]["shapes"] == "x" * 600  # read whole from the fetched result file
     kernel = ev.feedback["kernels"]["matmul_kernel"]  # from the remote compiler's -Xptxas -v output
     assert kernel["registers"] == 40 and kernel["occupancy"]["threads_per_block"] == 64  # BLOCK 8 x 8
     commands = fake_host["log"].read_text().splitlines()
@@ -134,7 +138,7 @@ def test_hanging_program_on_the_host_times_out(fake_host: dict, matmul_source: s
 def test_kernelbench_problem_is_staged_with_the_trusted_runner(fake_host: dict) -> None:
     problem = (EXAMPLES / "kernelbench_relu.py").read_text()
     python = _script(fake_host["dir"] / "python", f'ls > {fake_host["dir"]}/kb.files; echo "$@" > {fake_host["dir"]}/kb.args\n'
-                                                  f'cat {fake_host["dir"]}/result.txt\n')
+                                                  f'cp {fake_host["dir"]}/result.txt "${{@: -1}}"\n')
     settings = dict(fake_host["settings"], python=python)
     ev = CudaSshBackend().evaluate(problem, context(fake_host["dir"], source_path=EXAMPLES / "kernelbench_relu.py",
                                                     settings=settings, baseline=problem))
