@@ -194,8 +194,6 @@ void gm_loop_conv_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   tm_frontend_only();
 }
 
-static uint32_t float_bits_one(void) { return 0x3F800000u; }
-
 static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
   const int no_bias = rs1 & 1, wrot180 = (rs1 >> 1) & 1, trans_output_1203 = (rs1 >> 2) & 1;
   const int trans_weight_1203 = (rs1 >> 3) & 1, trans_weight_0132 = (rs1 >> 4) & 1;
@@ -247,7 +245,7 @@ static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
   if (b_spad_id == 2) B_start = SPAD_ROWS - (uint32_t)B_rows;
   if (bias) G.lc_D_row = (G.lc_D_row + ACC_ROWS / 2) % ACC_ROWS;
   if (output) G.lc_C_row = (G.lc_C_row + ACC_ROWS / 2) % ACC_ROWS;
-  const uint64_t one = (uint64_t)float_bits_one() << 32;
+  const uint64_t one = (uint64_t)0x3F800000u << 32; /* mvin scale 1.0f in CONFIG_LD's rs1[63:32] */
 
   if (bias) { /* bias rows into the accumulator, one row per output pixel */
     const int64_t max_ochs = ochs < MAX_BLOCK_LEN_ACC * DIM ? ochs : MAX_BLOCK_LEN_ACC * DIM;

@@ -1,0 +1,1 @@
+"""C sources of the native Gemmini model (shipped as package data; built by ..build)."""
