@@ -139,7 +139,9 @@ async function scenarioOptimize(page) {
   await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens');
   // The cursor starts at the top of the file, outside the kernel: the command offers the file's kernel.
   await palette(page, 'speedpatch: Optimize kernel at cursor');
-  const progress = await waitForText(page, '.codelens-decoration', /searching|queued|x faster/, 60000, 'the search starting');
+  const progress = await waitForText(
+    page, '.codelens-decoration', /searching|queued|x faster/, 60000, 'the search starting', /no faster version found|cannot optimize/,
+  );
   step(`lens while searching: ${progress}`);
   const done = await waitForText(
     page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens', /no faster version found/,
