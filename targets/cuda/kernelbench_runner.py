@@ -171,8 +171,9 @@ def main() -> int:
         torch.cuda.synchronize()
         for i in range(args.trials):
             set_index = (i + 1) % len(sets)
-            inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[set_index]]
             for name in order if i % 2 == 0 else list(reversed(order)):
+                # Fresh copies per call: a model that writes its inputs cannot affect the next one.
+                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[set_index]]
                 flush.fill_(i)  # evict L2: writes 1.5x its size
                 torch.cuda.synchronize()
                 with torch.no_grad():

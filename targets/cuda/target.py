@@ -86,9 +86,9 @@ class CudaTarget(Target):
                        layout.solution_line, _end_line(text, len(text)), line, layout.solution)]
 
     def extract_kernel(self, code: str, kernel: Kernel) -> str:
-        """The solution to splice in, taken from an LLM reply: what follows a solution marker; a whole
-        solution (kernels + launch / ModelNew) without harness; else the named kernels swapped into the
-        current solution. The harness is never taken from the reply."""
+        """The code to splice in, taken from an LLM reply: what follows a solution marker; a whole solution
+        (kernels + launch / ModelNew) without harness; else just the reply's `__global__` functions, which
+        `splice` swaps by name into the parent's solution. The harness is never taken from the reply."""
         python = "class ModelNew" in kernel.text or "load_inline" in kernel.text
         layout = split_problem(code, "x.py" if python else "x.cu")
         if layout is not None:
@@ -97,14 +97,26 @@ class CudaTarget(Target):
             return _kernelbench_solution(code)
         if not kernel.runnable:
             return super().extract_kernel(code, kernel)
-        if re.search(r"\bvoid\s+launch\s*\(", code) and "spd::Spec" not in code and "speedpatch_timing" not in code:
+        if _defines_launch(code) and "spd::Spec" not in code and "speedpatch_timing" not in code:
             return code
-        new_functions = {f.name: code[f.start : f.end] for f in global_functions(code)}
-        result = kernel.text
-        for old in reversed(global_functions(kernel.text)):
-            if old.name in new_functions:
-                result = result[: old.start] + new_functions[old.name] + result[old.end :]
-        return result if result != kernel.text else code
+        functions = global_functions(code)
+        return "\n\n".join(code[f.start : f.end] for f in functions) + "\n" if functions else code
+
+    def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
+        """A whole solution replaces the region; kernels alone replace the same-named kernels in it (the
+        rest of the parent's solution, e.g. its launch configuration, stays)."""
+        if kernel.name != SOLUTION_NAME or _defines_launch(new_code) or not global_functions(new_code):
+            return super().splice(text, kernel, new_code)
+        region = text[kernel.start : kernel.end]
+        replacements = {f.name: new_code[f.start : f.end] for f in global_functions(new_code)}
+        for old in reversed(global_functions(region)):
+            if old.name in replacements:
+                region = region[: old.start] + replacements.pop(old.name) + region[old.end :]
+        if replacements:  # new helper kernels go before launch(), which may call them
+            launch = re.search(r"^[^\n]*\bvoid\s+launch\s*\(", region, re.MULTILINE)
+            at = launch.start() if launch else len(region)
+            region = region[:at] + "\n\n".join(replacements.values()) + "\n\n" + region[at:]
+        return text[: kernel.start] + region + text[kernel.end :]
 
     # --- checks, feedback, moves --------------------------------------------------------------------
 
@@ -126,6 +138,10 @@ class CudaTarget(Target):
     def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
         return offline_moves(source, kernel)
 
+
+
+def _defines_launch(code: str) -> bool:
+    return re.search(r"\bvoid\s+launch\s*\([^)]*\)\s*\{", code) is not None
 
 
 def _kernelbench_solution(code: str) -> str:

@@ -83,12 +83,23 @@ def test_extract_accepts_a_whole_solution_without_marker(matmul_source: str) -> 
     assert target.find_kernels(spliced)[0].name == "launch"  # still found after a rename
 
 
-def test_extract_swaps_a_lone_kernel_into_the_current_solution(matmul_source: str) -> None:
+def test_a_lone_kernel_replaces_its_namesake_in_the_parent_and_keeps_the_rest(matmul_source: str) -> None:
+    target = CudaTarget()
+    original = target.find_kernels(matmul_source)[0]
+    parent = matmul_source.replace("#define BLOCK 16", "#define BLOCK 32")  # an earlier iteration's change
+    reply = "__global__ void matmul_kernel(const float* A, const float* B, float* C, int n) { /* new */ }\n"
+    code = target.extract_kernel(reply, original)
+    assert code.startswith("__global__ void matmul_kernel") and "void launch" not in code
+    child = target.splice(parent, target.find_kernels(parent)[0], code)
+    assert "/* new */" in child and "#define BLOCK 32" in child and "void launch(" in child
+    assert "acc += A" not in child and child.startswith(matmul_source[: original.start])
+
+
+def test_a_new_helper_kernel_goes_before_launch(matmul_source: str) -> None:
     target = CudaTarget()
     kernel = target.find_kernels(matmul_source)[0]
-    reply = "__global__ void matmul_kernel(const float* A, const float* B, float* C, int n) { /* new */ }\n"
-    code = target.extract_kernel(reply, kernel)
-    assert "/* new */" in code and "void launch(" in code and "#define BLOCK 16" in code
+    child = target.splice(matmul_source, kernel, "__global__ void helper(float* x) { x[0] = 0; }\n")
+    assert child.index("void helper") < child.index("void launch(") and "matmul_kernel(const float* A" in child
 
 
 def test_kernelbench_reply_with_the_reference_keeps_only_the_solution() -> None:
