@@ -101,6 +101,15 @@ int main(void) {
                     NO_ACTIVATION, 1.0f / 16, 0, 0, 0, WS);
     gemmini_fence();
     report("conv_1x1", out, gold, sizeof out);
+    /* The LOOP_CONV_WS macro on one tile holding the whole convolution. */
+    speedpatch_gold_conv(2, 11, 40, 24, 11, 3, 1, 1, in, w, bias, gold, 1.0f / 64, RELU);
+    gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
+    gemmini_extended_config_st(24, RELU, 1.0f / 64);
+    gemmini_loop_conv_ws(2, 11, 11, 40, 24, 11, 11, 11, 11, 1, 1, 3, 1, 1, 1, 0, 2, 11, 11, 24, 3, 3, 40, 1, 1, 1, 1,
+                         0, 0, 0, 0, 11, 11, w, out, bias, in, false, true, false, false, false, RELU, false, false,
+                         false, false, 1, 40, 24, 24, false, 0, 0);
+    gemmini_fence();
+    report("loop_conv_ws_macro_one_tile", out, gold, sizeof out);
   }
   return 0;
 }
@@ -110,7 +119,7 @@ CASES = [
     "ws_loop_odd_shape", "ws_loop_relu_repeating_bias", "ws_loop_no_bias_k_tiles", "ws_loop_transposed_A",
     "ws_loop_transposed_B", "ws_loop_full_C", "ws_non_integer_scale", "os_odd_shape", "os_relu_k_tiles",
     "os_transposed_A", "auto_vs_gold", "manual_ws_vs_gold", "manual_os_vs_gold", "cpu_path_vs_gold",
-    "conv_auto_pad1", "conv_stride2_explicit_tiles", "conv_1x1",
+    "conv_auto_pad1", "conv_stride2_explicit_tiles", "conv_1x1", "loop_conv_ws_macro_one_tile",
 ]
 
 

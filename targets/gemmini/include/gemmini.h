@@ -224,6 +224,49 @@ static inline uint32_t gemmini_float_bits(float value) {
                  k_LOOP_WS);                                                                              \
   } while (0)
 
+/* One tile of a convolution issued by the accelerator (LOOP_CONV_WS). Upstream argument order; the caller
+ * sets the WS dataflow (config_ex) and the output scale/activation (config_st) first. Paddings are those
+ * of this tile; strides are in elements. */
+#define gemmini_loop_conv_ws(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim,           \
+                             out_col_dim, pool_out_row_dim, pool_out_col_dim, stride, padding, kernel_dim,         \
+                             kernel_dilation, pool_size, pool_stride, pool_padding, batches, porows, pocols, pochs, \
+                             krows, kcols, kchs, lpad, rpad, upad, dpad, plpad, prpad, pupad, pdpad, orows, ocols,  \
+                             weights, output, bias, input, no_bias, no_pool, downsample, wrot180, input_dilated,    \
+                             act, trans_output_1203, trans_weight_1203, trans_weight_0132, trans_input_3120,        \
+                             max_pixels_per_row, in_stride, weight_stride, out_stride, dw, a_spad_id, b_spad_id)    \
+  do {                                                                                                            \
+    gemmini_rocc(((uint64_t)(out_channels) << 48) | ((uint64_t)(in_channels) << 32) |                            \
+                     ((uint64_t)(in_row_dim) << 16) | (uint64_t)(batch_size),                                    \
+                 ((uint64_t)(padding) << 56) | ((uint64_t)(stride) << 48) | ((uint64_t)(out_col_dim) << 32) |    \
+                     ((uint64_t)(pool_out_row_dim) << 16) | (uint64_t)(out_row_dim),                             \
+                 k_LOOP_CONV_WS_CONFIG_1);                                                                       \
+    gemmini_rocc(((uint64_t)(kernel_dim) << 48) | ((uint64_t)(pool_out_col_dim) << 32) |                         \
+                     ((uint64_t)(pool_size) << 16) | ((uint64_t)(pool_stride) << 8) | (uint64_t)(pool_padding),  \
+                 ((uint64_t)(batches) << 48) | ((uint64_t)(porows) << 32) | ((uint64_t)(pocols) << 16) |         \
+                     (uint64_t)(pochs),                                                                          \
+                 k_LOOP_CONV_WS_CONFIG_2);                                                                       \
+    gemmini_rocc(((uint64_t)(krows) << 48) | ((uint64_t)(kcols) << 32) | ((uint64_t)(kchs) << 16) |              \
+                     (uint64_t)(lpad),                                                                           \
+                 ((uint64_t)(rpad) << 48) | ((uint64_t)(upad) << 32) | ((uint64_t)(dpad) << 24) |                \
+                     ((uint64_t)(plpad) << 16) | (uint64_t)(in_col_dim),                                         \
+                 k_LOOP_CONV_WS_CONFIG_3);                                                                       \
+    gemmini_rocc(((uint64_t)(orows) << 48) | ((uint64_t)(prpad) << 32) | ((uint64_t)(pupad) << 21) |             \
+                     ((uint64_t)(pdpad) << 10) | (uint64_t)(kernel_dilation),                                    \
+                 ((uint64_t)(in_stride) << 48) | ((uint64_t)(weight_stride) << 32) |                             \
+                     ((uint64_t)(out_stride) << 16) | (uint64_t)(ocols),                                         \
+                 k_LOOP_CONV_WS_CONFIG_4);                                                                       \
+    gemmini_rocc((uintptr_t)(weights), (uintptr_t)(output), k_LOOP_CONV_WS_CONFIG_5);                            \
+    gemmini_rocc((uintptr_t)(bias), (uintptr_t)(input), k_LOOP_CONV_WS_CONFIG_6);                                \
+    gemmini_rocc(((uint64_t)(a_spad_id) << 18) | ((uint64_t)(b_spad_id) << 16) |                                 \
+                     ((uint64_t)(max_pixels_per_row) << 8) | ((uint64_t)((dw) ? 1 : 0) << 6) |                   \
+                     ((uint64_t)((trans_input_3120) ? 1 : 0) << 5) | ((uint64_t)((trans_weight_0132) ? 1 : 0) << 4) | \
+                     ((uint64_t)((trans_weight_1203) ? 1 : 0) << 3) | ((uint64_t)((trans_output_1203) ? 1 : 0) << 2) | \
+                     ((uint64_t)((wrot180) ? 1 : 0) << 1) | (uint64_t)((no_bias) ? 1 : 0),                      \
+                 ((uint64_t)(act) << 3) | ((uint64_t)((input_dilated) ? 1 : 0) << 2) |                           \
+                     ((uint64_t)((downsample) ? 1 : 0) << 1) | (uint64_t)((no_pool) ? 1 : 0),                    \
+                 k_LOOP_CONV_WS);                                                                                \
+  } while (0)
+
 #include "gemmini_lib.h"
 
 #endif /* SPEEDPATCH_GEMMINI_H */
