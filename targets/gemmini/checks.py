@@ -59,9 +59,7 @@ def static_check(source: str, kernel: Kernel) -> list[str]:
                            "the model or the environment")
         if ASM.search(fn.text):
             reasons.append(f"{fn.name}() contains inline assembly (use the gemmini_* API)")
-    original_uses_gemmini = bool(csource.GEMMINI_CALL.search(kernel.text)) or any(
-        csource.GEMMINI_CALL.match(c) for f in csource.functions(kernel.text) for c in f.calls
-    )
+    original_uses_gemmini = any(csource.calls_gemmini(f) for f in csource.functions(kernel.text))
     if original_uses_gemmini and not any(csource.calls_gemmini(f) for f in kernel_fns):
         reasons.append(f"{kernel.name}() no longer uses the Gemmini accelerator: the work moved to the CPU")
     elif csource.host_mac_loop_depth(kernel.text) < 2:

@@ -7,6 +7,7 @@ from speedpatch_harness.h, see examples/gemmini/).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from speedpatch.model import Evaluation, Kernel
@@ -88,8 +89,6 @@ class GemminiTarget(Target):
 
 
 def _mentions(text: str, name: str) -> bool:
-    import re
-
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
