@@ -15,7 +15,8 @@ from speedpatch.targets.gemmini import csource
 # Names a candidate must not call from kernel code.
 FORBIDDEN_CALLS = re.compile(
     r"^(read_cycles|rdcycle|speedpatch_\w+|gemmini_model_\w+|getenv|setenv|system|popen|fork|vfork|"
-    r"pthread_create|thrd_create|fopen|open|dlopen|dlsym|signal|sigaction|setjmp|longjmp|atexit)$"
+    r"pthread_create|thrd_create|fopen|open|dlopen|dlsym|signal|sigaction|setjmp|longjmp|atexit|exit|_exit|_Exit|"
+    r"quick_exit|abort|raise|kill)$"
 )
 # Names a candidate must not (re)define as macros anywhere in the file.
 PROTECTED_MACRO = re.compile(

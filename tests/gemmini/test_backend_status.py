@@ -88,6 +88,14 @@ def test_native_stops_a_hung_program(target, tmp_path: Path) -> None:
 
 
 @needs_gcc
+def test_native_requires_the_result_line_from_a_harness_program(target, tmp_path: Path) -> None:
+    # A kernel that exits before the harness can compare must not pass by its exit status.
+    src = _with_body(target, "  gemmini_fence();\n  exit(0);")
+    ev = target.backend("gemmini-native").evaluate(src, _ctx(target, tmp_path))
+    assert ev.status == RUNTIME_ERROR and "no speedpatch result line" in ev.message
+
+
+@needs_gcc
 def test_native_runs_a_program_without_the_harness_by_exit_status(target, tmp_path: Path) -> None:
     prog = '#include "include/gemmini.h"\n#include "include/gemmini_testutils.h"\n' \
            "void k(void) { gemmini_flush(0); gemmini_fence(); }\n" \

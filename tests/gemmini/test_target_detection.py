@@ -114,10 +114,11 @@ def test_offline_move_candidates_pass_the_guard(target) -> None:
     ("  gemmini_fence(); speedpatch_report(1, 1, 1, 1);", "", "speedpatch_report"),
     ("  gemmini_fence(); gemmini_model_fence();", "", "gemmini_model_fence"),
     ("  gemmini_fence(); system(\"true\");", "", "system"),
+    ("  gemmini_fence(); exit(0);", "", "exit"),
     ("  gemmini_fence(); asm volatile(\"nop\");", "", "inline assembly"),
     ("  gemmini_fence();", "#define read_cycles() 0\n", "read_cycles"),
     ("  gemmini_fence();", "int main(void) { return 0; }\n", "main()"),
-], ids=["timer", "harness", "model", "system", "asm", "macro", "main"])
+], ids=["timer", "harness", "model", "system", "exit", "asm", "macro", "main"])
 def test_guard_rejects_harness_and_timer_tampering(target, body: str, before: str, words: str) -> None:
     source, k = _candidate(target, body, before)
     reasons = target.static_check(source, k)

@@ -69,7 +69,7 @@ class CommandBackend(Backend):
             return Evaluation(status=INFRA_ERROR, message=usable.reason)
         timeout = float(settings.get("timeout") or ctx.timeout)
         src = ctx.workdir / source_name(ctx)
-        src.write_text(source, encoding="utf-8")
+        src.write_text(source, encoding="utf-8", errors="replace")
         binary = ctx.workdir / (Path(src).stem + ".elf") if settings.get("build") else src
         values = {
             "source": str(src), "binary": str(binary), "workdir": str(ctx.workdir), "include": str(common.INCLUDE_DIR),

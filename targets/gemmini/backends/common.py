@@ -109,6 +109,12 @@ def build_failed(build: ProcResult, timeout: float) -> Evaluation:
                       log=build.output)
 
 
+def uses_harness(source: str) -> bool:
+    """Whether a program runs its kernel through the speedpatch harness, so that its result line is
+    mandatory (a kernel that exits early must not pass by its exit status)."""
+    return re.search(r"\bspeedpatch_run_\w+\s*\(", source) is not None
+
+
 def run_to_evaluation(run: ProcResult, timeout: float, stats: dict[str, Any], rec: dict[str, Any],
                       whole_program_fallback: bool = True) -> Evaluation:
     """Status from exit status + result line; value = the harness's cycles (or, for a program without

@@ -94,7 +94,7 @@ class NativeBackend(Backend):
             return Evaluation(status=INFRA_ERROR, message=problem)
         build = _build_module()
         src = ctx.workdir / source_name(ctx)
-        src.write_text(source, encoding="utf-8")
+        src.write_text(source, encoding="utf-8", errors="replace")
         params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
         if settings.get("include_dir"):
             root = Path(str(settings["include_dir"])).expanduser()
@@ -122,7 +122,8 @@ class NativeBackend(Backend):
         stats_path = ctx.workdir / STATS_FILE
         remaining = max(5.0, ctx.timeout - result.seconds)
         run = run_program(exe, ctx.workdir, remaining, stats_path, ctx.seed)
-        return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec)
+        return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec,
+                                        whole_program_fallback=not common.uses_harness(source))
 
 
 def run_program(exe: Path, workdir: Path, timeout: float, stats_path: Path, seed: int) -> ProcResult:

@@ -68,7 +68,7 @@ class SpikeBackend(Backend):
         # On bare metal the harness takes its seed from SPEEDPATCH_SEED at compile time; #line keeps the
         # compiler's line numbers those of the candidate.
         src.write_text(f"#define SPEEDPATCH_SEED {int(ctx.seed or 1)}\n#line 1 \"{src.name}\"\n" + source,
-                       encoding="utf-8")
+                       encoding="utf-8", errors="replace")
         result, elf = driver.build_spike(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
         rec = common.receipt(
             self.name, model="speedpatch Gemmini model as a Spike extension",
