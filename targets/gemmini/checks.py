@@ -25,6 +25,8 @@ PROTECTED_MACRO = re.compile(
     re.MULTILINE,
 )
 ASM = re.compile(r"\b(__asm__|__asm|asm)\b")
+# The library's host fallback: tiled_matmul*/tiled_conv*(..., CPU) computes on the core, not on Gemmini.
+LIBRARY_ON_CPU = re.compile(r"\btiled_(?:matmul|conv)\w*\s*\([^;]*,\s*CPU\s*\)\s*;")
 
 
 def _reachable(fns: dict[str, csource.Function], root: str) -> list[csource.Function]:
@@ -60,6 +62,9 @@ def static_check(source: str, kernel: Kernel) -> list[str]:
                            "the model or the environment")
         if ASM.search(fn.text):
             reasons.append(f"{fn.name}() contains inline assembly (use the gemmini_* API)")
+        if LIBRARY_ON_CPU.search(fn.text) and not LIBRARY_ON_CPU.search(kernel.text):
+            reasons.append(f"{fn.name}() asks the library to compute on the CPU (tiled_*(..., CPU)): accelerator "
+                           "work must stay on Gemmini")
     original_uses_gemmini = any(csource.calls_gemmini(f) for f in csource.functions(kernel.text))
     if original_uses_gemmini and not any(csource.calls_gemmini(f) for f in kernel_fns):
         reasons.append(f"{kernel.name}() no longer uses the Gemmini accelerator: the work moved to the CPU")

@@ -146,6 +146,12 @@ def test_guard_rejects_cpu_loops_next_to_a_token_gemmini_call(target) -> None:
     assert any("CPU" in r for r in target.static_check(source, k))
 
 
+def test_guard_rejects_the_library_cpu_fallback(target) -> None:
+    (k,) = target.find_kernels(QUICK)
+    cheat = QUICK.replace("false, false, 0, WS);", "false, false, 0, CPU);")
+    assert any("CPU" in r for r in target.static_check(cheat, k))
+
+
 def test_guard_rejects_a_candidate_without_the_kernel(target) -> None:
     (k,) = target.find_kernels(QUICK)
     assert any("no longer defines" in r for r in target.static_check("int main(void) { return 0; }", k))
