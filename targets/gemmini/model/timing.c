@@ -2,8 +2,8 @@
  * queues (load 8, execute 16, store 4 entries; an entry is freed when its command completes). Each unit
  * runs its commands in order; a command starts when its unit is free and when the scratchpad/accumulator
  * rows it reads or writes are no longer in use by another unit (read-after-write, write-after-read,
- * write-after-write across units; within one unit the in-order pipeline keeps the order). Loads and
- * stores share one DRAM channel. The host clock advances with host work (trace-pc blocks), RoCC issue
+ * write-after-write across units; within one unit the in-order pipeline keeps the order). DRAM reads
+ * (mvin) and writes (mvout) each have their own channel, as on the memory bus. The host clock advances with host work (trace-pc blocks), RoCC issue
  * (blocking while the frontend is backed up) and fences (waiting for everything). */
 #include <string.h>
 
@@ -31,7 +31,6 @@ static acc_deps_t acc_deps;
 static uint64_t queue_done[U_NUM][64]; /* completion of the last `depth` commands of each queue */
 static uint64_t queue_pos[U_NUM];
 static uint64_t unit_free[U_NUM];
-static uint64_t dram_free;
 static int in_loop;                  /* a hardware loop is issuing: one issue stream per unit */
 static uint64_t stream_issue[U_NUM]; /* next issue cycle of each of the loop's streams */
 static uint64_t host_cmd_accept; /* first acceptance of the current host instruction, or 0 */
@@ -54,7 +53,6 @@ void tm_reset(void) {
   memset(queue_done, 0, sizeof queue_done);
   memset(queue_pos, 0, sizeof queue_pos);
   memset(unit_free, 0, sizeof unit_free);
-  dram_free = 0;
   n_ranges = 0;
 }
 
@@ -138,12 +136,10 @@ uint64_t tm_schedule(int unit, uint64_t occupancy, uint64_t latency, uint64_t dr
     }
   }
 
-  uint64_t start = ready;
-  if (dram_cycles) {
-    start = max64(start, dram_free);
-    dram_free = start + dram_cycles;
-    occupancy = max64(occupancy, dram_cycles);
-  }
+  /* Only the load unit reads DRAM and only the store unit writes it, each in order: a unit busy for its
+   * transfer is its DRAM channel busy. */
+  const uint64_t start = ready;
+  occupancy = max64(occupancy, dram_cycles);
   const uint64_t busy_until = start + occupancy;
   const uint64_t done = busy_until + latency;
   unit_free[unit] = busy_until;

@@ -28,11 +28,11 @@
 #define T_EX_QUEUE 16              /* preload, compute, config_ex, flush */
 #define T_STORE_QUEUE 4            /* mvout, config_st */
 
-/* ---- DMA and DRAM (one channel shared by loads and stores) ---- */
+/* ---- DMA and DRAM (one read channel for loads, one write channel for stores) ---- */
 #define T_DMA_REQUEST_BYTES 64     /* largest DMA request: each row of a mvin/mvout is split into requests
                                       of at most this many bytes */
 #define T_BUS_BYTES 16             /* memory bus width: a request moves whole beats of this size */
-#define T_DRAM_BYTES_PER_CYCLE 8   /* sustained DRAM bandwidth */
+#define T_DRAM_BYTES_PER_CYCLE 8   /* sustained DRAM bandwidth, per direction */
 #define T_DRAM_LATENCY 80          /* cycles from a read request to its data (and for write acks) */
 #define T_DMA_MAX_INFLIGHT 16      /* requests in flight: with the latency, narrow requests are bounded by
                                       T_DMA_MAX_INFLIGHT requests per T_DRAM_LATENCY cycles */
