@@ -171,12 +171,13 @@ def run_kernel(mode: str, nki: Any, kernel: Any, args: list[np.ndarray], outs: d
 
 
 def benchmark(nki: Any, kernel: Any, args: list[np.ndarray], outs: dict[str, np.ndarray], warmup: int,
-              iters: int) -> float:
-    """P99 latency in microseconds from nki.benchmark."""
+              iters: int) -> dict[str, float]:
+    """Median and P99 latency in microseconds from nki.benchmark."""
     fn = getattr(kernel, "func", None) or getattr(kernel, "__wrapped__", None) or kernel
     bench = nki.benchmark(warmup=warmup, iters=iters)(fn)
     bench(*args, **outs)
-    return float(bench.benchmark_result.nc_latency.get_latency_percentile(99))
+    latency = bench.benchmark_result.nc_latency
+    return {"p50": float(latency.get_latency_percentile(50)), "p99": float(latency.get_latency_percentile(99))}
 
 
 def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
@@ -235,8 +236,9 @@ def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
     elif opts.mode == "benchmark":
         inputs = make_inputs(module, seeds[0])
         try:
-            result.update(value=benchmark(nki_mod, kernel, list(inputs.values()), output_buffers(module),
-                                          opts.warmup, opts.iters), unit="us")
+            timing = benchmark(nki_mod, kernel, list(inputs.values()), output_buffers(module), opts.warmup,
+                               opts.iters)
+            result.update(value=timing["p50"], unit="us", timing=timing)
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         result["nki_version"] = str(getattr(nki_mod, "__version__", "unknown"))

@@ -118,7 +118,8 @@ def test_neuron_over_ssh_checks_and_times_with_nki_benchmark(fake_nki, tmp_path,
     ev = evaluate((EXAMPLES / "tensor_add.py").read_text(), backend="nki-neuron", settings=settings)
     assert ev.status == OK, ev.message + ev.log
     assert ev.unit == "us" and ev.value > 0
-    assert ev.receipt["statistic"].startswith("P99") and ev.receipt["trials"] == 3
+    assert ev.receipt["statistic"].startswith("median") and ev.receipt["trials"] == 3
+    assert ev.spread == 0.0  # the stand-in reports the same latency at every percentile
     assert "9.9-fake" in ev.receipt["compiler"] and "trn1-test" in ev.receipt["device"]
     assert (tmp_path / "hosts.log").read_text().split() == ["trn1-test"]
 
