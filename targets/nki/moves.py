@@ -118,7 +118,6 @@ def _hoist_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[M
             hoist.append(stmt)
         if not hoist:
             continue
-        indent = " " * loop.col_offset
         moved_lines = []
         edits = []
         for stmt in hoist:
@@ -131,9 +130,10 @@ def _hoist_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[M
         loop_start = text.starts[loop.lineno - 1]
         edits.append((loop_start, loop_start, "".join(moved_lines)))
         names = ", ".join(s.targets[0].id for s in hoist)  # type: ignore[attr-defined]
+        one = len(hoist) == 1
         plan = (f"Hoist loop-invariant loads out of the loop at line {loop.lineno}: {names} "
-                f"{'does' if len(hoist) == 1 else 'do'} not depend on the loop, so load {'it' if len(hoist) == 1 else 'them'} "
-                f"once before the loop and keep {'it' if len(hoist) == 1 else 'them'} resident in SBUF{indent and ''}.")
+                f"{'does' if one else 'do'} not depend on the loop, so load {'it' if one else 'them'} once before "
+                f"the loop and keep {'it' if one else 'them'} resident in SBUF.")
         moves.append(Move(plan=plan, source=_replace(source, edits)))
     return moves
 
