@@ -15,7 +15,9 @@ from typing import Any
 from speedpatch.targets.cuda.ptxas import demangle_name
 
 FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
-INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)")
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
+# ptxas zeroes or copies registers with `HFMA2.MMA Rx, -RZ, RZ, ...` on the tensor pipe: a move, not fp16 math.
+MOVE_IDIOMS = {"HFMA2.MMA"}
 
 CATEGORIES = {
     "fp32": {"FFMA", "FADD", "FMUL", "FMNMX", "FSETP", "FSEL", "FCHK", "FRND", "FSET", "FSWZADD"},
@@ -65,7 +67,8 @@ def instruction_mix(sass: str) -> dict[str, dict[str, Any]]:
             current = per_fn.setdefault(demangle_name(m.group(1)), Counter())
             continue
         if current is not None and (i := INSTRUCTION.search(line)) is not None:
-            current[i.group(1)] += 1
+            full = i.group(1) + i.group(2)
+            current["MOV" if any(full.startswith(m) for m in MOVE_IDIOMS) else i.group(1)] += 1
     result: dict[str, dict[str, Any]] = {}
     for name, ops in per_fn.items():
         ops.pop("NOP", None)
