@@ -105,7 +105,8 @@ class NkiTarget(Target):
         fb = evaluation.feedback or {}
         if "engines" not in fb:
             return super().feedback_text(evaluation)
-        lines = [f"- modeled latency: {fb.get('latency_us')} us"]
+        lines = [f"- modeled latency: {fb.get('latency_us')} us; bottleneck: {fb.get('bottleneck', '?')}; "
+                 f"busiest engine {fb.get('utilization', 0) * 100:.0f}% busy"]
         labels = {"tensor": "Tensor engine", "vector": "Vector engine", "scalar": "Scalar engine",
                   "gpsimd": "GpSimd engine", "dma": "DMA queues"}
         for engine, e in fb["engines"].items():

@@ -173,8 +173,12 @@ class Trace:
             }
         cycles = total * P.CLOCK_GHZ
         hot = sorted(self.line_time.items(), key=lambda kv: -kv[1])[:3]
+        busiest = max(engines, key=lambda e: engines[e]["utilization"])
         return {
             "latency_us": round(self.latency_us, 4),
+            "utilization": engines[busiest]["utilization"],  # of the busiest engine (the bottleneck)
+            # with no engine busy half the time, waiting on dependencies (serialization) dominates
+            "bottleneck": busiest if engines[busiest]["utilization"] >= 0.5 else "dependencies (engines mostly idle)",
             "engines": engines,
             "pe_utilization": round(self.macs / (P.PARTITIONS * P.PARTITIONS * cycles), 4),
             "dma_transfers": self.dma_transfers,
