@@ -297,3 +297,25 @@ def test_tensor_scalar_reduce_writes_the_free_axis_reduction():
 
     x = rand(16, 8)
     np.testing.assert_allclose(kernel(x), 2 * x.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_sbuf_capacity_counts_live_tiles_and_frees_dead_ones():
+    @jit
+    def reuse(x):
+        out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        for _ in nl.affine_range(4):
+            # 80 KiB per partition; the previous iteration's tile is freed when `big` is rebound, so at
+            # most two are live at once (like double buffering)
+            big = nl.ndarray((128, 20 * 1024), dtype=nl.float32, buffer=nl.sbuf)  # noqa: F841
+        nl.store(out, value=nl.load(x[0:128, 0:1]))
+        return out
+
+    @jit
+    def hoard(x):
+        keep = [nl.ndarray((128, 20 * 1024), dtype=nl.float32, buffer=nl.sbuf) for _ in range(3)]
+        return keep
+
+    reuse(rand(128, 4))
+    assert 80 < last_report()["sbuf_peak_kib_per_partition"] <= 2 * 80 + 1
+    with pytest.raises(NkiError, match="SBUF overflow"):
+        hoard(rand(128, 4))
