@@ -20,7 +20,9 @@ How an instruction is costed (see costmodel.py for the scheduler):
 - sequential_range: every iteration starts after everything issued before it has finished (no
   pipelining across iterations); affine_range/static_range iterations may overlap.
 - Capacity: SBUF_BYTES_PER_PARTITION and PSUM (PSUM_BANKS banks of PSUM_BANK_BYTES per partition) are
-  checked against the tiles alive at each allocation; exceeding them is an error, not a slowdown.
+  checked against the tiles alive at each allocation; exceeding them is an error, not a slowdown. A tile
+  lives while Python references it, so a tile allocated in a loop overlaps with the previous iteration's
+  until the name is rebound (two buffers, as double buffering would use).
 
 What the model ignores: instruction fetch and semaphores, engine-to-engine sync latency, SBUF bank
 conflicts and access-pattern penalties on engines, the compiler's own scheduling/allocation (each tile
