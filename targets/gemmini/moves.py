@@ -656,6 +656,9 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     for call in find_calls(text):
         rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
         for plan, new_call in rewrites:
-            new_kernel = text[:call.start] + new_call + text[call.end:]
+            end = call.end
+            if new_call.startswith("{") and text[end:end + 1] == ";":
+                end += 1  # a block replaces the whole call statement
+            new_kernel = text[:call.start] + new_call + text[end:]
             moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     return moves[:MAX_MOVES]
