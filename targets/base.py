@@ -43,6 +43,16 @@ class EvalContext:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """A problem a target sees in a file without running it (a known cheat, a harness violation)."""
+
+    rule: str
+    message: str
+    line: int  # 0-based
+    column: int = 0
+
+
+@dataclass(frozen=True)
 class Move:
     """An offline, deterministic rewrite: a plan in words and the whole resulting file."""
 
@@ -101,6 +111,10 @@ class Target(ABC):
         """Hardware feedback for the plan prompt, from evaluation.feedback."""
         fb = evaluation.feedback or {}
         return "\n".join(f"- {k}: {v}" for k, v in fb.items())
+
+    def diagnostics(self, text: str, path: str = "") -> list[Finding]:
+        """Findings with positions, shown by editors as diagnostics while the user types."""
+        return []
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
         """Reasons to reject a candidate without running it (known cheats). Empty = fine."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from speedpatch import __version__, api, targets
 from speedpatch.cli import render
 from speedpatch.cli.progress import SearchProgress
@@ -250,7 +251,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for r in rows:
         name = r["backend"] + (" (default)" if r["default"] else "")
         table.add_row(r["target"], name, "yes" if r["usable"] else "no", "yes" if r["measures_speed"] else "no",
-                      r["reason"])
+                      escape(r["reason"]))
     out.print(table)
     return 0
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from speedpatch.model import Candidate, Evaluation
 from speedpatch.store import RunRecord
@@ -103,7 +104,7 @@ def result_table(record: RunRecord) -> Table:
     table.add_column("value")
     base = record.baseline.evaluation if record.baseline else None
     best = record.best.evaluation if record.best else None
-    table.add_row("status", record.status + (f" - {record.message}" if record.message else ""))
+    table.add_row("status", escape(record.status + (f" - {record.message}" if record.message else "")))
     table.add_row("baseline", fmt_value(base.value if base else None, base.unit if base else ""))
     table.add_row("best", fmt_value(best.value if best else None, best.unit if best else "")
                   + (f"  [{record.best.id}]" if record.best else ""))
@@ -112,7 +113,7 @@ def result_table(record: RunRecord) -> Table:
     table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "
                   f"{record.llm.get('completion_tokens', 0)} completion tokens")
     if best:
-        table.add_row("measured", receipt_text(best))
+        table.add_row("measured", escape(receipt_text(best)))
     return table
 
 
@@ -126,7 +127,7 @@ def candidates_table(cands: list[Candidate]) -> Table:
         table.add_row(
             c.id, c.parent_id or "", c.model, ev.status if ev else "pending",
             fmt_value(ev.value if ev else None, ev.unit if ev else ""),
-            plan[:100] + ("..." if len(plan) > 100 else ""),
+            escape(plan[:100] + ("..." if len(plan) > 100 else "")),
         )
     return table
 
@@ -135,9 +136,9 @@ def print_evaluation(console: Console, ev: Evaluation, backend: str) -> None:
     verdict = "correct" if ev.correct else "NOT correct"
     console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {fmt_value(ev.value, ev.unit)}")
     if ev.message:
-        console.print(ev.message)
+        console.print(ev.message, markup=False)
     if ev.feedback:
         for k, v in ev.feedback.items():
-            console.print(f"  {k}: {v}")
+            console.print(f"  {k}: {v}", markup=False)
     if ev.receipt:
-        console.print(f"measured: {receipt_text(ev)}")
+        console.print(f"measured: {receipt_text(ev)}", markup=False)

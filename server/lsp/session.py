@@ -11,7 +11,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +20,21 @@ from pygls.uris import to_fs_path
 from speedpatch.config import Config, load_config
 from speedpatch.engine import events as ev
 from speedpatch.errors import ConfigError, UserError
-from speedpatch.model import Kernel, source_hash
+from speedpatch.model import Kernel
 from speedpatch.store import RunRecord, Store
 
 from . import settings as settings_mod
+from .accept import AcceptOnSave
 from .backends import BackendChooser
 from .documents import Detection, Detector, kernel_named
 from .engine import api, find_kernels, warm_up
-from .formatting import measured, speedup_text
+from .formatting import speedup_text
 from .index import RunIndex, norm_path
+from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
-from .runs import DONE, RUNNING, Job, RunManager
-from .verify import FAILED, VERIFYING, Verification, Verifications, judge
-from .views import APPLIED, STALE, KernelView, freshness, verification_for
+from .runs import DONE, Job, RunManager
+from .verify import Verifications
+from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, verification_for
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +58,11 @@ class Session:
         self.index: RunIndex | None = None
         self.runs: RunManager | None = None
         self.verifications: Verifications | None = None
-        self.verifier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speedpatch-verify")
+        self.accept = AcceptOnSave(self)
+        self.progress = RunProgress(server, lambda run_id: self.runs.position(run_id) if self.runs else -1)
         self.external_stale: dict[str, str] = {}  # run id -> why (file changed on disk outside the editor)
         self.finished_jobs: dict[str, Job] = {}  # runs that ended before the store knew them
         self._winner_texts: dict[tuple[str, str], str | None] = {}
-        self._progress_ready: set[str] = set()
         self.watcher: Any = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -97,7 +98,7 @@ class Session:
         if self.runs is not None:
             self.runs.shutdown()
             self.runs.join(timeout=5)
-        self.verifier.shutdown(wait=False, cancel_futures=True)
+        self.accept.shutdown()
 
     # ---------------------------------------------------------------- threads -> loop
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -288,10 +289,10 @@ class Session:
         problem = api().make_problem(path, text, kernel, config, backend=view.backend)
         job = Job(run_id=api().new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
         job.iterations = config.search.iterations
-        if self._client_has_progress():
-            job.token = f"speedpatch-run-{job.run_id}"
+        if self.progress.supported():
+            job.token = token_for(job.run_id)
         self.runs.submit(job)
-        self._begin_progress(job)
+        self.progress.begin(job)
         self.refresh_editor()
         return job.run_id
 
@@ -304,59 +305,6 @@ class Session:
         for job in self.runs.active():
             if job.token and job.token == token:
                 job.cancel.set()
-
-    def _client_has_progress(self) -> bool:
-        caps = self.server.client_capabilities
-        return bool(caps and caps.window and caps.window.work_done_progress)
-
-    def _begin_progress(self, job: Job) -> None:
-        if not job.token:
-            return
-
-        def begin(*_: Any) -> None:
-            assert self.runs is not None
-            ahead = max(self.runs.position(job.run_id), 0)
-            self.server.work_done_progress.begin(
-                job.token,
-                types.WorkDoneProgressBegin(
-                    title=f"Optimizing {job.kernel} ({job.backend})",
-                    cancellable=True,
-                    message=f"queued behind {ahead} run(s)" if job.state != RUNNING and ahead else "starting",
-                    percentage=0,
-                ),
-            )
-            self._progress_ready.add(job.token)
-            if job.state == DONE:
-                self._end_progress(job)
-
-        self.server.work_done_progress.create(job.token, callback=begin)
-
-    def _report_progress(self, job: Job) -> None:
-        if job.token not in self._progress_ready:
-            return
-        parts = []
-        if job.iterations:
-            parts.append(f"iteration {job.iteration}/{job.iterations}")
-        parts.append(f"{job.evaluated} evaluated, {job.correct} correct")
-        if job.speedup:
-            parts.append(f"best {speedup_text(job.speedup)}")
-        percentage = int(100 * max(job.iteration - 1, 0) / job.iterations) if job.iterations else None
-        self.server.work_done_progress.report(
-            job.token,
-            types.WorkDoneProgressReport(message=", ".join(parts), percentage=percentage, cancellable=True),
-        )
-
-    def _end_progress(self, job: Job) -> None:
-        if job.token not in self._progress_ready:
-            return
-        self._progress_ready.discard(job.token)
-        text = f"{job.status}"
-        if job.speedup:
-            text += f", best {speedup_text(job.speedup)}"
-        if job.message:
-            text += f": {job.message}"
-        self.server.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=text))
-        self.server.work_done_progress.tokens.pop(job.token, None)
 
     def _on_job(self, job: Job, event: ev.Event | None) -> None:
         """Called on the run worker thread after every change of a job."""
@@ -371,7 +319,7 @@ class Session:
             )
             return
         if kind == ev.CANDIDATE:
-            self.post(self._report_progress, job)
+            self.post(self.progress.report, job)
             return
         if kind in _REPORTED_EVENTS or job.state == DONE:
             self.index.refresh()  # the store changed: load it here, off the loop thread
@@ -384,12 +332,12 @@ class Session:
         self.post(self._job_changed, job)
 
     def _job_changed(self, job: Job) -> None:
-        self._report_progress(job)
+        self.progress.report(job)
         self._send_update(job.run_id)
         self.refresh_editor()
 
     def _job_done(self, job: Job) -> None:
-        self._end_progress(job)
+        self.progress.end(job)
         self._send_update(job.run_id)
         self.refresh_editor()
         if job.status == "failed":
@@ -406,49 +354,7 @@ class Session:
 
     # ---------------------------------------------------------------- accept on save
     def on_save(self, uri: str) -> None:
-        views, _, text = self.views(uri)
-        path = self.path_of(uri)
-        if path is None or self.verifications is None:
-            return
-        for view in views:
-            record = view.record
-            if record is None or view.freshness != APPLIED or view.job is not None:
-                continue
-            known = self.verifications.get(record.run_id)
-            file_hash = source_hash(text)
-            kernel_hash = source_hash(view.kernel.text.rstrip())
-            if known and known.file_hash == file_hash and known.kernel_hash == kernel_hash:
-                continue  # this exact file was verified already
-            base, unit = measured(record.baseline)
-            v = Verification(
-                run_id=record.run_id,
-                kernel=record.kernel,
-                kernel_hash=kernel_hash,
-                file_hash=file_hash,
-                unit=unit,
-                baseline_value=base,
-                backend=record.backend,
-            )
-            self.verifications.put(v)
-            self.verifier.submit(self._verify, v, path, text)
-        self.refresh_editor()
-
-    def _verify(self, v: Verification, path: str, text: str) -> None:
-        assert self.verifications is not None
-        try:
-            config = self.make_config()
-            problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
-            judge(v, api().evaluate(problem, None, config))
-        except Exception as exc:  # an infrastructure failure is reported, never raised into the loop
-            v.state, v.message = FAILED, f"re-verification could not run: {exc}"
-        self.verifications.put(v)
-        if v.state == FAILED:
-            self.show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
-        self.post(self.refresh_editor)
-
-    def verifying(self, run_id: str) -> bool:
-        v = self.verifications.get(run_id) if self.verifications else None
-        return v is not None and v.state == VERIFYING
+        self.accept.on_save(uri)
 
     # ---------------------------------------------------------------- external changes
     def on_disk_change(self, path: str) -> None:
@@ -465,7 +371,11 @@ class Session:
             return
         changed = False
         for record in self.index.for_path(path):
-            why = _disk_staleness(record, disk, self)
+            current = None
+            if disk is not None:
+                found = self.detector.detect(f"speedpatch-disk:{path}", path, disk)
+                current = kernel_named(found.kernels, record.kernel)
+            why = disk_staleness(record, disk, current, self.winner_text(record))
             if why and self.external_stale.get(record.run_id) != why:
                 self.external_stale[record.run_id] = why
                 changed = True
@@ -512,20 +422,3 @@ class Session:
                 diagnostics=diagnostics_for(views, detection.note, text, encoding),
             )
         )
-
-
-def _disk_staleness(record: RunRecord, disk: str | None, session: Session) -> str:
-    """Why a run no longer describes the file on disk ("" when it still does)."""
-    if disk is None:
-        return "the file was deleted or is unreadable"
-    allowed = {record.problem.source}
-    if record.best is not None:
-        allowed.add(record.best.source)
-    if disk in allowed:
-        return ""
-    found = session.detector.detect(f"speedpatch-disk:{record.path}", record.path, disk)
-    current = kernel_named(found.kernels, record.kernel)
-    state, why = freshness(record, current, session.winner_text(record))
-    if state == STALE:
-        return f"changed on disk outside the editor: {why}"
-    return "its file (the harness) changed on disk outside the editor"

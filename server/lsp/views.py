@@ -74,3 +74,18 @@ def verification_for(v: Verification | None, current: Kernel | None) -> Verifica
     if v is None or current is None:
         return None
     return v if v.kernel_hash == source_hash(current.text.rstrip()) else None
+
+
+def disk_staleness(
+    record: RunRecord, disk: str | None, current: Kernel | None, winner_text: str | None
+) -> str:
+    """Why a run no longer describes its file as it is on disk ("" when it still does): the measurement
+    was of the whole file, so a changed harness makes it stale as much as a changed kernel."""
+    if disk is None:
+        return "the file was deleted or is unreadable"
+    if disk == record.problem.source or (record.best is not None and disk == record.best.source):
+        return ""
+    state, why = freshness(record, current, winner_text)
+    if state == STALE:
+        return f"changed on disk outside the editor: {why}"
+    return "its file (the harness) changed on disk outside the editor"

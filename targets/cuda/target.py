@@ -45,7 +45,7 @@ def _has_local_gpu() -> bool:
 
 class CudaTarget(Target):
     name = "cuda"
-    extensions = (".cu", ".cuh")
+    extensions = (".cu", ".cuh", ".py")  # .py: KernelBench-style problems (Model + ModelNew)
     language_ids = ("cuda-cpp", "cuda")
 
     @property

@@ -1,0 +1,78 @@
+"""Accept on save: when a saved kernel is an applied winner, re-verify it on the run's backend.
+
+The evaluation runs on a one-thread executor (it spawns the backend's subprocesses and may take a
+while); its verdict is stored with the run id and shown by the lens, the inlay hint and, if the rewrite
+no longer holds, a Warning diagnostic and message.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from speedpatch.model import source_hash
+
+from .engine import api
+from .formatting import measured
+from .verify import FAILED, Verification, judge
+from .views import APPLIED
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class AcceptOnSave:
+    def __init__(self, session: Session):
+        self.session = session
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speedpatch-verify")
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def on_save(self, uri: str) -> None:
+        session = self.session
+        store = session.verifications
+        views, _, text = session.views(uri)
+        path = session.path_of(uri)
+        if path is None or store is None:
+            return
+        started = False
+        for view in views:
+            record = view.record
+            if record is None or view.freshness != APPLIED or view.job is not None:
+                continue
+            file_hash = source_hash(text)
+            kernel_hash = source_hash(view.kernel.text.rstrip())
+            known = store.get(record.run_id)
+            if known and known.file_hash == file_hash and known.kernel_hash == kernel_hash:
+                continue  # this exact file was verified already
+            base, unit = measured(record.baseline)
+            v = Verification(
+                run_id=record.run_id,
+                kernel=record.kernel,
+                kernel_hash=kernel_hash,
+                file_hash=file_hash,
+                unit=unit,
+                baseline_value=base,
+                backend=record.backend,
+            )
+            store.put(v)
+            self._executor.submit(self._verify, v, path, text)
+            started = True
+        if started:
+            session.refresh_editor()
+
+    def _verify(self, v: Verification, path: str, text: str) -> None:
+        session = self.session
+        assert session.verifications is not None
+        try:
+            config = session.make_config()
+            problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
+            judge(v, api().evaluate(problem, None, config))
+        except Exception as exc:  # an infrastructure failure is a verdict to show, never a server crash
+            v.state, v.message = FAILED, f"re-verification could not run: {exc}"
+        session.verifications.put(v)
+        if v.state == FAILED:
+            session.show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
+        session.post(session.refresh_editor)

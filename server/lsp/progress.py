@@ -1,0 +1,80 @@
+"""LSP work-done progress for searches: one server-created token per run, cancellable from the UI.
+
+Called on the loop thread only. A run may end before the client has acknowledged its token; `end` is then
+sent as soon as `begin` has been.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from .formatting import speedup_text
+from .runs import DONE, RUNNING, Job
+
+
+def token_for(run_id: str) -> str:
+    return f"speedpatch-run-{run_id}"
+
+
+class RunProgress:
+    def __init__(self, server: LanguageServer, queue_position: Callable[[str], int]):
+        self.server = server
+        self.queue_position = queue_position
+        self._begun: set[str] = set()
+
+    def supported(self) -> bool:
+        caps = self.server.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+    def begin(self, job: Job) -> None:
+        if not job.token:
+            return
+
+        def on_created(*_: Any) -> None:
+            ahead = max(self.queue_position(job.run_id), 0)
+            queued = job.state != RUNNING and ahead
+            self.server.work_done_progress.begin(
+                job.token,
+                types.WorkDoneProgressBegin(
+                    title=f"Optimizing {job.kernel} ({job.backend})",
+                    cancellable=True,
+                    message=f"queued behind {ahead} run(s)" if queued else "starting",
+                    percentage=0,
+                ),
+            )
+            self._begun.add(job.token)
+            if job.state == DONE:
+                self.end(job)
+
+        self.server.work_done_progress.create(job.token, callback=on_created)
+
+    def report(self, job: Job) -> None:
+        if job.token not in self._begun:
+            return
+        parts = []
+        if job.iterations:
+            parts.append(f"iteration {job.iteration}/{job.iterations}")
+        parts.append(f"{job.evaluated} evaluated, {job.correct} correct")
+        if job.speedup:
+            parts.append(f"best {speedup_text(job.speedup)}")
+        percentage = int(100 * max(job.iteration - 1, 0) / job.iterations) if job.iterations else None
+        self.server.work_done_progress.report(
+            job.token,
+            types.WorkDoneProgressReport(message=", ".join(parts), percentage=percentage, cancellable=True),
+        )
+
+    def end(self, job: Job) -> None:
+        if job.token not in self._begun:
+            return
+        self._begun.discard(job.token)
+        text = job.status
+        if job.speedup:
+            text += f", best {speedup_text(job.speedup)}"
+        if job.message:
+            text += f": {job.message}"
+        self.server.work_done_progress.end(job.token, types.WorkDoneProgressEnd(message=text))
+        self.server.work_done_progress.tokens.pop(job.token, None)
