@@ -57,7 +57,10 @@ async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_f
     summary = await editor.run_end(started["runId"])
     assert summary["status"] == "cancelled"
     assert summary["baselineValue"] is not None  # the run was stored with what it had measured
-    assert editor.client.progress_reports[token][-1].kind == "end"
+    await editor.until(
+        lambda: editor.client.progress_reports[token][-1].kind == "end", what="the progress end"
+    )
+    assert editor.client.progress_reports[token][-1].message.startswith("cancelled")
 
 
 async def test_a_second_run_queues_behind_the_first_and_then_runs(start_editor, tmp_path):
