@@ -14,7 +14,7 @@ from .conftest import CU_EXAMPLES, EXAMPLES, MATMUL, ROOT, no_gpu_here
 def test_registry_finds_the_cuda_target_for_cu_files() -> None:
     target = targets.get_target("cuda")
     assert isinstance(target, CudaTarget)
-    assert target.extensions == (".cu", ".cuh") and target.language_ids == ("cuda-cpp", "cuda")
+    assert target.extensions == (".cu", ".cuh", ".py") and target.language_ids == ("cuda-cpp", "cuda")
     assert target in targets.targets_for_path("kernel.cu")
 
 
@@ -160,3 +160,12 @@ def test_menu_has_the_four_keys_and_a_gpu_menu() -> None:
                  "occupancy"):
         assert item in joined, item
     assert "launch" in " ".join(menu["code_rules"])
+
+
+def test_kernelbench_python_problems_reach_the_cuda_target_and_nki_files_do_not():
+    from speedpatch import api
+
+    relu = EXAMPLES / "kernelbench_relu.py"
+    assert {k.target for k in api.find_kernels(str(relu), relu.read_text())} == {"cuda"}
+    softmax = ROOT / "examples" / "nki" / "softmax.py"
+    assert {k.target for k in api.find_kernels(str(softmax), softmax.read_text())} == {"nki"}
