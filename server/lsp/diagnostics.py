@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from .documents import Detection
 from .lenses import winner_title
-from .positions import line_end
+from .positions import line_column, line_end
 from .verify import FAILED
 from .views import APPLIED, KernelView
 
@@ -22,11 +23,19 @@ def signature_range(view: KernelView, text: str, encoding: str) -> types.Range:
     return types.Range(start=types.Position(line=line, character=0), end=line_end(text, line, encoding))
 
 
-def diagnostics_for(views: list[KernelView], note: str, text: str, encoding: str) -> list[types.Diagnostic]:
+def diagnostics_for(
+    views: list[KernelView], detection: Detection, text: str, encoding: str
+) -> list[types.Diagnostic]:
     out: list[types.Diagnostic] = []
-    if note:
+    if detection.note:
         top = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-        out.append(_diag(top, note, types.DiagnosticSeverity.Information, NOT_SCANNED))
+        out.append(_diag(top, detection.note, types.DiagnosticSeverity.Information, NOT_SCANNED))
+    for finding in detection.findings:
+        start = line_column(text, finding.line, finding.column, encoding)
+        where = types.Range(start=start, end=line_end(text, start.line, encoding))
+        out.append(
+            _diag(where, f"speedpatch: {finding.message}", types.DiagnosticSeverity.Warning, finding.rule)
+        )
     for view in views:
         where = signature_range(view, text, encoding)
         name = view.kernel.name

@@ -7,6 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from speedpatch.model import Kernel, source_hash
 
@@ -21,6 +22,7 @@ _CACHE_SIZE = 64
 @dataclass
 class Detection:
     kernels: list[Kernel] = field(default_factory=list)
+    findings: list[Any] = field(default_factory=list)  # targets' Finding(rule, message, line, column)
     note: str = ""  # why detection was skipped or failed, shown as a diagnostic; "" when fine
 
 
@@ -28,8 +30,13 @@ class Detector:
     """Runs every matching target's find_kernels on a text; results are cached by (uri, text hash), so
     code lens, inlay hint, code action and diagnostics requests for one document version parse it once."""
 
-    def __init__(self, find: Callable[[str, str], list[Kernel]]):
+    def __init__(
+        self,
+        find: Callable[[str, str], list[Kernel]],
+        findings: Callable[[str, str], list[Any]] | None = None,
+    ):
         self._find = find
+        self._findings = findings
         self._cache: OrderedDict[tuple[str, str], Detection] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -54,7 +61,8 @@ class Detector:
 
     def _scan(self, path: str, text: str) -> Detection:
         try:
-            return Detection(kernels=list(self._find(path, text)))
+            findings = list(self._findings(path, text)) if self._findings else []
+            return Detection(kernels=list(self._find(path, text)), findings=findings)
         except Exception as exc:  # a target bug must not take the editor session down
             log.warning("kernel detection failed for %s: %s", path, exc)
             return Detection(note=f"speedpatch: kernel detection failed: {type(exc).__name__}: {exc}")

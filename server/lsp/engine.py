@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import threading
 from types import ModuleType
+from typing import Any
 
 from speedpatch import targets
 from speedpatch.model import Kernel
@@ -36,6 +37,18 @@ def find_kernels(path: str, text: str) -> list[Kernel]:
     for target in targets.targets_for_path(path):
         try:
             found += target.find_kernels(text, path)
+        except Exception:
+            continue
+    return found
+
+
+def find_findings(path: str, text: str) -> list[Any]:
+    """Problems targets see in a file without running it (Target.diagnostics: known cheats, harness
+    violations), each with a 0-based line and column."""
+    found: list[Any] = []
+    for target in targets.targets_for_path(path):
+        try:
+            found += target.diagnostics(text, path)
         except Exception:
             continue
     return found

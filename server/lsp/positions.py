@@ -29,6 +29,16 @@ def line_end(text: str, line: int, encoding: str = types.PositionEncodingKind.Ut
     return types.Position(line=line, character=_units(lines[line].rstrip("\r"), encoding))
 
 
+def line_column(
+    text: str, line: int, column: int, encoding: str = types.PositionEncodingKind.Utf16
+) -> types.Position:
+    """A (0-based line, character column) pair -> a position in the negotiated encoding, clamped to the line."""
+    lines = text.split("\n")
+    line = max(0, min(line, len(lines) - 1))
+    content = lines[line].rstrip("\r")
+    return types.Position(line=line, character=_units(content[: max(0, column)], encoding))
+
+
 def minimal_edit(old: str, new: str, encoding: str) -> types.TextEdit:
     """One TextEdit turning old into new, covering only the changed middle (keeps undo and cursor tidy)."""
     prefix = 0

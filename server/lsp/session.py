@@ -27,7 +27,7 @@ from . import settings as settings_mod
 from .accept import AcceptOnSave
 from .backends import BackendChooser
 from .documents import Detection, Detector, kernel_named
-from .engine import api, find_kernels, warm_up
+from .engine import api, find_findings, find_kernels, warm_up
 from .formatting import speedup_text
 from .index import RunIndex, norm_path
 from .progress import RunProgress, token_for
@@ -52,7 +52,7 @@ class Session:
         self.client_settings: dict[str, Any] = {}
         self.config = Config()
         self.config_error = ""
-        self.detector = Detector(find_kernels)
+        self.detector = Detector(find_kernels, find_findings)
         self.backends = BackendChooser()
         self.store: Store | None = None
         self.index: RunIndex | None = None
@@ -419,6 +419,6 @@ class Session:
             types.PublishDiagnosticsParams(
                 uri=uri,
                 version=doc.version if doc else None,
-                diagnostics=diagnostics_for(views, detection.note, text, encoding),
+                diagnostics=diagnostics_for(views, detection, text, encoding),
             )
         )

@@ -82,3 +82,23 @@ async def test_cuda_kernel_on_its_compile_only_default_backend_is_shown_with_its
     assert (
         action.title == f"Optimize {kernel.name} (cuda-compile)" and "cannot time" in action.disabled.reason
     )
+
+
+async def test_target_findings_show_as_warnings_while_typing(shared_editor):
+    cuda = require_target("cuda")
+    editor = shared_editor
+    path = example(editor.root, "cuda/matmul.cu")
+    kernel = cuda.find_kernels(path.read_text(), str(path))[0]
+    uri = editor.open(path)
+    text = editor.texts[uri]
+    cheat = "__global__ void helper(float* x) { clock64(); }\n"
+    editor.change(uri, text[: kernel.start] + cheat + text[kernel.start :])
+
+    def flagged() -> list[types.Diagnostic]:
+        return [d for d in editor.diagnostics(uri) if d.code == "harness"]
+
+    diag = (await editor.until(flagged, what="the harness finding"))[0]
+    assert diag.severity == types.DiagnosticSeverity.Warning and "clock64" in diag.message
+    assert diag.range.start.line == kernel.start_line
+    editor.change(uri, text)
+    await editor.until(lambda: not flagged(), what="the finding to clear")
