@@ -6,17 +6,11 @@ import * as vscode from 'vscode';
 import { CandidateDocuments } from './diff';
 import { formatSpeedup, runDescription } from './format';
 import { Log } from './log';
-import { RunFilter, sameUri, selectRuns } from './pick';
+import { OptimizeOffer, optimizeOffers, RunFilter, sameUri, selectRuns } from './pick';
 import { RunSummary } from './protocol';
 import { RunReportPanel } from './report';
 import { RunList } from './runs';
 import { SpeedpatchServer } from './server';
-
-interface OptimizeArgs {
-  uri: string;
-  kernel: string;
-  quick?: boolean;
-}
 
 /** What a command may be invoked with: a Runs view node, {runId, candidateId?}, or nothing. */
 type RunArg = { kind?: string; run?: RunSummary; runId?: string; candidateId?: string } | undefined;
@@ -25,26 +19,20 @@ function runIdOf(arg: RunArg): string | undefined {
   return arg?.run?.runId ?? (typeof arg?.runId === 'string' ? arg.runId : undefined);
 }
 
-/** Server commands offered for the kernel at `range`, from the server's code actions (or code lenses). */
-async function optimizeOffers(uri: vscode.Uri, range: vscode.Range): Promise<{ title: string; args: OptimizeArgs }[]> {
-  const offers: { title: string; args: OptimizeArgs }[] = [];
-  const collect = (command: vscode.Command | undefined): void => {
-    const args = command?.arguments?.[0] as OptimizeArgs | undefined;
-    if (command?.command === 'speedpatch.optimize' && args && !offers.some((o) => o.title === command.title)) {
-      offers.push({ title: command.title, args });
-    }
-  };
+/** Optimize commands for the kernel at `range`: the server's code actions there, else the file's code lenses. */
+async function offersAt(uri: vscode.Uri, range: vscode.Range): Promise<OptimizeOffer[]> {
   const actions =
     (await vscode.commands.executeCommand<(vscode.Command | vscode.CodeAction)[]>('vscode.executeCodeActionProvider', uri, range)) ?? [];
-  for (const action of actions) {
-    collect('kind' in action || 'edit' in action || 'diagnostics' in action ? (action as vscode.CodeAction).command : (action as vscode.Command));
+  // A Command's `command` is its id; a CodeAction's `command` is a nested Command.
+  const offers = optimizeOffers(
+    actions.map((a) => (typeof a.command === 'string' ? (a as vscode.Command) : (a as vscode.CodeAction).command)),
+  );
+  if (offers.length > 0) {
+    return offers;
   }
-  if (offers.length === 0) {
-    // The cursor is outside every kernel: offer each kernel of the file (its code lens).
-    const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
-    lenses.forEach((lens) => collect(lens.command));
-  }
-  return offers;
+  // The cursor is outside every kernel: offer each kernel of the file (its code lens).
+  const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 100)) ?? [];
+  return optimizeOffers(lenses.map((lens) => lens.command));
 }
 
 export class Commands {
@@ -83,12 +71,11 @@ export class Commands {
       void vscode.window.showInformationMessage('speedpatch: open a kernel source file and put the cursor in a kernel.');
       return;
     }
-    const all = await optimizeOffers(editor.document.uri, editor.selection);
-    // The full search is what this command means; the "(quick)" variants stay in the code action menu.
-    const full = all.filter((o) => !o.args.quick);
-    const offers = full.length > 0 ? full : all;
+    const offers = await offersAt(editor.document.uri, editor.selection);
     if (offers.length === 0) {
-      void vscode.window.showInformationMessage('speedpatch: no kernel found in this file.');
+      void vscode.window.showInformationMessage(
+        'speedpatch: no kernel to optimize here (none found in this file, or its search is already running; see the code lens).',
+      );
       return;
     }
     const chosen =

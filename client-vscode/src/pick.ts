@@ -38,3 +38,38 @@ function normaliseUri(uri: string): string {
     return uri;
   }
 }
+
+export interface OptimizeArgs {
+  uri: string;
+  kernel: string;
+  quick?: boolean;
+}
+
+export interface OptimizeOffer {
+  title: string;
+  args: OptimizeArgs;
+}
+
+/** The shape shared by vscode.Command and LSP commands. */
+export interface CommandLike {
+  title: string;
+  command: string;
+  arguments?: unknown[];
+}
+
+/**
+ * The server's "speedpatch.optimize" commands among code action / code lens commands, one per title.
+ * The full search is what "Optimize kernel at cursor" means: "(quick)" variants are kept only when
+ * nothing else is offered (they stay in the code action menu anyway).
+ */
+export function optimizeOffers(commands: readonly (CommandLike | undefined)[]): OptimizeOffer[] {
+  const offers: OptimizeOffer[] = [];
+  for (const command of commands) {
+    const args = command?.arguments?.[0] as OptimizeArgs | undefined;
+    if (command?.command === 'speedpatch.optimize' && args?.kernel && !offers.some((o) => o.title === command.title)) {
+      offers.push({ title: command.title, args });
+    }
+  }
+  const full = offers.filter((o) => !o.args.quick);
+  return full.length > 0 ? full : offers;
+}

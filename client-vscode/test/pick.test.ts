@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sameUri, selectRuns } from '../src/pick';
+import { optimizeOffers, sameUri, selectRuns } from '../src/pick';
 import { summary } from './fixtures';
 
 const here = 'file:///work/demo/matmul.c';
@@ -28,4 +28,33 @@ test('withWinner keeps only runs that have a measured best candidate', () => {
 test('URIs that differ only in percent-encoding are the same file', () => {
   assert.ok(sameUri('file:///c%3A/x/a.c', 'file:///c:/x/a.c'));
   assert.ok(!sameUri('file:///x/a.c', 'file:///x/b.c'));
+});
+
+const optimize = (title: string, kernel: string, quick?: boolean) => ({
+  title,
+  command: 'speedpatch.optimize',
+  arguments: [{ uri: here, kernel, ...(quick ? { quick } : {}) }],
+});
+
+test('optimize offers come from the server optimize commands only, the full search first', () => {
+  const offers = optimizeOffers([
+    optimize('Optimize matmul (gemmini-native)', 'matmul'),
+    optimize('Optimize matmul (quick)', 'matmul', true),
+    { title: 'Show diff', command: 'speedpatch.showDiff', arguments: [{ runId: 'r1' }] },
+    undefined,
+  ]);
+  assert.deepEqual(offers.map((o) => o.title), ['Optimize matmul (gemmini-native)']);
+});
+
+test('the quick variant is offered when it is the only one', () => {
+  assert.deepEqual(optimizeOffers([optimize('Optimize matmul (quick)', 'matmul', true)]).map((o) => o.args.quick), [true]);
+});
+
+test('a kernel seen twice (code lens and code action) is offered once', () => {
+  const twice = optimize('Optimize conv (gemmini-native)', 'conv');
+  assert.equal(optimizeOffers([twice, twice]).length, 1);
+});
+
+test('a plain-text lens (empty command) is not an offer', () => {
+  assert.deepEqual(optimizeOffers([{ title: 'searching 1/2', command: '' }]), []);
 });
