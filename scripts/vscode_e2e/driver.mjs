@@ -168,13 +168,22 @@ async function scenarioOptimize(page) {
   );
   step(`re-verified: ${verified}`);
   const hint = await waitForText(page, '.view-lines', /re-measured/, 15000, 'the re-measured inlay hint');
-  step(`inlay hint line: ${hint.slice(0, 200)}`);
+  const at = hint.indexOf('re-measured');
+  step(`inlay hint: …${hint.slice(Math.max(0, at - 60), at + 60)}…`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'verified.png') });
 
   // The Runs view lists the run; the report shows the chart and the beam tree with plans.
   await palette(page, 'speedpatch: Show runs');
   const row = await waitForText(page, '.pane-body .monaco-list-row', /\d+\.\d+x/, 15000, 'the run in the Runs view');
   step(`runs view: ${row}`);
+  // Expanding the run lists its candidates; clicking one opens its diff.
+  await page.locator('.pane-body .monaco-list-row', { hasText: /\d+\.\d+x/ }).first().click();
+  const candidate = page.locator('.pane-body .monaco-list-row', { hasText: /cycles \(\d+\.\d+x\)/ }).first();
+  await candidate.waitFor({ state: 'visible', timeout: 30000 });
+  step(`candidate row: ${normalise(await candidate.innerText()).replace(/\s+/g, ' ')}`);
+  await candidate.click();
+  await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30000 });
+  await waitForText(page, '.tab.active', /\d+\.\d+x faster/, 15000, "the candidate's diff tab");
   await palette(page, 'speedpatch: Show run report');
   const report = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
   await report.locator('svg.chart path.best').waitFor({ timeout: 30000 });
