@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from lsprotocol import types
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr, level=logging.WARNING, format="speedpatch-lsp %(levelname)s %(message)s"
     )
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    # stdout is the LSP channel: keep a private copy of it for pygls and point file descriptor 1 (and
+    # sys.stdout) at stderr, so a stray print or a child process writing to its stdout cannot corrupt it.
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
     server = create_server()
-    server.start_io()
+    server.start_io(stdin=sys.stdin.buffer, stdout=channel)
     return 0

@@ -67,11 +67,3 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-def redacted(overrides: dict[str, Any]) -> dict[str, Any]:
-    """The overrides without secrets, for messages and logs."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in overrides.items()}
-    if isinstance(out.get("llm"), dict) and "api_key" in out["llm"]:
-        out["llm"]["api_key"] = "***"
-    return out

@@ -36,12 +36,6 @@ def test_settings_may_come_wrapped_in_the_section_name():
     assert settings.unwrap(None) == {}
 
 
-def test_redacted_overrides_hide_the_api_key():
-    assert settings.redacted({"llm": {"api_key": "secret", "models": ["m"]}}) == {
-        "llm": {"api_key": "***", "models": ["m"]}
-    }
-
-
 def test_quick_overrides_win_over_client_settings():
     merged = settings.merge(
         {"search": {"iterations": 8, "beam": 4}, "offline": True}, settings.QUICK_OVERRIDES
