@@ -155,6 +155,9 @@ async function scenarioOptimize(page) {
   await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 30000 });
   const tab = await waitForText(page, '.tab', /\d+\.\d+x faster/, 15000, 'the diff tab titled with the speedup');
   step(`diff editor open: ${tab}`);
+  // Both sides rendered, and the rewrite shows as inserted text on the modified side.
+  await waitForText(page, '.monaco-diff-editor .editor.modified .view-lines', /matmul_kernel/, 30000, 'the rewrite in the diff');
+  await page.locator('.monaco-diff-editor .editor.modified .line-insert, .monaco-diff-editor .editor.modified .char-insert').first().waitFor({ timeout: 15000 });
   await page.screenshot({ path: path.join(ARTIFACTS, 'diff.png') });
 
   await palette(page, 'speedpatch: Apply best rewrite');
