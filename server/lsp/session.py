@@ -213,12 +213,15 @@ class Session:
         """The winning candidate's kernel text (what the document holds once the rewrite is applied)."""
         if record.best is None or record.baseline is None or record.best.id == record.baseline.id:
             return None
+        # (run, candidate) names immutable content, so entries never go stale
         key = (record.run_id, record.best.id)
-        if key not in self._winner_texts:
-            found = self.detector.detect(f"speedpatch-run:{record.run_id}", record.path, record.best.source)
-            winner = kernel_named(found.kernels, record.kernel)
-            self._winner_texts[key] = winner.text if winner else None
-        return self._winner_texts[key]
+        if key in self._winner_texts:
+            return self._winner_texts[key]
+        found = self.detector.detect(f"speedpatch-run:{record.run_id}", record.path, record.best.source)
+        winner = kernel_named(found.kernels, record.kernel)
+        text = winner.text if winner else None
+        self._winner_texts[key] = text
+        return text
 
     def record_path(self, record: RunRecord) -> str:
         assert self.index is not None
@@ -324,7 +327,6 @@ class Session:
         if kind in _REPORTED_EVENTS or job.state == DONE:
             self.index.refresh()  # the store changed: load it here, off the loop thread
         if job.state == DONE:
-            self._winner_texts.clear()
             if self.index.get(job.run_id) is None:
                 self.finished_jobs[job.run_id] = job
             self.post(self._job_done, job)
@@ -388,7 +390,6 @@ class Session:
     def on_store_change(self) -> None:
         assert self.index is not None
         if self.index.refresh():
-            self._winner_texts.clear()
             self.post(self.refresh_editor)
 
     def on_config_change(self) -> None:
