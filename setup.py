@@ -5,7 +5,7 @@ pyproject.toml holds everything else."""
 
 import os
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 ROOTS = {"speedpatch": "server", "speedpatch.targets": "targets", "speedpatch.menus": "menus"}
 SKIP_DIRS = {"__pycache__", "node_modules", ".pytest_cache"}
@@ -16,7 +16,8 @@ def _packages() -> dict[str, str]:
     found = {}
     for name, folder in ROOTS.items():
         found[name] = folder
-        for sub in find_packages(folder):
+        # every folder is a package (data folders such as include/ too), so nothing ships as a stray file
+        for sub in find_namespace_packages(folder, exclude=["*__pycache__*"]):
             found[f"{name}.{sub}"] = os.path.join(folder, *sub.split("."))
     return found
 
