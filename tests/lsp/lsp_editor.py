@@ -284,3 +284,13 @@ def kernel_b(xs):
 
 MOVES = {"Use the builtin sum.": "def kernel_a(xs):\\n    return sum(xs)\\n"}
 """
+
+
+def toy_file(root: Path, name: str, prefix: str = "") -> Path:
+    """A copy of the toy example under its own name: tests sharing one server each work on their own
+    file, so their runs and lenses never meet."""
+    from toy_target import EXAMPLE
+
+    path = root / name
+    path.write_text(prefix + EXAMPLE)
+    return path

@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from lsp_editor import OFFLINE, Editor
+from lsp_editor import OFFLINE, Editor, toy_file
 from lsprotocol import types
 
-pytestmark = pytest.mark.asyncio
+# one server for the module (each test works on its own file); the LLM and Gemmini flows start their own
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+OWN_SERVER = pytest.mark.asyncio(loop_scope="function")
 
 FASTER = re.compile(r"^(\d+\.\d\d)x faster: ([\d,.]+) -> ([\d,.]+) (\w+) \(([\w-]+)\)")
 
@@ -66,14 +68,14 @@ async def check_full_flow(editor: Editor, path: Path, kernel: str, backend: str)
     assert any("re-measured" in h.label for h in hints)
 
 
-async def test_offline_run_goes_from_optimize_to_a_reverified_saved_rewrite(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    await check_full_flow(editor, toy_workspace / "sum.toy", "kernel_sum", "toy-count")
+async def test_offline_run_goes_from_optimize_to_a_reverified_saved_rewrite(shared_editor):
+    editor = shared_editor
+    await check_full_flow(editor, toy_file(editor.root, "flow.toy"), "kernel_sum", "toy-count")
 
 
-async def test_ready_rewrite_shows_as_information_diagnostic_with_a_quick_fix(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_ready_rewrite_shows_as_information_diagnostic_with_a_quick_fix(shared_editor):
+    editor = shared_editor
+    uri = editor.open(toy_file(editor.root, "ready.toy"))
     summary = await optimize_and_wait(editor, uri, "kernel_sum")
 
     def ready() -> list[types.Diagnostic]:
@@ -96,6 +98,7 @@ async def test_ready_rewrite_shows_as_information_diagnostic_with_a_quick_fix(st
 
 
 @pytest.mark.slow
+@OWN_SERVER
 async def test_llm_run_through_a_scripted_openai_server(start_editor, toy_workspace, capfd):
     from support.fake_openai import FakeOpenAI
 
@@ -124,9 +127,9 @@ async def test_llm_run_through_a_scripted_openai_server(start_editor, toy_worksp
     assert secret not in captured.err and secret not in captured.out
 
 
-async def test_run_report_lists_iterations_and_candidates(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_run_report_lists_iterations_and_candidates(shared_editor):
+    editor = shared_editor
+    uri = editor.open(toy_file(editor.root, "report.toy"))
     summary = await optimize_and_wait(editor, uri, "kernel_sum")
     report = await editor.request("speedpatch/runReport", {"runId": summary["runId"]})
     assert report["run"]["runId"] == summary["runId"]
@@ -134,7 +137,8 @@ async def test_run_report_lists_iterations_and_candidates(start_editor, toy_work
     statuses = {c["status"] for c in report["candidates"]}
     assert "ok" in statuses and "incorrect" in statuses  # the toy offers one wrong move on purpose
     runs = await editor.request("speedpatch/runs", {})
-    assert [r["runId"] for r in runs] == [summary["runId"]]
+    (listed,) = [r for r in runs if r["runId"] == summary["runId"]]
+    assert listed["uri"] == uri and listed["status"] == "finished"
     assert json.dumps(runs)  # plain JSON, as the protocol says
 
 
@@ -142,6 +146,7 @@ GEMMINI_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gemmini" /
 
 
 @pytest.mark.slow
+@OWN_SERVER
 async def test_gemmini_native_offline_flow(start_editor, tmp_path):
     from speedpatch import targets
 
@@ -161,9 +166,10 @@ async def test_gemmini_native_offline_flow(start_editor, tmp_path):
     await check_full_flow(editor, path, kernels[0].name, "gemmini-native")
 
 
-async def test_saved_rewrite_that_no_longer_holds_is_warned(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_saved_rewrite_that_no_longer_holds_is_warned(shared_editor):
+    editor = shared_editor
+    uri = editor.open(toy_file(editor.root, "broken.toy"))
+    messages = len(editor.client.messages)
     summary = await optimize_and_wait(editor, uri, "kernel_sum", quick=True)
     assert (await editor.command("speedpatch.apply", {"runId": summary["runId"]}))["applied"]
     # the harness now expects something else: the applied kernel is still the winner, but wrong here
@@ -180,4 +186,4 @@ async def test_saved_rewrite_that_no_longer_holds_is_warned(start_editor, toy_wo
     assert any(
         t.startswith("speedpatch warning: re-verification failed") for t in await editor.lens_titles(uri)
     )
-    assert any(m.type == types.MessageType.Warning for m in editor.client.messages)
+    assert any(m.type == types.MessageType.Warning for m in editor.client.messages[messages:])

@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from lsp_editor import OFFLINE, TWO_KERNELS, slow_toy
+from lsp_editor import TWO_KERNELS, slow_toy, toy_file
 from lsprotocol import types
 
-pytestmark = pytest.mark.asyncio
+# one server for the module; each test works on its own file
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_search_reports_begin_iterations_and_end(start_editor, toy_workspace):
-    editor = await start_editor(toy_workspace, OFFLINE)
-    uri = editor.open(toy_workspace / "sum.toy")
+async def test_search_reports_begin_iterations_and_end(shared_editor):
+    editor = shared_editor
+    uri = editor.open(toy_file(editor.root, "progress.toy"))
     started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
     summary = await editor.run_end(started["runId"])
     token = f"speedpatch-run-{started['runId']}"
@@ -32,16 +33,14 @@ async def test_search_reports_begin_iterations_and_end(start_editor, toy_workspa
     assert end.message.startswith("finished, best")
 
     # speedpatch/runUpdate followed the run from start to end
-    statuses = [u["status"] for u in editor.run_updates if u["runId"] == started["runId"]]
-    assert statuses[0] == "running" and statuses[-1] == "finished"
-    assert any(u["iteration"] == 2 for u in editor.run_updates)
+    updates = [u for u in editor.run_updates if u["runId"] == started["runId"]]
+    assert updates[0]["status"] == "running" and updates[-1]["status"] == "finished"
+    assert any(u["iteration"] == 2 for u in updates)
 
 
-@pytest.mark.slow
-async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_far(start_editor, tmp_path):
-    path = slow_toy(tmp_path, seconds=1.0)
-    editor = await start_editor(tmp_path, OFFLINE)
-    uri = editor.open(path)
+async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_far(shared_editor):
+    editor = shared_editor
+    uri = editor.open(slow_toy(editor.root, seconds=1.0, name="cancelled.toy"))
     started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
     token = f"speedpatch-run-{started['runId']}"
 
@@ -63,14 +62,12 @@ async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_f
     assert editor.client.progress_reports[token][-1].message.startswith("cancelled")
 
 
-async def test_a_second_run_queues_behind_the_first_and_then_runs(start_editor, tmp_path):
-    (tmp_path / "two.toy").write_text("import time\ntime.sleep(0.2)\n" + TWO_KERNELS)
-    editor = await start_editor(
-        tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 1, "codes": 1}}
-    )
-    uri = editor.open(tmp_path / "two.toy")
-    first = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_a"})
-    second = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_b"})
+async def test_a_second_run_queues_behind_the_first_and_then_runs(shared_editor):
+    editor = shared_editor
+    (editor.root / "two.toy").write_text("import time\ntime.sleep(0.2)\n" + TWO_KERNELS)
+    uri = editor.open(editor.root / "two.toy")
+    first = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_a", "quick": True})
+    second = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_b", "quick": True})
     titles = await editor.lens_titles(uri)
     assert "speedpatch: queued" in titles
     queued = await editor.request("speedpatch/runs", {})
@@ -79,10 +76,9 @@ async def test_a_second_run_queues_behind_the_first_and_then_runs(start_editor, 
     assert (await editor.run_end(second["runId"]))["status"] == "finished"
 
 
-async def test_server_answers_requests_while_a_search_runs(start_editor, tmp_path):
-    path = slow_toy(tmp_path, seconds=1.0)
-    editor = await start_editor(tmp_path, OFFLINE)
-    uri = editor.open(path)
+async def test_server_answers_requests_while_a_search_runs(shared_editor):
+    editor = shared_editor
+    uri = editor.open(slow_toy(editor.root, seconds=1.0, name="busy.toy"))
     started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
     for _ in range(5):
         titles = await editor.lens_titles(uri)
