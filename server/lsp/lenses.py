@@ -73,8 +73,14 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
             _lens(line, "Show diff", SHOW_DIFF, [run]),
             _lens(line, f"Apply ({speedup_text(record.speedup)} faster)", APPLY, [run]),
         ]
-    why = record.message or record.status
+    why = _short(record.message or record.status)
     return [_lens(line, f"speedpatch: no faster version found ({why})"), optimize]
+
+
+def _short(text: str, limit: int = 90) -> str:
+    # a lens is one line above the code: the full message is in the run report and the showMessage
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _applied_lens(view: KernelView, line: int) -> types.CodeLens:

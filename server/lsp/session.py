@@ -344,6 +344,10 @@ class Session:
         self.refresh_editor()
         if job.status == "failed":
             self.show(f"speedpatch: optimizing {job.kernel} failed: {job.message}", types.MessageType.Error)
+        elif job.status == "interrupted":  # e.g. the LLM endpoint failed; the run is stored, resumable
+            self.show(
+                f"speedpatch: optimizing {job.kernel} stopped: {job.message}", types.MessageType.Warning
+            )
         elif job.speedup and job.speedup > 1.0:
             self.show(
                 f"speedpatch: {job.kernel} can run {speedup_text(job.speedup)} faster; see the code lens"

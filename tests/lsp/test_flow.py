@@ -187,3 +187,30 @@ async def test_saved_rewrite_that_no_longer_holds_is_warned(shared_editor):
         t.startswith("speedpatch warning: re-verification failed") for t in await editor.lens_titles(uri)
     )
     assert any(m.type == types.MessageType.Warning for m in editor.client.messages[messages:])
+
+
+@OWN_SERVER
+async def test_failing_llm_endpoint_ends_the_run_with_a_warning(start_editor, toy_workspace):
+    from support.fake_openai import FakeOpenAI
+
+    (toy_workspace / "speedpatch.toml").write_text("[llm]\nretries = 0\n")
+    with FakeOpenAI(lambda request: (500, {"error": {"message": "the model is on fire"}})) as llm:
+        settings = {
+            "llm": {"baseUrl": llm.base_url, "models": ["fake-model"], "apiKey": "k"},
+            "search": {"iterations": 1, "beam": 1, "plans": 1, "codes": 1},
+        }
+        editor = await start_editor(toy_workspace, settings)
+        uri = editor.open(toy_workspace / "sum.toy")
+        summary = await optimize_and_wait(editor, uri, "kernel_sum")
+    assert summary["status"] == "interrupted" and "on fire" in summary["message"]
+
+    def warned():
+        return [m for m in editor.client.messages if "on fire" in m.message]
+
+    shown = (await editor.until(warned, what="the warning message"))[0]
+    assert shown.type == types.MessageType.Warning
+    titles = await editor.lens_titles(uri)
+    assert (
+        titles[0].startswith("speedpatch: no faster version found")
+        and "Optimize kernel_sum (toy-count)" in titles
+    )
