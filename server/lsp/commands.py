@@ -88,7 +88,7 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
     record = session.index.get(run_id)
     if record is None:
         raise JsonRpcInvalidParams(f"no run {run_id!r}")
-    uri = session._uri_for_path(session.record_path(record))
+    uri = session.uri_for_path(session.record_path(record))
     current = session.text_of(uri)
     if current is None:
         return _refuse(session, f"cannot read {uri}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from speedpatch.config import Config, load_config
 from speedpatch.engine import events as ev
 from speedpatch.errors import ConfigError, UserError
@@ -26,6 +26,7 @@ from speedpatch.store import RunRecord, Store
 from . import settings as settings_mod
 from .accept import AcceptOnSave
 from .backends import BackendChooser
+from .diagnostics import diagnostics_for
 from .documents import Detection, Detector, kernel_named
 from .engine import api, find_findings, find_kernels, warm_up
 from .formatting import speedup_text
@@ -231,7 +232,7 @@ class Session:
         if record.run_id in self.external_stale:
             return True
         path = self.record_path(record)
-        uri = self._uri_for_path(path)
+        uri = self.uri_for_path(path)
         text = self.text_of(uri)
         if text is None:
             return False
@@ -239,9 +240,7 @@ class Session:
         state, _ = freshness(record, kernel_named(found.kernels, record.kernel), self.winner_text(record))
         return state == STALE
 
-    def _uri_for_path(self, path: str) -> str:
-        from pygls.uris import from_fs_path
-
+    def uri_for_path(self, path: str) -> str:
         # prefer the exact uri the editor used for an open document
         for uri in list(self.server.workspace.text_documents):
             if self.path_of(uri) == path:
@@ -367,7 +366,7 @@ class Session:
         """A kernel file changed on disk (watcher thread). Saves from the editor leave disk == buffer and
         are not external; anything else that no longer matches a run's start or winner marks it stale."""
         assert self.index is not None
-        uri = self._uri_for_path(path)
+        uri = self.uri_for_path(path)
         try:
             disk = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -415,8 +414,6 @@ class Session:
             self.publish_diagnostics(uri)
 
     def publish_diagnostics(self, uri: str) -> None:
-        from .diagnostics import diagnostics_for
-
         views, detection, text = self.views(uri)
         doc = self.server.workspace.text_documents.get(uri)
         encoding = self.server.workspace.position_encoding or types.PositionEncodingKind.Utf16
