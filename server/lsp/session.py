@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -80,11 +82,25 @@ class Session:
         self.root = Path(norm_path(root or Path.cwd()))
         self.client_settings = settings_mod.unwrap(params.initialization_options)
         self.reload_config(announce=True)
-        self.store = Store(self.root)
+        self.store = self._open_store()
         self.index = RunIndex(self.store, self.root)
         self.index.refresh(force=True)
-        self.verifications = Verifications(self.root / ".speedpatch" / "lsp-verifications.json")
+        self.verifications = Verifications(self.store.root / "lsp-verifications.json")
         self.runs = RunManager(lambda: self.store, self._on_job)
+
+    def _open_store(self) -> Store:
+        try:
+            return Store(self.root)
+        except (OSError, sqlite3.Error) as exc:
+            # a read-only or broken workspace must not stop the editor features: keep runs for this
+            # session in a scratch folder and say that they will not be kept
+            scratch = Path(tempfile.mkdtemp(prefix="speedpatch-runs-"))
+            self.show(
+                f"speedpatch: cannot use {self.root / '.speedpatch'} ({exc}); runs of this session are kept "
+                f"in {scratch} and will not survive a restart",
+                types.MessageType.Warning,
+            )
+            return Store(scratch)
 
     def start_watching(self) -> None:
         warm_up()

@@ -68,3 +68,13 @@ async def test_unknown_kernel_error_lists_the_kernels_found(shared_editor):
     uri = editor.open(editor.root / "sum.toy")
     with pytest.raises(JsonRpcException, match="kernels found: kernel_sum"):
         await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_nope"})
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_unwritable_workspace_still_gets_editor_features(start_editor, toy_workspace):
+    (toy_workspace / ".speedpatch").write_text("a file where the store folder should be\n")
+    editor = await start_editor(toy_workspace, {"offline": True})
+    uri = editor.open(toy_workspace / "sum.toy")
+    assert await editor.lens_titles(uri) == ["Optimize kernel_sum (toy-count)"]
+    await editor.until(lambda: editor.client.messages, what="the warning about the store")
+    assert "will not survive a restart" in editor.client.messages[0].message
