@@ -382,6 +382,9 @@ class Session:
         """A kernel file changed on disk (watcher thread). Saves from the editor leave disk == buffer and
         are not external; anything else that no longer matches a run's start or winner marks it stale."""
         assert self.index is not None
+        records = self.index.for_path(path)
+        if not records:
+            return  # no run describes this file: nothing can go stale
         uri = self.uri_for_path(path)
         try:
             disk = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -391,7 +394,7 @@ class Session:
         if buffer is not None and disk is not None and buffer.source == disk:
             return
         changed = False
-        for record in self.index.for_path(path):
+        for record in records:
             current = None
             if disk is not None:
                 found = self.detector.detect(f"speedpatch-disk:{path}", path, disk)
