@@ -518,21 +518,28 @@ CONV_TILES = ["batches", "porows", "pocols", "pochs", "krows", "kcols", "kchs"]
 CONV = CONV_AUTO[:17] + CONV_TILES + CONV_AUTO[17:]
 
 
-def conv_fits(t: dict[str, int]) -> bool:
-    pixel_blocks = t["batches"] * t["porows"] * blocks(t["pocols"])
+def conv_fits(t: dict[str, int], dims: dict[str, int]) -> bool:
+    """Whether one LOOP_CONV_WS tile fits (the same rule as gemmini_conv_loop_tiles_fit in gemmini_conv.h): the
+    loop keeps out*stride + dilated_kernel - 1 input rows/columns per tile next to the tile's weights in half
+    of the scratchpad, and its outputs in half of the accumulator."""
+    stride, dil = dims["stride"], dims["k_dil"]
+
+    def in_dim(out: int, k: int) -> int:
+        return out * stride + k + (dil - 1) * (k - 1) - 1
+
     och, ich = blocks(t["pochs"]), blocks(t["kchs"])
-    acc = pixel_blocks * och * DIM
-    spad = (t["krows"] * t["kcols"] * ich * och + 2 * pixel_blocks * ich) * DIM
+    acc = och * t["batches"] * t["porows"] * t["pocols"]
+    spad = (ich * t["batches"] * in_dim(t["porows"], t["krows"]) * in_dim(t["pocols"], t["kcols"])
+            + och * t["krows"] * t["kcols"] * t["kchs"])
     return acc <= HALF_ACC_ROWS and spad <= HALF_SPAD_ROWS
 
 
 def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
-    """The tiles tiled_conv_auto picks (the same rule as gemmini_conv.h)."""
+    """The tiles tiled_conv_auto picks (the same rule as gemmini_conv_auto_tiles in gemmini_conv.h)."""
     s = {"batches": 1, "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
          "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
-    while not conv_fits(s):
-        pixel_blocks = s["batches"] * s["porows"] * blocks(s["pocols"])
-        acc_over = pixel_blocks * blocks(s["pochs"]) * DIM > HALF_ACC_ROWS
+    while not conv_fits(s, dims):
+        acc_over = blocks(s["pochs"]) * s["batches"] * s["porows"] * s["pocols"] > HALF_ACC_ROWS
         if acc_over and s["porows"] > 1:
             s["porows"] = (s["porows"] + 1) // 2
         elif s["pochs"] > DIM and (acc_over or s["kchs"] <= DIM):
@@ -549,7 +556,7 @@ def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
             break
     while s["batches"] < dims["batch"] and s["porows"] == dims["out_row"]:
         g = dict(s, batches=s["batches"] + 1)
-        if not conv_fits(g):
+        if not conv_fits(g, dims):
             break
         s = g
     return s
@@ -567,7 +574,7 @@ def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, 
             cand = dict(t, **{key: value})
             if key == "krows":
                 cand["kcols"] = min(limits["kcols"], value)
-            if cand != t and conv_fits(cand) and cand not in [c for _, c in out]:
+            if cand != t and conv_fits(cand, dims) and cand not in [c for _, c in out]:
                 out.append((f"{key} {t[key]} -> {value}", cand))
     return out
 
@@ -582,7 +589,7 @@ def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
     if len(call.args) != len(names):
         return []
     a = dict(zip(names, call.args, strict=True))
-    keys = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim")
+    keys = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
     values = {k: eval_int(a[k], defines) for k in keys}
     if not all(isinstance(v, int) and v > 0 for v in values.values()):
         return []

@@ -1,14 +1,18 @@
 /* Convolutions on Gemmini: tiled_conv (explicit tiles) and tiled_conv_auto (tiles chosen here), in the
- * weight-stationary dataflow, issued instruction by instruction. Included by gemmini_lib.h.
+ * weight-stationary dataflow. Included by gemmini_lib.h.
  *
  * Layouts (the upstream defaults): input NHWC [batch][row][col][in_ch], weights
  * [krow][kcol][in_ch][out_ch] (a (kdim*kdim*in_channels) x out_channels matrix), bias acc_t[out_channels],
  * output NHWC [batch][orow][ocol][out_ch].
  *
- * The convolution is a sum of small matmuls: for each kernel position (kr, kc), the output pixels of one
- * output row times the input pixels they see (a strided run of one input row) times the weights of that
- * position. Input pixels outside the image are skipped (they would contribute zeros), so the accumulator
- * is initialised with the bias first and every product accumulates onto it.
+ * tiled_conv issues one LOOP_CONV_WS per tile, as the upstream library does: the accelerator's loop unit
+ * moves the tile's input window (padding included), weights and bias in and the results out.
+ *
+ * gemmini_tiled_conv_core issues the same convolution instruction by instruction from the core: for each
+ * kernel position (kr, kc), the output pixels of one output row times the input pixels they see (a strided
+ * run of one input row) times the weights of that position. Input pixels outside the image are skipped
+ * (they would contribute zeros), so the accumulator is initialised with the bias first and every product
+ * accumulates onto it.
  */
 #ifndef SPEEDPATCH_GEMMINI_CONV_H
 #define SPEEDPATCH_GEMMINI_CONV_H
@@ -199,6 +203,70 @@ static inline void gemmini_conv_output_tile(const struct gemmini_conv_args *c, c
 #undef GEMMINI_ACC_BLOCK
 }
 
+/* ---- the hardware-loop path (LOOP_CONV_WS per tile), as the upstream library issues it ---------------- */
+
+/* Input rows (or columns) one LOOP_CONV_WS tile moves in, padding included: the loop unit reads
+ * out*stride + dilated_kernel - 1 of them (one more than the outputs need when stride > 1; the far-side
+ * padding makes up what the image does not have). */
+static inline int gemmini_conv_loop_in_dim(int out, int stride, int kdim, int kernel_dilation) {
+  return out * stride + kdim + (kernel_dilation - 1) * (kdim - 1) - 1;
+}
+
+/* Rows one LOOP_CONV_WS tile uses: the loop keeps its input at the bottom of the scratchpad's first half
+ * and the weights at the top of it, and its outputs in one half of the accumulator. */
+static inline void gemmini_conv_loop_footprint(const struct gemmini_conv_tiles *t, int stride, int kernel_dilation,
+                                               size_t *spad_rows, size_t *acc_rows) {
+  const size_t irows = (size_t)gemmini_conv_loop_in_dim(t->porows, stride, t->krows, kernel_dilation);
+  const size_t icols = (size_t)gemmini_conv_loop_in_dim(t->pocols, stride, t->kcols, kernel_dilation);
+  const size_t och_blocks = gemmini_conv_blocks(t->pochs), ich_blocks = gemmini_conv_blocks(t->kchs);
+  *acc_rows = och_blocks * t->batches * t->porows * t->pocols;
+  *spad_rows = ich_blocks * t->batches * irows * icols + och_blocks * t->krows * t->kcols * t->kchs;
+}
+
+static inline bool gemmini_conv_loop_tiles_fit(const struct gemmini_conv_tiles *t, int stride, int kernel_dilation) {
+  size_t spad_rows, acc_rows;
+  gemmini_conv_loop_footprint(t, stride, kernel_dilation, &spad_rows, &acc_rows);
+  return acc_rows <= GEMMINI_HALF_ACC_ROWS && spad_rows <= GEMMINI_HALF_SPAD_ROWS;
+}
+
+/* One tile (output b0.., orow0.., ocol0.., och0..; reduction krow0.., kcol0.., kch0..) as one LOOP_CONV_WS.
+ * The pointers are moved to the tile's first element and the paddings are those of the tile's input
+ * window; the bias goes in only with the first reduction tile and the output comes out only with the
+ * last (the loop unit keeps the partial sums in the accumulator in between). */
+static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t, int b0,
+                                          int orow0, int ocol0, int och0, int krow0, int kcol0, int kch0) {
+  const int kd = c->kernel_dim;
+  const int nb = c->batch_size - b0 < t->batches ? c->batch_size - b0 : t->batches;
+  const int nr = c->out_row_dim - orow0 < t->porows ? c->out_row_dim - orow0 : t->porows;
+  const int ncols = c->out_col_dim - ocol0 < t->pocols ? c->out_col_dim - ocol0 : t->pocols;
+  const int nochs = c->out_channels - och0 < t->pochs ? c->out_channels - och0 : t->pochs;
+  const int nkr = kd - krow0 < t->krows ? kd - krow0 : t->krows;
+  const int nkc = kd - kcol0 < t->kcols ? kd - kcol0 : t->kcols;
+  const int nichs = c->in_channels - kch0 < t->kchs ? c->in_channels - kch0 : t->kchs;
+  const int irow = orow0 * c->stride + krow0 * c->kernel_dilation - c->padding;
+  const int icol = ocol0 * c->stride + kcol0 * c->kernel_dilation - c->padding;
+  const int irows = gemmini_conv_loop_in_dim(nr, c->stride, nkr, c->kernel_dilation);
+  const int icols = gemmini_conv_loop_in_dim(ncols, c->stride, nkc, c->kernel_dilation);
+  const int upad = irow < 0 ? -irow : 0, lpad = icol < 0 ? -icol : 0;
+  const int dpad = irow + irows > c->in_row_dim ? irow + irows - c->in_row_dim : 0;
+  const int rpad = icol + icols > c->in_col_dim ? icol + icols - c->in_col_dim : 0;
+  const bool first = krow0 == 0 && kcol0 == 0 && kch0 == 0;
+  const bool last = krow0 + t->krows >= kd && kcol0 + t->kcols >= kd && kch0 + t->kchs >= c->in_channels;
+  /* A missing bias is a non-null dummy with no_bias set: the loop then moves zeros into the accumulator. */
+  const acc_t *bias = !first ? NULL : (c->bias ? c->bias + och0 : (const acc_t *)(uintptr_t)1);
+  elem_t *out = last ? c->output + (((size_t)b0 * c->out_row_dim + orow0) * c->out_col_dim + ocol0) *
+                                       c->out_channels + och0
+                     : NULL;
+  const elem_t *in = c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim + (icol + lpad)) *
+                                    c->in_channels + kch0;
+  const elem_t *w = c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) * c->out_channels + och0;
+  gemmini_loop_conv_ws(c->batch_size, c->in_row_dim, c->in_col_dim, c->in_channels, c->out_channels, c->out_row_dim,
+                       c->out_col_dim, c->out_row_dim, c->out_col_dim, c->stride, c->padding, kd,
+                       c->kernel_dilation, 1, 1, 0, nb, nr, ncols, nochs, nkr, nkc, nichs, lpad, rpad, upad, dpad,
+                       0, 0, 0, 0, nr, ncols, w, out, bias, in, c->bias == NULL, true, false, false, false, c->act,
+                       false, false, false, false, 1, c->in_channels, c->out_channels, c->out_channels, false, 0, 0);
+}
+
 static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
                                bool trans_weight_1203, bool trans_weight_0132, int pool_size, int pool_stride,
                                int pool_padding) {
@@ -209,8 +277,28 @@ static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool tra
     gemmini_library_error("tiled_conv", "pooling is not implemented");
 }
 
+/* The arguments both tiled_conv paths share; stops on what neither implements. */
+static inline struct gemmini_conv_args gemmini_conv_prepare(
+    int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels, int out_row_dim,
+    int out_col_dim, int stride, int input_dilation, int kernel_dilation, int padding, int kernel_dim, bool wrot180,
+    bool trans_output_1203, bool trans_input_3120, bool trans_weight_1203, bool trans_weight_0132,
+    const struct gemmini_conv_tiles *t, const elem_t *input, const elem_t *weights, const acc_t *bias,
+    elem_t *output, int act, acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
+    enum tiled_matmul_type_t tiled_conv_type) {
+  gemmini_conv_check(input_dilation, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
+                     trans_weight_0132, pool_size, pool_stride, pool_padding);
+  const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
+                                      out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
+                                      input, weights, bias, output, act, scale};
+  if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
+  if (t->batches < 1 || t->porows < 1 || t->pocols < 1 || t->pochs < 1 || t->krows < 1 || t->kcols < 1 ||
+      t->kchs < 1)
+    gemmini_library_error("tiled_conv", "tile sizes must be >= 1");
+  return c;
+}
+
 /* speedpatch's tiled_conv: explicit tiles (output: batches, porows, pocols pixels, pochs channels;
- * reduction: krows, kcols, kchs input channels). */
+ * reduction: krows, kcols, kchs input channels), one LOOP_CONV_WS per tile as the upstream library does. */
 static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
                        int out_row_dim, int out_col_dim, int stride, int input_dilation, int kernel_dilation,
                        int padding, int kernel_dim, bool wrot180, bool trans_output_1203, bool trans_input_3120,
@@ -218,19 +306,53 @@ static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, in
                        int pochs, int krows, int kcols, int kchs, const elem_t *input, const elem_t *weights,
                        const acc_t *bias, elem_t *output, int act, acc_scale_t scale, int pool_size,
                        int pool_stride, int pool_padding, enum tiled_matmul_type_t tiled_conv_type) {
-  gemmini_conv_check(input_dilation, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
-                     trans_weight_0132, pool_size, pool_stride, pool_padding);
-  const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
-                                      out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
-                                      input, weights, bias, output, act, scale};
+  const struct gemmini_conv_tiles t = {batches, porows, pocols, pochs, krows, kcols, kchs};
+  const struct gemmini_conv_args c = gemmini_conv_prepare(
+      batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
+      input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
+      trans_weight_1203, trans_weight_0132, &t, input, weights, bias, output, act, scale, pool_size, pool_stride,
+      pool_padding, tiled_conv_type);
   if (tiled_conv_type == CPU) {
     gemmini_conv_cpu(&c);
     return;
   }
-  if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
+  if (!gemmini_conv_loop_tiles_fit(&t, stride, kernel_dilation))
+    gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
+  /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
+  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, stride, false, false);
+  gemmini_extended_config_st((size_t)out_channels * sizeof(elem_t), act, scale);
+  for (int b0 = 0; b0 < batch_size; b0 += batches)
+    for (int orow0 = 0; orow0 < out_row_dim; orow0 += porows)
+      for (int ocol0 = 0; ocol0 < out_col_dim; ocol0 += pocols)
+        for (int och0 = 0; och0 < out_channels; och0 += pochs)
+          for (int krow0 = 0; krow0 < kernel_dim; krow0 += krows)
+            for (int kcol0 = 0; kcol0 < kernel_dim; kcol0 += kcols)
+              for (int kch0 = 0; kch0 < in_channels; kch0 += kchs)
+                gemmini_conv_loop_tile(&c, &t, b0, orow0, ocol0, och0, krow0, kcol0, kch0);
+}
+
+/* The same convolution issued instruction by instruction from the core (no LOOP_CONV_WS): double-buffered
+ * output tiles with their own footprint rule (gemmini_conv_tiles_fit). */
+static inline void gemmini_tiled_conv_core(int batch_size, int in_row_dim, int in_col_dim, int in_channels,
+                                           int out_channels, int out_row_dim, int out_col_dim, int stride,
+                                           int input_dilation, int kernel_dilation, int padding, int kernel_dim,
+                                           bool wrot180, bool trans_output_1203, bool trans_input_3120,
+                                           bool trans_weight_1203, bool trans_weight_0132, int batches, int porows,
+                                           int pocols, int pochs, int krows, int kcols, int kchs,
+                                           const elem_t *input, const elem_t *weights, const acc_t *bias,
+                                           elem_t *output, int act, acc_scale_t scale, int pool_size,
+                                           int pool_stride, int pool_padding,
+                                           enum tiled_matmul_type_t tiled_conv_type) {
   const struct gemmini_conv_tiles t = {batches, porows, pocols, pochs, krows, kcols, kchs};
-  if (batches < 1 || porows < 1 || pocols < 1 || pochs < 1 || krows < 1 || kcols < 1 || kchs < 1)
-    gemmini_library_error("tiled_conv", "tile sizes must be >= 1");
+  const struct gemmini_conv_args c = gemmini_conv_prepare(
+      batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
+      input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
+      trans_weight_1203, trans_weight_0132, &t, input, weights, bias, output, act, scale, pool_size, pool_stride,
+      pool_padding, tiled_conv_type);
+  if (tiled_conv_type == CPU) {
+    gemmini_conv_cpu(&c);
+    return;
+  }
   if (!gemmini_conv_tiles_fit(&t))
     gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
   gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
@@ -251,14 +373,15 @@ static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, in
 }
 
 /* Tiles of tiled_conv_auto: whole kernel window and input channels, whole output rows and channels,
- * then shrink (rows, output channels, input channels, columns) until the halves fit, and grow the batch
- * and row count while they still fit. */
+ * then shrink (rows, output channels, input channels, columns) until one LOOP_CONV_WS tile fits, and grow
+ * the batch while it still fits. */
 static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int out_channels, int out_row_dim,
-                                    int out_col_dim, int kernel_dim, struct gemmini_conv_tiles *t) {
+                                    int out_col_dim, int kernel_dim, int stride, int kernel_dilation,
+                                    struct gemmini_conv_tiles *t) {
   struct gemmini_conv_tiles s = {1, out_row_dim, out_col_dim, out_channels, kernel_dim, kernel_dim, in_channels};
-  while (!gemmini_conv_tiles_fit(&s)) {
+  while (!gemmini_conv_loop_tiles_fit(&s, stride, kernel_dilation)) {
     size_t spad_rows, acc_rows;
-    gemmini_conv_footprint(&s, &spad_rows, &acc_rows);
+    gemmini_conv_loop_footprint(&s, stride, kernel_dilation, &spad_rows, &acc_rows);
     if (acc_rows > GEMMINI_HALF_ACC_ROWS && s.porows > 1)
       s.porows = (s.porows + 1) / 2;
     else if (s.pochs > DIM && (acc_rows > GEMMINI_HALF_ACC_ROWS || s.kchs <= DIM))
@@ -277,7 +400,7 @@ static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int 
   while (s.batches < batch_size && s.porows == out_row_dim) {
     struct gemmini_conv_tiles g = s;
     g.batches++;
-    if (!gemmini_conv_tiles_fit(&g)) break;
+    if (!gemmini_conv_loop_tiles_fit(&g, stride, kernel_dilation)) break;
     s = g;
   }
   *t = s;
@@ -291,7 +414,8 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
                             int act, acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
                             enum tiled_matmul_type_t tiled_conv_type) {
   struct gemmini_conv_tiles t;
-  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, &t);
+  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
+                          kernel_dilation, &t);
   tiled_conv(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
              input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
              trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
