@@ -130,9 +130,12 @@ def test_native_builds_against_adapted_upstream_headers(target, tmp_path: Path) 
     prog = ('#include "include/gemmini.h"\n#include "include/gemmini_testutils.h"\n'
             "int main(void) { gemmini_flush(0); gemmini_fence(); uint64_t c = read_cycles();\n"
             '  printf("speedpatch: correct=1 cycles=%llu\\n", (unsigned long long)c + 1); return 0; }\n')
-    ev = target.backend("gemmini-native").evaluate(prog, _ctx(target, tmp_path, {"include_dir": str(root)}))
+    ctx = _ctx(target, tmp_path, {"include_dir": str(root)})
+    ev = target.backend("gemmini-native").evaluate(prog, ctx)
     assert ev.status == OK, ev.log
     assert str(root) in ev.receipt["headers"]
+    # The host work is charged per instruction from the block table, as on the normal build.
+    assert list(ctx.workdir.glob("*.native.blocks")), "no block table written next to the executable"
 
 
 def test_native_rejects_an_include_dir_without_gemmini_h(target, tmp_path: Path) -> None:
