@@ -67,7 +67,16 @@ def create_server() -> SpeedpatchServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
-        session.set_client_settings(params.settings)
+        if isinstance(params.settings, dict) and params.settings:
+            session.set_client_settings(params.settings)
+            return
+        # pull-model clients send an empty notification: ask for the "speedpatch" section instead
+        caps = server.client_capabilities.workspace if server.client_capabilities else None
+        if caps and caps.configuration:
+            query = types.ConfigurationParams(items=[types.ConfigurationItem(section="speedpatch")])
+            server.workspace_configuration(
+                query, callback=lambda found: session.set_client_settings(found[0] if found else None)
+            )
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(params: types.WorkDoneProgressCancelParams) -> None:

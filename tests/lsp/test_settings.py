@@ -49,3 +49,16 @@ async def test_quick_and_budget_settings_bound_the_search(start_editor, toy_work
     started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
     summary = await editor.run_end(started["runId"])
     assert summary["evaluations"]["total"] <= 2
+
+
+async def test_empty_configuration_change_pulls_the_speedpatch_section(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, OFFLINE)
+    uri = editor.open(toy_workspace / "sum.toy")
+    editor.client.set_configuration({**OFFLINE, "backends": {"toy": "toy-turbo"}}, section="speedpatch")
+    editor.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+    async def pulled():
+        titles = await editor.lens_titles(uri)
+        return titles if "toy-turbo" in titles[0] else None
+
+    await editor.until(pulled, 10, "the pulled settings to apply")
