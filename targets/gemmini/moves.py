@@ -562,20 +562,37 @@ def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
     return s
 
 
+def _conv_scaled(t: dict[str, int], key: str, factor: float, limit: int) -> int:
+    step = DIM if key in ("pochs", "kchs") else 1
+    value = int(t[key] * factor)
+    return max(step, min(limit, value - value % step if step > 1 else value))
+
+
+# Pairs of tile sizes that share the accumulator (or the scratchpad): doubling one and halving the other keeps
+# the footprint about the same, a step single-size changes cannot take when the tile is already full.
+CONV_TRADES = (("porows", "pochs"), ("pochs", "porows"), ("batches", "pochs"), ("kchs", "pochs"))
+
+
 def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, dict[str, int]]]:
     limits = {"batches": dims["batch"], "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
               "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
-    out = []
+    out: list[tuple[str, dict[str, int]]] = []
+
+    def add(why: str, cand: dict[str, int]) -> None:
+        if cand != t and conv_fits(cand, dims) and cand not in [c for _, c in out]:
+            out.append((why, cand))
+
+    for up, down in CONV_TRADES:
+        cand = dict(t, **{up: _conv_scaled(t, up, 2, limits[up]), down: _conv_scaled(t, down, 0.5, limits[down])})
+        if cand[up] != t[up] and cand[down] != t[down]:
+            add(f"{up} {t[up]} -> {cand[up]} and {down} {t[down]} -> {cand[down]}", cand)
     for key in ("porows", "pochs", "kchs", "batches", "pocols", "krows"):
         for factor in (2, 0.5):
-            step = DIM if key in ("pochs", "kchs") else 1
-            value = int(t[key] * factor)
-            value = max(step, min(limits[key], value - value % step if step > 1 else value))
+            value = _conv_scaled(t, key, factor, limits[key])
             cand = dict(t, **{key: value})
             if key == "krows":
                 cand["kcols"] = min(limits["kcols"], value)
-            if cand != t and conv_fits(cand, dims) and cand not in [c for _, c in out]:
-                out.append((f"{key} {t[key]} -> {value}", cand))
+            add(f"{key} {t[key]} -> {value}", cand)
     return out
 
 

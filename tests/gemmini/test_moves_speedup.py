@@ -58,6 +58,42 @@ def test_auto_tiles_match_the_library_rule() -> None:
     assert all(moves.matmul_fits(*moves.auto_tiles(*s)) for s in [(512, 512, 512), (12544, 64, 256), (784, 256, 1024)])
 
 
+CONV_SHAPES = [  # batch, out_row, out_col, out_ch, in_ch, kdim, stride, k_dil
+    (4, 56, 56, 64, 64, 3, 1, 1), (4, 28, 28, 128, 128, 3, 1, 1), (4, 14, 14, 256, 256, 3, 1, 1),
+    (2, 14, 14, 96, 200, 3, 2, 1), (1, 20, 20, 80, 70, 3, 1, 2),
+]
+KEYS = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_conv_auto_tiles_are_the_ones_tiled_conv_auto_picks(tmp_path: Path) -> None:
+    """The moves rewrite tiled_conv_auto into tiled_conv around the library's own tiles: both rules must agree."""
+    from speedpatch.targets.gemmini.build import build_native, run_native
+
+    calls = "\n".join(
+        f"  gemmini_conv_auto_tiles({b}, {ic}, {oc}, {r}, {c}, {k}, {st}, {dil}, &t);\n"
+        '  printf("%d %d %d %d %d %d %d\\n", t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols, t.kchs);'
+        for b, r, c, oc, ic, k, st, dil in CONV_SHAPES)
+    src = tmp_path / "auto_tiles.c"
+    src.write_text('#include "include/gemmini.h"\nint main(void) {\n  struct gemmini_conv_tiles t;\n'
+                   f"{calls}\n  return 0;\n}}\n")
+    res, exe = build_native(src, tmp_path, timeout=120)
+    assert exe is not None, res.output
+    run = run_native(exe, tmp_path, 60)
+    assert run.returncode == 0, run.output
+    library = [tuple(int(x) for x in line.split()) for line in run.output.splitlines() if line.strip()]
+    ours = [tuple(moves.conv_auto_tiles(dict(zip(KEYS, shape, strict=True))).values()) for shape in CONV_SHAPES]
+    assert library == ours
+
+
+def test_conv_neighbours_fit_and_include_a_rows_for_channels_trade() -> None:
+    dims = dict(zip(KEYS, (4, 28, 28, 128, 128, 3, 1, 1), strict=True))
+    auto = moves.conv_auto_tiles(dims)
+    neighbours = moves.conv_neighbours(auto, dims)
+    assert neighbours and all(moves.conv_fits(t, dims) for _, t in neighbours)
+    assert dict(auto, porows=auto["porows"] * 2, pochs=auto["pochs"] // 2) in [t for _, t in neighbours]
+
+
 def test_constant_expressions_resolve_through_defines() -> None:
     defines = {"N": "128", "M": "(N * 2)", "X": "foo"}
     assert moves.eval_int("M / 16 + 1", defines) == 17
