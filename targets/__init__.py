@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from importlib.metadata import entry_points
 from pathlib import PurePath
 
@@ -20,6 +21,7 @@ BUILTIN = {
 _targets: dict[str, Target] = {}
 _load_errors: dict[str, str] = {}
 _loaded = False
+_load_lock = threading.RLock()  # the first caller loads; callers on other threads wait for it
 
 
 def register(target: Target) -> None:
@@ -30,7 +32,14 @@ def _load_all() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
+    with _load_lock:
+        if _loaded:
+            return
+        _load_builtins()
+        _loaded = True
+
+
+def _load_builtins() -> None:
     for name, spec in BUILTIN.items():
         module, _, attr = spec.partition(":")
         try:

@@ -12,16 +12,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-import openai
 from speedpatch.config import LLMConfig
 from speedpatch.errors import LLMError
 
-_TRANSIENT = (
-    openai.APIConnectionError,
-    openai.APITimeoutError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
 _REASONING = re.compile(r"(^|/)(o\d|gpt-5)", re.I)
 
 
@@ -36,6 +29,9 @@ class Reply:
 
 class ChatClient:
     def __init__(self, config: LLMConfig, sleep=time.sleep) -> None:
+        import openai  # here, not at module level: it takes seconds to import and offline runs never need it
+
+        self._openai = openai
         self.config = config
         key = config.resolved_api_key() or "not-needed"  # local endpoints accept any key
         self._client = openai.OpenAI(
@@ -61,7 +57,7 @@ class ChatClient:
             named = {renamed.get(k, k): v for k, v in params.items()}
             return {k: v for k, v in named.items() if k not in dropped}
 
-    def _rejected_param(self, exc: openai.BadRequestError, params: dict) -> str | None:
+    def _rejected_param(self, exc: Exception, params: dict) -> str | None:
         text = str(exc).lower()
         for name in params:
             if name in text:
@@ -69,6 +65,10 @@ class ChatClient:
         return None
 
     def chat(self, model: str, prompt: str, temperature: float | None = None) -> Reply:
+        openai = self._openai
+        transient = (
+            openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError,
+        )
         temp = self.config.temperature if temperature is None else temperature
         attempt = 0
         last: Exception | None = None
@@ -94,7 +94,7 @@ class ChatClient:
                 continue  # retry at once without the parameter; does not count as an attempt
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise LLMError(f"{model}: {_short(exc)} (check the endpoint, model name and API key)") from exc
-            except _TRANSIENT as exc:
+            except transient as exc:
                 last = exc
                 attempt += 1
                 if attempt <= self.config.retries:
