@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q --upgrade pip "setuptools>=68" wheel
 .venv/bin/python -m pip install -q -e '.[test]'
 export PATH="$PWD/.venv/bin:$PATH"
 
