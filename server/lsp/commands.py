@@ -12,13 +12,13 @@ from speedpatch.errors import StaleError, UserError
 
 from . import params
 from .engine import api
-from .lenses import APPLY, CANCEL, OPTIMIZE, SHOW_DIFF
+from .lenses import APPLY, CANCEL, OPTIMIZE, RESUME, SHOW_DIFF
 from .positions import minimal_edit
 from .reports import candidate_payload
 from .session import OPEN_DIFF, Session
 
 RUNS = "speedpatch.runs"
-ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RUNS]
+ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME, RUNS]
 
 
 def register(server: LanguageServer, session: Session) -> None:
@@ -29,6 +29,17 @@ def register(server: LanguageServer, session: Session) -> None:
         await engine_loaded()
         try:
             run_id = session.start_run(uri, kernel, bool(arg.get("quick")))
+        except UserError as exc:
+            session.show(f"speedpatch: {exc}", types.MessageType.Error)
+            raise JsonRpcInvalidRequest(str(exc)) from exc
+        return {"runId": run_id}
+
+    @server.command(RESUME)
+    async def resume(*args):
+        arg = params.first_arg(args)
+        await engine_loaded()
+        try:
+            run_id = session.resume_run(params.text(arg, "runId"))
         except UserError as exc:
             session.show(f"speedpatch: {exc}", types.MessageType.Error)
             raise JsonRpcInvalidRequest(str(exc)) from exc

@@ -10,11 +10,12 @@ from .runs import QUEUED, Job
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, STALE, KernelView
 
-OPTIMIZE, CANCEL, SHOW_DIFF, APPLY = (
+OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME = (
     "speedpatch.optimize",
     "speedpatch.cancel",
     "speedpatch.showDiff",
     "speedpatch.apply",
+    "speedpatch.resume",
 )
 
 

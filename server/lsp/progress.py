@@ -16,8 +16,9 @@ from .formatting import speedup_text
 from .runs import DONE, RUNNING, Job
 
 
-def token_for(run_id: str) -> str:
-    return f"speedpatch-run-{run_id}"
+def token_for(run_id: str, attempt: int = 0) -> str:
+    # a resumed run reports under a new token: a client may not reuse a token it already ended
+    return f"speedpatch-run-{run_id}" + (f"-{attempt}" if attempt else "")
 
 
 class RunProgress:

@@ -36,6 +36,7 @@ class Job:
     problem: Problem
     config: Config
     quick: bool = False
+    resume: bool = False  # continue a stored interrupted/cancelled run instead of starting one
     cancel: threading.Event = field(default_factory=threading.Event)
     token: str = ""  # work-done progress token ("" when the client has no progress support)
     state: str = QUEUED
@@ -190,14 +191,13 @@ class RunManager:
             self._safe_notify(job, event)
 
         try:
-            record = api().optimize(
-                job.problem,
-                job.config,
-                self._store_factory(),
-                on_event=on_event,
-                cancel=job.cancel,
-                run_id=job.run_id,
-            )
+            store = self._store_factory()
+            if job.resume:
+                record = api().resume(job.run_id, store, job.config, on_event=on_event, cancel=job.cancel)
+            else:
+                record = api().optimize(
+                    job.problem, job.config, store, on_event=on_event, cancel=job.cancel, run_id=job.run_id
+                )
             job.status = record.status
             job.message = record.message or job.message
             job.speedup = record.speedup

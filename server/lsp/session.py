@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ from .reports import summary_of_job, summary_of_record
 from .runs import DONE, Job, RunManager
 from .verify import Verifications
 from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, verification_for
+
+RESUMABLE = ("interrupted", "cancelled")
 
 log = logging.getLogger(__name__)
 
@@ -307,8 +310,31 @@ class Session:
         problem = api().make_problem(path, text, kernel, config, backend=view.backend)
         job = Job(run_id=api().new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
         job.iterations = config.search.iterations
+        return self._submit(job)
+
+    def resume_run(self, run_id: str) -> str:
+        """Continue a stored run that was interrupted (process gone, LLM down) or cancelled."""
+        assert self.runs is not None and self.index is not None
+        if self.config_error:
+            raise UserError(f"fix the configuration first: {self.config_error}")
+        record = self.index.get(run_id)
+        if record is None:
+            raise UserError(f"no run {run_id!r} in this workspace")
+        if record.status not in RESUMABLE:
+            raise UserError(f"run {run_id} is {record.status}; only interrupted or cancelled runs can be resumed")
+        if self.runs.get(record.run_id) is not None:
+            raise UserError(f"run {record.run_id} is already queued or running")
+        path = self.record_path(record)
+        # this session's endpoint and key reach the LLM; the search itself continues as stored
+        job = Job(run_id=record.run_id, uri=self.uri_for_path(path), path=path, problem=record.problem,
+                  config=self.make_config(), resume=True)
+        job.iterations = record.iterations
+        return self._submit(job)
+
+    def _submit(self, job: Job) -> str:
+        assert self.runs is not None
         if self.progress.supported():
-            job.token = token_for(job.run_id)
+            job.token = token_for(job.run_id, time.monotonic_ns() if job.resume else 0)
         self.runs.submit(job)
         self.progress.begin(job)
         self.refresh_editor()
