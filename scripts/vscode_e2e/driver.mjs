@@ -26,6 +26,9 @@ const FILE = env('E2E_FILE');
 const SCENARIO = env('E2E_SCENARIO');
 const ARTIFACTS = env('E2E_ARTIFACTS');
 const SEARCH_TIMEOUT = Number(process.env.E2E_TIMEOUT_MS ?? 180000);
+// Waits on the extension host and the Python server starting: on a loaded 2-core CI machine the extension
+// host alone was seen to take ~55 s to start, so these get generous room.
+const STARTUP_TIMEOUT = Number(process.env.E2E_STARTUP_MS ?? 150000);
 const started = Date.now();
 
 function step(message) {
@@ -103,7 +106,7 @@ async function openFile(page, name) {
 async function clickLens(page, pattern) {
   step(`click code lens ${pattern}`);
   const link = page.locator('.codelens-decoration a', { hasText: pattern }).first();
-  await link.waitFor({ state: 'visible', timeout: 60000 });
+  await link.waitFor({ state: 'visible', timeout: STARTUP_TIMEOUT });
   await link.click();
 }
 
@@ -117,7 +120,7 @@ async function scenarioActivate(page) {
   await openFile(page, FILE);
   const output = await showOutput(page);
   step(`output channel: ${output.slice(0, 300)}`);
-  await waitForText(page, '.part.panel .view-lines', /server state: Starting -> Running/, 60000, 'the server running');
+  await waitForText(page, '.part.panel .view-lines', /server state: Starting -> Running/, STARTUP_TIMEOUT, 'the server running');
   const status = await waitForText(page, '.statusbar-item', /speedpatch/, 15000, 'the status bar item');
   step(`status bar: ${status}`);
 
@@ -136,11 +139,11 @@ async function scenarioActivate(page) {
 
 async function scenarioOptimize(page) {
   await openFile(page, FILE);
-  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens');
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens');
   // The cursor starts at the top of the file, outside the kernel: the command offers the file's kernel.
   await palette(page, 'speedpatch: Optimize kernel at cursor');
   const progress = await waitForText(
-    page, '.codelens-decoration', /searching|queued|x faster/, 60000, 'the search starting', /no faster version found|cannot optimize/,
+    page, '.codelens-decoration', /searching|queued|x faster/, STARTUP_TIMEOUT, 'the search starting', /no faster version found|cannot optimize/,
   );
   step(`lens while searching: ${progress}`);
   const done = await waitForText(
@@ -205,7 +208,7 @@ function serverPids() {
 
 async function scenarioCrash(page) {
   await openFile(page, FILE);
-  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens');
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens');
   const before = serverPids();
   const victim = before[before.length - 1];
   step(`killing the language server (pid ${victim}) as a crash would`);
@@ -214,7 +217,7 @@ async function scenarioCrash(page) {
     page, '.notifications-toasts .notification-list-item', /stopped unexpectedly and was restarted/, 30000, 'the crash message',
   );
   step(`notification: ${toast}`);
-  const deadline = Date.now() + 60000;
+  const deadline = Date.now() + STARTUP_TIMEOUT;
   while (serverPids().length <= before.length) {
     if (Date.now() > deadline) throw new Error('no new server process after the crash');
     await page.waitForTimeout(250);
@@ -224,14 +227,14 @@ async function scenarioCrash(page) {
   await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
   await page.keyboard.press('End');
   await page.keyboard.type(' ');
-  await waitForText(page, '.codelens-decoration', /Optimize \w+/, 60000, 'the Optimize code lens from the new server');
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens from the new server');
   await showOutput(page, /the server stopped unexpectedly \(crash 1\); restarting it/);
 }
 
 async function scenarioMissingPackage(page) {
   await openFile(page, FILE);
   const toast = await waitForText(
-    page, '.notifications-toasts .notification-list-item', /speedpatch Python package is not installed/, 60000, 'the install prompt',
+    page, '.notifications-toasts .notification-list-item', /speedpatch Python package is not installed/, STARTUP_TIMEOUT, 'the install prompt',
   );
   step(`notification: ${toast}`);
   const button = page.locator('.notifications-toasts .monaco-button', { hasText: 'Install bundled package' });
@@ -265,7 +268,7 @@ async function main() {
   try {
     step(`open ${URL} on ${FOLDER}`);
     await page.goto(`${URL}/?folder=${encodeURIComponent(FOLDER)}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    await page.locator('.monaco-workbench').waitFor({ timeout: STARTUP_TIMEOUT });
     step('workbench rendered');
     await scenario(page);
     step('passed');

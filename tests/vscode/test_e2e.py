@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 DEMO = ROOT / "examples" / "gemmini"
 DEMO_FILE = "matmul_128.c"
-SEARCH_SECONDS = 240  # the offline search itself takes ~20 s here
+SEARCH_SECONDS = 360  # the offline search itself takes ~20 s here; start-up on a loaded machine much more
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_extension_activates_logs_and_keeps_the_api_key_secret(vscode: VSCode) -
         pytest.skip(f"{source} is missing")
     workspace = vscode.workspace("ws-activate", [source], editor_settings())
     secret = f"sk-e2e-{time.time_ns()}"
-    _run(vscode, "activate", workspace, DEMO_FILE, timeout=150, E2E_SECRET=secret)
+    _run(vscode, "activate", workspace, DEMO_FILE, timeout=300, E2E_SECRET=secret)
     leaked = [str(p.relative_to(vscode.folder)) for p in vscode.files_containing(secret)]
     assert not leaked, f"the API key was written to {leaked}"
 
@@ -116,7 +116,7 @@ def test_a_crashed_server_is_restarted_with_a_visible_error(vscode: VSCode) -> N
     wrapper.chmod(0o755)
     settings = editor_settings(**{"speedpatch.pythonPath": str(wrapper)})
     workspace = vscode.workspace("ws-crash", [source], settings)
-    _run(vscode, "crash", workspace, DEMO_FILE, timeout=150, E2E_PID_FILE=str(pids))
+    _run(vscode, "crash", workspace, DEMO_FILE, timeout=300, E2E_PID_FILE=str(pids))
 
 
 def test_an_interpreter_without_the_package_gets_the_install_prompt(vscode: VSCode) -> None:
@@ -127,4 +127,4 @@ def test_an_interpreter_without_the_package_gets_the_install_prompt(vscode: VSCo
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=60)
     settings = editor_settings(**{"speedpatch.pythonPath": str(bare / "bin" / "python")})
     workspace = vscode.workspace("ws-missing", [source], settings)
-    _run(vscode, "missing", workspace, DEMO_FILE, timeout=120)
+    _run(vscode, "missing", workspace, DEMO_FILE, timeout=240)
