@@ -20,7 +20,8 @@ from vscode_session import VSCode
 from vscode_tools import ROOT, build_vsix, require_vscode
 
 # A loaded 2-core machine can take minutes for a scenario; the driver has its own, tighter step timeouts.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# one xdist worker runs every editor test: they build into client-vscode/ and drive one code-server each
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("vscode")]
 
 DEMO = ROOT / "examples" / "gemmini"
 DEMO_FILE = "matmul_128.c"
@@ -30,7 +31,7 @@ SEARCH_SECONDS = 360  # the offline search itself takes ~20 s here; start-up on 
 @pytest.fixture(scope="module")
 def vscode() -> Iterator[VSCode]:
     browser = require_vscode()
-    folder = ROOT / ".e2e" / time.strftime("%Y%m%d-%H%M%S")
+    folder = ROOT / ".e2e" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
     session = VSCode(folder=folder, chromium=browser)
     session.prepare()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from vscode_tools import EXTENSION, build_vsix, npm, require_build_tools
 
-pytestmark = pytest.mark.slow  # each runs npm (a few seconds)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vscode")]  # each runs npm (a few seconds)
 
 
 def test_typescript_type_checks() -> None:
