@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import threading
 from dataclasses import asdict
-from pathlib import Path
 
 from speedpatch import targets
 from speedpatch.config import Config, config_from_dict
@@ -79,11 +78,15 @@ def _target_backend(problem: Problem) -> tuple[Target, Backend]:
     return target, target.backend(problem.backend)
 
 
-def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
-    target, backend = _target_backend(problem)
+def _require_usable(backend: Backend, config: Config) -> None:
     available = backend.availability(config.backend_settings.get(backend.name, {}))
     if not available.usable:
         raise UserError(f"backend {backend.name} is not usable here: {available.reason}")
+
+
+def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
+    target, backend = _target_backend(problem)
+    _require_usable(backend, config)
     pool = EvaluationPool(
         target, backend, problem, config.backend_settings.get(backend.name, {}), workers=1,
         timeout=config.search.eval_timeout, seed=config.search.seed,
@@ -95,9 +98,7 @@ def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation
 
 
 def _check_backend(target: Target, backend: Backend, config: Config) -> None:
-    available = backend.availability(config.backend_settings.get(backend.name, {}))
-    if not available.usable:
-        raise UserError(f"backend {backend.name} is not usable here: {available.reason}")
+    _require_usable(backend, config)
     if not backend.measures_speed:
         measuring = [b.name for b in target.backends() if b.measures_speed]
         raise UserError(
@@ -219,11 +220,3 @@ def apply_text(record: RunRecord, current_text: str) -> str:
         return record.best.source  # untouched file: the candidate is exactly the verified program
     return target.splice(current_text, current, winner.text)
 
-
-def workspace_for(path: str) -> Path:
-    """The workspace of a file: the nearest parent holding speedpatch.toml or .speedpatch, else its folder."""
-    start = Path(path).resolve().parent
-    for folder in (start, *start.parents):
-        if (folder / "speedpatch.toml").is_file() or (folder / ".speedpatch").is_dir():
-            return folder
-    return start

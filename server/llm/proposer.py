@@ -6,7 +6,6 @@ so a resumed run replays stored replies instead of asking again.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from speedpatch.config import Config
@@ -56,7 +55,6 @@ class LLMProposer:
         if not self.plan_models or not self.code_models:
             raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
         self.language = LANGUAGE.get(target.name, target.name)
-        self._lock = threading.Lock()
 
     def slots(self, parent: Candidate, plans: int) -> int:
         return plans
