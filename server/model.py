@@ -111,6 +111,16 @@ class Candidate(_Record):
         return self.evaluation.score if self.evaluation else float("inf")
 
 
+def speedup(baseline: Candidate | None, best: Candidate | None) -> float | None:
+    """baseline score / best score, or None when either has no valid measurement."""
+    if baseline is None or best is None:
+        return None
+    base, fast = baseline.score, best.score
+    if base == float("inf") or fast == float("inf") or fast <= 0:
+        return None
+    return base / fast
+
+
 @dataclass
 class Problem(_Record):
     """One kernel in one file, to be optimized or evaluated."""

@@ -44,25 +44,28 @@ class EvaluationPool:
         self._futures: dict[str, Future[Evaluation]] = {}
         self._lock = threading.Lock()
 
-    def submit(self, source: str) -> Future[Evaluation]:
+    def known(self, source: str) -> Future[Evaluation] | None:
+        """The evaluation of an identical source, in flight, done or stored; None when it needs a run."""
         key = source_hash(source)
         with self._lock:
-            if key not in self._futures:
-                stored = self._cached(key) if self._cached else None
+            if key not in self._futures and self._cached:
+                stored = self._cached(key)
                 if stored is not None:
-                    fut: Future[Evaluation] = Future()
-                    fut.set_result(stored)
-                else:
-                    fut = self._executor.submit(self._evaluate, source)
-                self._futures[key] = fut
-            return self._futures[key]
+                    done: Future[Evaluation] = Future()
+                    done.set_result(stored)
+                    self._futures[key] = done
+            return self._futures.get(key)
 
-    def is_cached(self, source: str) -> bool:
+    def submit(self, source: str) -> Future[Evaluation]:
+        """The evaluation of `source`: reused when known, else started in a worker."""
+        found = self.known(source)
+        if found is not None:
+            return found
         key = source_hash(source)
-        with self._lock:
-            if key in self._futures:
-                return True
-        return bool(self._cached and self._cached(key) is not None)
+        with self._lock:  # another thread may have started the same source meanwhile
+            if key not in self._futures:
+                self._futures[key] = self._executor.submit(self._evaluate, source)
+            return self._futures[key]
 
     def _evaluate(self, source: str) -> Evaluation:
         set_process_scope(self)

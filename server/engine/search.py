@@ -21,7 +21,7 @@ from speedpatch.engine.schedule import Schedule
 from speedpatch.engine.selection import select_beam
 from speedpatch.errors import LLMError
 from speedpatch.llm.proposer import BudgetExhausted, Cancelled
-from speedpatch.model import REJECTED, Candidate, Evaluation, Problem, source_hash
+from speedpatch.model import REJECTED, Candidate, Evaluation, Problem, source_hash, speedup
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import CANCELLED, FAILED, FINISHED, INTERRUPTED
 
@@ -66,10 +66,13 @@ def _await(session: Session, fut: Future[Evaluation]) -> Evaluation | None:
 def _evaluate(session: Session, cand: Candidate) -> Candidate | None:
     """Evaluate (or reuse a stored/identical evaluation), store, report. None when stopped first."""
     pool = session.pool
-    if not pool.is_cached(cand.source) and not session.budget.take_evaluation():
-        session.stop(FINISHED, session.budget.exhausted)
-        return None
-    result = _await(session, pool.submit(cand.source))
+    future = pool.known(cand.source)  # a reused evaluation costs no budget
+    if future is None:
+        if not session.budget.take_evaluation():
+            session.stop(FINISHED, session.budget.exhausted)
+            return None
+        future = pool.submit(cand.source)
+    result = _await(session, future)
     if result is None:
         return None
     cand.evaluation = result
@@ -129,13 +132,6 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
             INTERRUPTED, f"LLM failed: {exc}. The run is stored; continue it with: speedpatch resume {session.run_id}"
         )
     return children
-
-
-def _summary(best: Candidate, baseline: Candidate) -> tuple[float | None, dict]:
-    speedup = None
-    if best.score not in (0, float("inf")) and baseline.score != float("inf"):
-        speedup = baseline.score / best.score
-    return speedup, best.to_dict()
 
 
 def run_search(session: Session, iterations: int) -> RunRecord:
@@ -212,9 +208,8 @@ def _search(session: Session, iterations: int) -> RunRecord:
             else:
                 stale += 1
             store.save_beam(run_id, it, [c.id for c in beam], best.id)
-            speedup, best_dict = _summary(best, base)
             session.emit(ev.Event(ev.ITERATION_FINISHED, run_id, {
-                "iteration": it, "beam": [c.id for c in beam], "best": best_dict, "speedup": speedup,
+                "iteration": it, "beam": [c.id for c in beam], "best": best.to_dict(), "speedup": speedup(base, best),
             }))
             if cfg.early_stop and stale >= cfg.early_stop and not session.stopping():
                 session.stop(FINISHED, f"stopped early: no improvement in {stale} iterations")
@@ -230,8 +225,8 @@ def _finish(session: Session, base: Candidate | None, best: Candidate | None, st
     if best is not None:
         store.update_run(run_id, best_id=best.id)
     store.set_status(run_id, status, message)
-    speedup, best_dict = _summary(best, base) if best and base else (None, None)
     session.emit(ev.Event(ev.RUN_FINISHED, run_id, {
-        "status": status, "speedup": speedup, "best": best_dict, "message": message,
+        "status": status, "speedup": speedup(base, best), "best": best.to_dict() if best else None,
+        "message": message,
     }))
     return store.get_run(run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from speedpatch.model import Candidate, Problem
+from speedpatch.model import Candidate, Problem, speedup
 
 RUNNING, FINISHED, CANCELLED, FAILED, INTERRUPTED = "running", "finished", "cancelled", "failed", "interrupted"
 
@@ -32,12 +32,7 @@ class RunRecord:
 
     @property
     def speedup(self) -> float | None:
-        if not self.baseline or not self.best:
-            return None
-        base, best = self.baseline.score, self.best.score
-        if base == float("inf") or best == float("inf") or best <= 0:
-            return None
-        return base / best
+        return speedup(self.baseline, self.best)
 
     @property
     def unit(self) -> str:
