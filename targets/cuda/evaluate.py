@@ -52,6 +52,16 @@ def static_rejection(source: str, path: str) -> Evaluation | None:
 RESULT_FILE = "speedpatch_result.json"  # the harness writes its result line here too (read whole)
 
 
+def checked_candidate(source: str, ctx: EvalContext) -> tuple[str, ProblemLayout | None, Evaluation | None]:
+    """The trusted baseline and the candidate's layout, or the evaluation that rejects the candidate."""
+    baseline = trusted_baseline(source, ctx)
+    try:
+        cand, _ = layouts(source, baseline, ctx.path)
+    except ProblemError as exc:
+        return baseline, None, Evaluation(status=REJECTED, message=str(exc))
+    return baseline, cand, static_rejection(source, ctx.path)
+
+
 def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
     return ["--trials", str(int(settings.get("trials", 100))), "--warmup", str(int(settings.get("warmup", 3))),
             "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed)), "--result", RESULT_FILE]
@@ -89,12 +99,7 @@ class _Run:
 def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: str, nvcc: str, arch: str) -> Evaluation:
     """Never raises for a bad candidate; tool and host failures are INFRA_ERROR."""
     settings = ctx.settings or {}
-    baseline = trusted_baseline(source, ctx)
-    try:
-        cand, _ = layouts(source, baseline, ctx.path)
-    except ProblemError as exc:
-        return Evaluation(status=REJECTED, message=str(exc))
-    rejected = static_rejection(source, ctx.path)
+    baseline, cand, rejected = checked_candidate(source, ctx)
     if rejected is not None:
         return rejected
     run = _Run(executor, ctx)

@@ -9,18 +9,16 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from speedpatch.model import INFRA_ERROR, NOT_MEASURED, REJECTED, Evaluation
+from speedpatch.model import INFRA_ERROR, NOT_MEASURED, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.build import (
-    ProblemError,
     compile_flags,
     find_nvcc,
     kit_units,
-    layouts,
     nvcc_version,
 )
 from speedpatch.targets.cuda.compilerinfo import resource_feedback
-from speedpatch.targets.cuda.evaluate import MEASURING_BACKENDS, static_rejection, trusted_baseline
+from speedpatch.targets.cuda.evaluate import MEASURING_BACKENDS, checked_candidate
 from speedpatch.targets.cuda.localbuild import build_local, default_cache_dir
 from speedpatch.targets.cuda.problem import KERNELBENCH
 from speedpatch.targets.cuda.sass import find_cuobjdump
@@ -47,12 +45,7 @@ class CudaCompileBackend(Backend):
         nvcc = find_nvcc(settings)
         if nvcc is None:
             return Evaluation(status=INFRA_ERROR, message="nvcc not found on this machine")
-        baseline = trusted_baseline(source, ctx)
-        try:
-            cand, _ = layouts(source, baseline, ctx.path)
-        except ProblemError as exc:
-            return Evaluation(status=REJECTED, message=str(exc))
-        rejected = static_rejection(source, ctx.path)
+        baseline, cand, rejected = checked_candidate(source, ctx)
         if rejected is not None:
             return rejected
         if cand.kind == KERNELBENCH:
