@@ -27,6 +27,10 @@ def draw_menu(menu: Menu, rng: random.Random, keep: float, invent: float, differ
     return PlanChoice(mode, items + [OTHER])
 
 
+def numbered(items: list[str]) -> str:
+    return "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
+
+
 def _metric(value: float | None, unit: str) -> str:
     if value is None:
         return "It has not been measured."
@@ -61,7 +65,7 @@ def plan_prompt(
     parts.append(_metric(value, unit))
     if feedback.strip():
         parts.append("Hardware feedback from its last run:\n" + feedback.strip())
-    menu_text = "\n".join(f"{i}. {item}" for i, item in enumerate(choice.items, 1))
+    menu_text = numbered(choice.items)
     if guidance:
         ask = (
             "A similar kernel was made faster by a sequence of optimizations. The step of that schedule to "
@@ -91,7 +95,7 @@ def plan_prompt(
         "Keep the scope to the selected optimization.",
         "Describe the plan in words and short snippets; do not write the whole new code yet.",
     ]
-    parts.append("Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(rules, 1)))
+    parts.append("Rules:\n" + numbered(rules))
     parts.append(f"This is phase {phase} of {phases} of the optimization process.")
     return "\n\n".join(parts)
 
@@ -111,7 +115,7 @@ def code_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str) 
     parts.append(_code_section(language, source, kernel))
     parts.append("Optimize it following this plan:\n" + plan.strip())
     rules = code_rules(menu, language, kernel)
-    parts.append("Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(rules, 1)))
+    parts.append("Rules:\n" + numbered(rules))
     return "\n\n".join(parts)
 
 
@@ -126,5 +130,5 @@ def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, s
     parts.append("Compiler / program output (lines cut to 400 characters):\n```\n" + output.strip() + "\n```")
     parts.append("Fix the error while keeping the optimization.")
     rules = code_rules(menu, language, kernel)
-    parts.append("Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(rules, 1)))
+    parts.append("Rules:\n" + numbered(rules))
     return "\n\n".join(parts)
