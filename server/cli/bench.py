@@ -49,14 +49,15 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
                 text = path.read_text(encoding="utf-8")
                 kernels = [k for k in api.find_kernels(str(path), text) if k.runnable]
                 problem = api.make_problem(str(path), text, kernels[0].name if kernels else None, config)
-                record = api.optimize(problem, config, Store(ws))
+                store = Store(ws)
+                record = api.optimize(problem, config, store)
                 base = record.baseline.evaluation if record.baseline else None
                 best = record.best.evaluation if record.best else None
                 row.update({
                     "kernel": problem.kernel.name, "status": record.status, "unit": base.unit if base else "",
                     "baseline": base.value if base else None, "best": best.value if best else None,
                     "speedup": record.speedup, "utilization": (best.feedback or {}).get("utilization") if best else None,
-                    "plan": " / ".join(c.plan for c in Store(ws).lineage(record.run_id, record.best.id) if c.plan)
+                    "plan": " / ".join(c.plan for c in store.lineage(record.run_id, record.best.id) if c.plan)
                     if record.best else "",
                     "message": record.message.splitlines()[0] if record.message else "",
                 })
