@@ -188,7 +188,8 @@ def resume(
             stored.llm.base_url = config.llm.base_url
         stored.workspace = config.workspace or stored.workspace
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again
-    budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0))
+    budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0),
+                    seconds=record.seconds)
     session = _session(record.problem, stored, store, record.run_id, on_event, cancel, budget)
     if record.config.get("schedule"):  # the same guidance as the first time, so replies replay
         session.schedule = Schedule(**record.config["schedule"])

@@ -78,6 +78,7 @@ def run_json(record: RunRecord) -> dict[str, Any]:
         "speedup": record.speedup,
         "evaluations": record.evaluations,
         "llm": record.llm,
+        "seconds": round(record.seconds, 3),
         "receipt": best.receipt if best else {},
     }
 
@@ -112,6 +113,7 @@ def result_table(record: RunRecord) -> Table:
     table.add_row("evaluations", f"{record.evaluations.get('total', 0)} ({record.evaluations.get('correct', 0)} correct)")
     table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "
                   f"{record.llm.get('completion_tokens', 0)} completion tokens")
+    table.add_row("search time", f"{record.seconds:.1f} s")
     if best:
         table.add_row("measured", escape(receipt_text(best)))
     return table

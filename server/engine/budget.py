@@ -1,4 +1,8 @@
-"""Run budgets: LLM calls, evaluations, wall-clock. Exhaustion ends the run cleanly with its best."""
+"""Run budgets: LLM calls, evaluations, wall-clock. Exhaustion ends the run cleanly with its best.
+
+A resumed run starts from what its earlier attempts spent (calls, evaluations and seconds), so stopping
+and resuming never buys a run more than its budget.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +13,21 @@ from speedpatch.config import BudgetConfig
 
 
 class Budget:
-    def __init__(self, config: BudgetConfig, llm_calls: int = 0, evaluations: int = 0) -> None:
+    def __init__(self, config: BudgetConfig, llm_calls: int = 0, evaluations: int = 0, seconds: float = 0.0) -> None:
         self.config = config
         self.llm_calls = llm_calls
         self.evaluations = evaluations
+        self.spent_before = seconds  # wall-clock seconds of earlier attempts at this run
         self.started = time.monotonic()
         self.exhausted = ""  # which limit ran out, for the run's message
         self._lock = threading.Lock()
 
+    def seconds(self) -> float:
+        """Wall-clock seconds this run has spent searching, earlier attempts included."""
+        return self.spent_before + time.monotonic() - self.started
+
     def _out_of_time(self) -> bool:
-        return bool(self.config.max_seconds) and time.monotonic() - self.started >= self.config.max_seconds
+        return bool(self.config.max_seconds) and self.seconds() >= self.config.max_seconds
 
     def take_llm_call(self) -> bool:
         with self._lock:

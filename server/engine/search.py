@@ -184,7 +184,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
         for it in range(1, iterations + 1):
             if session.stopping():
                 break
-            store.update_run(run_id, iteration=it)
+            store.update_run(run_id, iteration=it, seconds=session.budget.seconds())
             session.emit(ev.Event(ev.ITERATION_STARTED, run_id, {"iteration": it, "iterations": iterations}))
             futures = []
             for b, parent in enumerate(beam):
@@ -224,7 +224,7 @@ def _finish(session: Session, base: Candidate | None, best: Candidate | None, st
     store, run_id = session.store, session.run_id
     if best is not None:
         store.update_run(run_id, best_id=best.id)
-    store.set_status(run_id, status, message)
+    store.update_run(run_id, status=status, message=message, seconds=session.budget.seconds())
     session.emit(ev.Event(ev.RUN_FINISHED, run_id, {
         "status": status, "speedup": speedup(base, best), "best": best.to_dict() if best else None,
         "message": message,

@@ -29,6 +29,7 @@ class RunRecord:
     config: dict[str, Any] = field(default_factory=dict)
     llm: dict[str, int] = field(default_factory=dict)
     evaluations: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0  # wall-clock time spent searching, all attempts, up to the last checkpoint
 
     @property
     def speedup(self) -> float | None:

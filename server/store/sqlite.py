@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, created TEXT NOT NULL, updated TEXT NOT NULL, path TEXT NOT NULL,
   kernel TEXT NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, status TEXT NOT NULL,
   message TEXT NOT NULL DEFAULT '', iteration INTEGER NOT NULL DEFAULT 0, iterations INTEGER NOT NULL,
-  problem TEXT NOT NULL, config TEXT NOT NULL, baseline_id TEXT, best_id TEXT, pid INTEGER, host TEXT
+  problem TEXT NOT NULL, config TEXT NOT NULL, baseline_id TEXT, best_id TEXT, pid INTEGER, host TEXT,
+  seconds REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS plans (
   run_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT NOT NULL, iteration INTEGER NOT NULL,
@@ -76,6 +77,17 @@ class Store:
         self.path = self.root / "runs.sqlite3"
         self._local = threading.local()
         self._conn().executescript(SCHEMA)  # idempotent; executescript manages its own transaction
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a store written by an older speedpatch up to this schema, keeping every run."""
+        columns = {row["name"] for row in self._conn().execute("PRAGMA table_info(runs)")}
+        if "seconds" not in columns:
+            try:
+                self._conn().execute("ALTER TABLE runs ADD COLUMN seconds REAL NOT NULL DEFAULT 0")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     # connection handling -------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -140,7 +152,7 @@ class Store:
             )
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        allowed = {"status", "message", "iteration", "iterations", "baseline_id", "best_id", "config"}
+        allowed = {"status", "message", "iteration", "iterations", "baseline_id", "best_id", "config", "seconds"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"cannot update run fields {bad}")
@@ -191,6 +203,7 @@ class Store:
             created=row["created"],
             updated=row["updated"],
             config=json.loads(row["config"]),
+            seconds=row["seconds"],
             llm={"calls": calls[0], "prompt_tokens": calls[1], "completion_tokens": calls[2]},
             evaluations={"total": evals[0], "correct": evals[1]},
         )

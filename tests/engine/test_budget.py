@@ -58,3 +58,10 @@ def test_counts_given_at_construction_are_already_spent():
     assert not budget.take_llm_call()
     assert budget.take_evaluation()
     assert not budget.take_evaluation()
+
+
+def test_seconds_spent_by_earlier_attempts_count_against_the_wall_clock_limit():
+    budget = Budget(BudgetConfig(max_seconds=60), seconds=60.5)  # a resumed run that had used it all
+    assert budget.seconds() >= 60.5
+    assert not budget.take_evaluation()
+    assert budget.exhausted == "wall-clock budget of 60 s used up"

@@ -146,3 +146,25 @@ def test_a_broken_event_sink_does_not_stop_the_search(tmp_path):
     config = toy_config(tmp_path, offline=True, search={"iterations": 1})
     record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path), on_event=broken)
     assert record.status == "finished"
+
+
+def test_a_run_records_the_wall_clock_time_it_searched(tmp_path):
+    config = toy_config(tmp_path, offline=True, search={"iterations": 2})
+    store = Store(tmp_path)
+    record = api.optimize(toy_problem(tmp_path, config), config, store)
+    assert record.seconds > 0
+    assert store.get_run(record.run_id).seconds == record.seconds
+
+
+def test_resume_does_not_restart_the_wall_clock_budget(tmp_path):
+    config = toy_config(tmp_path, offline=True, search={"iterations": 8}, budget={"max_seconds": 600})
+    cancel = threading.Event()
+    store = Store(tmp_path)
+    first = api.optimize(toy_problem(tmp_path, config), config, store,
+                         on_event=lambda e: cancel.set() if e.kind == ev.BASELINE else None, cancel=cancel)
+    assert first.status == "cancelled" and first.evaluations["total"] == 1
+    store.update_run(first.run_id, seconds=600.0)  # as if the first attempt had used all ten minutes
+    record = api.resume(first.run_id, store)
+    assert "wall-clock budget of 600 s used up" in record.message
+    assert record.seconds >= 600.0
+    assert {c.source_hash for c in store.candidates(record.run_id)} == {record.baseline.source_hash}

@@ -207,3 +207,25 @@ def test_update_run_refuses_unknown_fields(tmp_path):
 
 def test_the_store_lives_under_dot_speedpatch(tmp_path):
     assert Store(tmp_path).path == tmp_path / ".speedpatch" / "runs.sqlite3"
+
+
+def test_a_store_written_before_runs_kept_their_search_time_is_upgraded_in_place(tmp_path):
+    import sqlite3
+
+    (tmp_path / ".speedpatch").mkdir()
+    old = sqlite3.connect(tmp_path / ".speedpatch" / "runs.sqlite3")
+    old.executescript(
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, created TEXT NOT NULL, updated TEXT NOT NULL, path TEXT NOT NULL,"
+        " kernel TEXT NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, status TEXT NOT NULL,"
+        " message TEXT NOT NULL DEFAULT '', iteration INTEGER NOT NULL DEFAULT 0, iterations INTEGER NOT NULL,"
+        " problem TEXT NOT NULL, config TEXT NOT NULL, baseline_id TEXT, best_id TEXT, pid INTEGER, host TEXT);"
+    )
+    old.execute("INSERT INTO runs (id, created, updated, path, kernel, target, backend, status, iterations, problem,"
+                " config) VALUES ('old1', 't', 't', '/ws/sum.toy', 'kernel_sum', 'toy', 'toy-count', 'finished', 2,"
+                " ?, '{}')", (json.dumps(problem().to_dict()),))
+    old.commit()
+    old.close()
+    store = Store(tmp_path)
+    assert store.get_run("old1").seconds == 0.0
+    store.update_run("old1", seconds=12.5)
+    assert Store(tmp_path).get_run("old1").seconds == 12.5
