@@ -23,7 +23,8 @@ from speedpatch.targets.cuda.problem import KIT, ProblemLayout, split_problem
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b[^\n]*$", re.MULTILINE)
-LAUNCH_DECL = "void launch(const float* const* inputs, float* output);"
+# spd::elem is the harness's element type (float unless it defines SPEEDPATCH_ELEMENT): every unit agrees.
+LAUNCH_DECL = "void launch(const ::spd::elem* const* inputs, ::spd::elem* output);"
 BASE_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
 
 

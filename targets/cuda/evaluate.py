@@ -42,7 +42,7 @@ def static_rejection(source: str, path: str) -> Evaluation | None:
     if layout is None:
         return None
     findings = guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line, forbid=layout.forbid,
-                            python=layout.kind == KERNELBENCH)
+                            element=layout.element, python=layout.kind == KERNELBENCH)
     if not findings:
         return None
     return Evaluation(status=REJECTED, message=findings[0].text(), log="\n".join(f.text() for f in findings),

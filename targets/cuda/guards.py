@@ -91,18 +91,48 @@ LIBRARIES: dict[str, str] = {
 }
 DEFAULT_FORBIDDEN = ("cublas", "cublaslt", "cudnn", "cufft", "cusparse", "cusolver", "torch")
 
-# Types and conversions by the precision they drop to.
-LOWER_PRECISION: dict[str, str] = {
+# Lower-precision code by the precision it drops to, in two parts. STORAGE: the type, its conversions and
+# its header, which a problem whose buffers hold that type (its element) needs just to read and write them.
+# ARITHMETIC: computing in it. A problem whose element is fp16 but whose precision is fp32 (an explicit
+# `precision fp32` directive) may load and store halves and convert them, but not compute in them.
+STORAGE: dict[str, str] = {
     # `half` only as a type (`half x`, `half* p`): `int half = n / 2;` is an ordinary variable.
-    "fp16": r"\b__half2?\b|(?<![\w.])half2?(?=\s*[*&]*\s*[A-Za-z_]\w*\s*[=;,()\[{])|\b__float2half\w*|\b__half2float\b|\b__h(?:add|mul|fma|sub)2?\b|"
-    r"#\s*include\s*[<\"]cuda_fp16|\.f16\b|\btorch\.(?:half|float16)\b|\.half\s*\(",
-    "bf16": r"\b__nv_bfloat16\w*|\bnv_bfloat16\b|\b__float2bfloat16\w*|\b__bfloat162float\b|"
-    r"#\s*include\s*[<\"]cuda_bf16|\.bf16\b|\btorch\.bfloat16\b|\.bfloat16\s*\(",
+    "fp16": r"\b__half2?\b|(?<![\w.])half2?(?=\s*[*&]*\s*[A-Za-z_]\w*\s*[=;,()\[{])|\b__float2half\w*|"
+    r"\b__float22half2_rn\b|\b__half2float\b|\b__half22float2\b|\b__(?:low|high)2float\b|"
+    r"#\s*include\s*[<\"]cuda_fp16|\btorch\.(?:half|float16)\b|\.half\s*\(",
+    "bf16": r"\b__nv_bfloat16\w*|\bnv_bfloat162?\b|\b__float2bfloat16\w*|\b__float22bfloat162_rn\b|"
+    r"\b__bfloat162float\b|\b__bfloat1622float2\b|#\s*include\s*[<\"]cuda_bf16|\btorch\.bfloat16\b|\.bfloat16\s*\(",
+}
+ARITHMETIC: dict[str, str] = {
+    "fp16": r"\.f16(?:x2)?\b",
+    "bf16": r"\.bf16(?:x2)?\b",
     "tf32": r"\bprecision::tf32\b|\b__float_to_tf32\b|\bwmma::__float_to_tf32\b|\.tf32\b|allow_tf32",
     "fp8": r"\b__nv_fp8\w*|#\s*include\s*[<\"]cuda_fp8|\.e4m3\b|\.e5m2\b|float8_e",
 }
+# The 16-bit math intrinsics are overloaded for __half and __nv_bfloat16 alike: computing with them is
+# lower precision unless the problem permits fp16 or bf16 arithmetic.
+HALF_MATH = (r"\b__h(?:add|sub|mul|fma|div|neg|abs|max|min)\w*\s*\(|"
+             r"\bh2?(?:exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|rcp|sin|cos|tanh|floor|ceil|trunc|rint)\s*\(")
 # What each problem precision permits in addition to itself.
 PERMITTED = {"fp32": set(), "tf32": {"tf32"}, "bf16": {"tf32", "bf16"}, "fp16": {"tf32", "fp16"}}
+
+
+def _precision_rules(precision: str, element: str, allowed: set[str]) -> list[tuple[str, str, re.Pattern[str]]]:
+    """Findings for lower precision than `precision`, the type of the buffers (`element`) always storable."""
+    permitted = PERMITTED.get(precision, set()) | {precision} | allowed
+    rules = []
+    for kind in dict.fromkeys([*STORAGE, *ARITHMETIC]):
+        if kind in permitted:
+            continue
+        parts = [ARITHMETIC[kind]] if kind in ARITHMETIC else []
+        if kind in STORAGE and kind != element:
+            parts.append(STORAGE[kind])
+        what = f"{kind} arithmetic" if kind == element else kind
+        rules.append(_rule("precision", f"{what} is lower precision than this {precision} problem allows", *parts))
+    if not permitted & {"fp16", "bf16"}:
+        rules.append(_rule("precision", f"fp16/bf16 arithmetic is lower precision than this {precision} problem "
+                           "allows", HALF_MATH))
+    return rules
 
 
 def blank_comments_and_strings(text: str, python: bool = False) -> str:
@@ -128,9 +158,11 @@ def check(
     line_offset: int = 0,
     python: bool = False,
     forbid: tuple[str, ...] | list[str] = (),
+    element: str = "fp32",
 ) -> list[Finding]:
     """Findings for a solution text whose first line is line `line_offset` of the file. Reference
-    libraries: DEFAULT_FORBIDDEN plus `forbid`, minus `allow` (both from the problem's directives)."""
+    libraries: DEFAULT_FORBIDDEN plus `forbid`, minus `allow` (both from the problem's directives).
+    `element` is the buffers' type: its storage is always allowed, its arithmetic only if `precision` is."""
     code = blank_comments_and_strings(solution, python=python)
     allowed = {a.lower() for a in allow}
     rules = [SIDE_STREAM, HOST_THREAD, L2_PERSIST, TIMER] + ([] if python else [IO])
@@ -139,11 +171,7 @@ def check(
             rules.append(_rule("reference-library", f"calls {lib}, the reference library, instead of computing",
                                LIBRARIES[lib]))
     if precision in PRECISIONS:
-        permitted = PERMITTED.get(precision, set()) | allowed
-        for kind, pattern in LOWER_PRECISION.items():
-            if kind not in permitted and kind != precision:
-                rules.append(_rule("precision", f"{kind} is lower precision than this {precision} problem allows",
-                                   pattern))
+        rules.extend(_precision_rules(precision, element, allowed))
     findings: list[Finding] = []
     for rule, message, pattern in rules:
         if rule == "harness" and python:

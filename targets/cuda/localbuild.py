@@ -96,7 +96,8 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
     linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
                          max(1.0, deadline - time.monotonic()))
     if linked.returncode != 0 or linked.timed_out:
-        return Built(Evaluation(status=COMPILE_ERROR, message="linking with the harness failed (is `launch` declared "
-                                "as `void launch(const float* const* inputs, float* output)`?)", log=linked.output),
-                     candidate_output, None)
+        message = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "
+                   "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
+                   "SPEEDPATCH_ELEMENT?)")
+        return Built(Evaluation(status=COMPILE_ERROR, message=message, log=linked.output), candidate_output, None)
     return Built(None, candidate_output, build / "bench")

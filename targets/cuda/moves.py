@@ -26,7 +26,8 @@ TUNABLE = re.compile(
 TUNABLE_NAME = re.compile(r"BLOCK|THREADS|TILE|UNROLL|WARPS|^B[MNK]$|^T[MNXY]$|^B[XY]$|ITEMS|VEC|ROWS_PER|COLS_PER",
                           re.IGNORECASE)
 FOR_LOOP = re.compile(r"^([ \t]*)for[ \t]*\(", re.MULTILINE)
-POINTER_PARAM = re.compile(r"(\b(?:const\s+)?(?:float|double|int|unsigned|half|__half|float[24])\s*\*)(?!\s*__restrict__)(\s*)(\w+)")
+POINTER_PARAM = re.compile(r"(\b(?:const\s+)?(?:float[24]?|double|int|unsigned|__half2?|half2?|__nv_bfloat162?|nv_bfloat162?)"
+                           r"\s*\*)(?!\s*__restrict__)(\s*)(\w+)")
 
 
 def _is_pow2(n: int) -> bool:
@@ -86,7 +87,9 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
         close_paren = body.find(")", open_paren)
         if open_paren >= 0 and close_paren > open_paren:
             params = body[open_paren:close_paren]
-            restricted = POINTER_PARAM.sub(r"\1 __restrict__\2\3", params)
+            # `float *x` has no space after the `*`: one is needed, or `__restrict__x` becomes one name.
+            restricted = POINTER_PARAM.sub(lambda p: f"{p.group(1)} __restrict__{p.group(2) or ' '}{p.group(3)}",
+                                           params)
             if restricted != params:
                 rewritten = (solution[: f.start + open_paren] + restricted + solution[f.start + close_paren :])
                 add(f"Mark the pointer parameters of {f.name} `__restrict__` so the compiler may keep values in "

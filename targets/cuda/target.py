@@ -126,7 +126,7 @@ class CudaTarget(Target):
         if layout is None:
             return []
         return guards.check(layout.solution, layout.precision, layout.allow, layout.solution_line, forbid=layout.forbid,
-                            python=layout.kind == KERNELBENCH)
+                            element=layout.element, python=layout.kind == KERNELBENCH)
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
         python = "class ModelNew" in source and "load_inline" in source

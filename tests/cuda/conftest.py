@@ -13,6 +13,7 @@ from speedpatch.targets.base import EvalContext
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import local_gpu
 from speedpatch.targets.cuda.build import INCLUDE_DIR, find_nvcc
+from speedpatch.targets.cuda.problem import ELEMENT, split_problem
 from speedpatch.targets.cuda.target import CudaTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,20 +59,40 @@ def matmul_compiled(tmp_path_factory: pytest.TempPathFactory, compile_cache: Pat
     return CudaCompileBackend().evaluate(matmul_source, context(tmp, settings={"cache_dir": str(compile_cache)}))
 
 
+def example_element(name: str) -> str:
+    layout = split_problem((EXAMPLES / name).read_text(), name)
+    return layout.element if layout is not None else "fp32"
+
+
 @pytest.fixture(scope="session")
 def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
-    """Every .cu example, harness and solution, compiled in ONE nvcc run (each in its own namespace, the
-    kit headers parsed once): the same code as a standalone build of each file, at a fifth of the cost."""
+    """Every .cu example, harness and solution, compiled with few nvcc runs: the examples of one element type
+    share ONE translation unit (each in its own namespace, the kit headers parsed once), which is the same
+    code as a standalone build of each file at a fraction of the cost. The element type is chosen before the
+    kit header is included, so each type needs its own unit; the outputs are merged into one result."""
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not installed (scripts/setup/cuda.sh)")
     out = tmp_path_factory.mktemp("examples")
-    parts = ["#define SPEEDPATCH_SPLIT 1", '#include "speedpatch_timing.cuh"', "#include <cmath>"]
+    groups: dict[str, list[str]] = {}
     for name in CU_EXAMPLES:
-        parts += [f"namespace example_{Path(name).stem} {{", f'#include "{EXAMPLES / name}"', "}"]
-    (out / "examples.cu").write_text("\n".join(parts) + "\n")
-    return subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", f"-I{INCLUDE_DIR}", "-c", "examples.cu",
-                           "-o", "examples.o"], cwd=out, capture_output=True, text=True, timeout=600)
+        groups.setdefault(example_element(name), []).append(name)
+    runs = []
+    for element, names in groups.items():
+        parts = ["#define SPEEDPATCH_SPLIT 1"]
+        for name in names:
+            text = (EXAMPLES / name).read_text()
+            # The #define must come before the header: hoist it out of the example's namespace.
+            parts += [line for line in text.splitlines() if ELEMENT.match(line)][:1]
+        parts += ['#include "speedpatch_timing.cuh"', "#include <cmath>"]
+        for name in names:
+            parts += [f"namespace example_{Path(name).stem} {{", f'#include "{EXAMPLES / name}"', "}"]
+        (out / f"examples_{element}.cu").write_text("\n".join(parts) + "\n")
+        runs.append(subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", f"-I{INCLUDE_DIR}", "-c",
+                                    f"examples_{element}.cu", "-o", f"examples_{element}.o"], cwd=out,
+                                   capture_output=True, text=True, timeout=600))
+    return subprocess.CompletedProcess([nvcc], max(r.returncode for r in runs), "".join(r.stdout for r in runs),
+                                       "".join(r.stderr for r in runs))
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,11 @@
 //   above it, the trusted HARNESS: `#include "speedpatch_timing.cuh"`, constants, a host reference and
 //   `static spd::Spec problem()`; below it, the SOLUTION: kernels and
 //   `void launch(const float* const* inputs, float* output)` taking device pointers.
+// The buffers' element type is float unless the harness selects another before the #include:
+//   #define SPEEDPATCH_ELEMENT __half           (or __nv_bfloat16)
+// and launch then takes `const __half* const*` and `__half*`. Inputs are drawn as floats, rounded to the
+// element type, and the host reference (float signature) receives those rounded values; the output is
+// widened back to float before it is compared with the reference.
 // Only the solution is ever rewritten. speedpatch builds one binary from three translation units:
 // the harness with main() (SPEEDPATCH_SPLIT defined), the baseline solution in namespace sp_baseline
 // and the candidate solution in namespace sp_candidate, then alternates them trial by trial.
@@ -12,6 +17,24 @@
 
 #include <cuda_runtime.h>
 
+// The element type, chosen by a token the preprocessor can test: SPD_ELEMENT_ID_<type> names each kind.
+#ifndef SPEEDPATCH_ELEMENT
+#define SPEEDPATCH_ELEMENT float
+#endif
+#define SPD_ELEMENT_ID_float 1
+#define SPD_ELEMENT_ID___half 2
+#define SPD_ELEMENT_ID___nv_bfloat16 3
+#define SPD_CAT_(a, b) a##b
+#define SPD_CAT(a, b) SPD_CAT_(a, b)
+#define SPD_ELEMENT_ID SPD_CAT(SPD_ELEMENT_ID_, SPEEDPATCH_ELEMENT)
+#if SPD_ELEMENT_ID == 2
+#include <cuda_fp16.h>  // only then: it costs about a second of compile time per translation unit
+#elif SPD_ELEMENT_ID == 3
+#include <cuda_bf16.h>
+#elif SPD_ELEMENT_ID != 1
+#error "SPEEDPATCH_ELEMENT must be float, __half or __nv_bfloat16"
+#endif
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,12 +42,44 @@
 #include <string>
 #include <vector>
 
+#include "speedpatch_element.h"
 #include "speedpatch_stats.h"
 
 namespace spd {
 
-using LaunchFn = void (*)(const float* const* inputs, float* output);  // device pointers
-using ReferenceFn = void (*)(const float* const* inputs, float* output);  // host pointers
+using elem = SPEEDPATCH_ELEMENT;  // the type of every input and of the output on the device
+using LaunchFn = void (*)(const elem* const* inputs, elem* output);  // device pointers
+using ReferenceFn = void (*)(const float* const* inputs, float* output);  // host pointers, always float
+
+// Host-side rounding to the element type and widening back (speedpatch_element.h), by bits: no device
+// intrinsics, so a host-only build runs the same conversions.
+#if SPD_ELEMENT_ID == 1
+inline const char* element_name() { return "fp32"; }
+inline elem to_elem(float x) { return x; }
+inline float to_float(elem x) { return x; }
+#else
+static_assert(sizeof(elem) == 2, "16-bit element types only");
+#if SPD_ELEMENT_ID == 2
+inline const char* element_name() { return "fp16"; }
+inline uint16_t narrow_bits(float x) { return float_to_half_bits(x); }
+inline float widen_bits(uint16_t b) { return half_bits_to_float(b); }
+#else
+inline const char* element_name() { return "bf16"; }
+inline uint16_t narrow_bits(float x) { return float_to_bf16_bits(x); }
+inline float widen_bits(uint16_t b) { return bf16_bits_to_float(b); }
+#endif
+inline elem to_elem(float x) {
+  uint16_t bits = narrow_bits(x);
+  elem e;
+  std::memcpy(static_cast<void*>(&e), &bits, sizeof e);
+  return e;
+}
+inline float to_float(elem x) {
+  uint16_t bits;
+  std::memcpy(&bits, static_cast<const void*>(&x), sizeof bits);
+  return widen_bits(bits);
+}
+#endif
 
 struct Input {
   const char* name;
@@ -153,8 +208,8 @@ inline bool open_device(Device& d) {
 struct Side {
   const char* label;
   LaunchFn launch;
-  std::vector<float*> live;  // device inputs passed to launch
-  float* out = nullptr;
+  std::vector<elem*> live;  // device inputs passed to launch
+  elem* out = nullptr;
   std::vector<double> ms;        // CUDA-event time per trial
   std::vector<double> wall_ms;   // host time to device-wide idle per trial (catches work off the stream)
   int last_set = -1;
@@ -235,10 +290,16 @@ class Bench {
         const Input& in = spec_.inputs[k];
         host[k].resize(in.count);
         fill_uniform(host[k].data(), in.count, (opt_.seed0 + uint64_t(s)) * 1000003ull + k, in.lo, in.hi);
+        // Rounded to the element type; the reference sees the very values the kernel sees.
+        std::vector<elem> narrow(in.count);
+        for (size_t i = 0; i < in.count; ++i) {
+          narrow[i] = to_elem(host[k][i]);
+          host[k][i] = to_float(narrow[i]);
+        }
         ptrs.push_back(host[k].data());
-        float* dev = nullptr;
-        SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(float)), "allocating inputs");
-        SPD_CHECK(cudaMemcpy(dev, host[k].data(), in.count * sizeof(float), cudaMemcpyHostToDevice), "copying inputs");
+        elem* dev = nullptr;
+        SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(elem)), "allocating inputs");
+        SPD_CHECK(cudaMemcpy(dev, narrow.data(), in.count * sizeof(elem), cudaMemcpyHostToDevice), "copying inputs");
         pristine_[s].push_back(dev);
       }
       refs_[s].assign(spec_.output_count, 0.0f);
@@ -253,19 +314,20 @@ class Bench {
 
   void alloc(Side& side) {
     for (const Input& in : spec_.inputs) {
-      float* dev = nullptr;
-      SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(float)), "allocating inputs");
+      elem* dev = nullptr;
+      SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(elem)), "allocating inputs");
       side.live.push_back(dev);
     }
-    SPD_CHECK(cudaMalloc(&side.out, spec_.output_count * sizeof(float)), "allocating the output");
+    SPD_CHECK(cudaMalloc(&side.out, spec_.output_count * sizeof(elem)), "allocating the output");
   }
 
   // Fresh inputs, NaN-filled output (a kernel that skips writing cannot pass), L2 flushed, all idle.
+  // All-ones bytes are a NaN in fp32, fp16 and bf16 alike (exponent all ones, fraction not zero).
   void prepare(Side& side, int set) {
     for (size_t k = 0; k < spec_.inputs.size(); ++k)
-      SPD_CHECK(cudaMemcpy(side.live[k], pristine_[set][k], spec_.inputs[k].count * sizeof(float), cudaMemcpyDeviceToDevice),
+      SPD_CHECK(cudaMemcpy(side.live[k], pristine_[set][k], spec_.inputs[k].count * sizeof(elem), cudaMemcpyDeviceToDevice),
                 "restoring inputs");
-    SPD_CHECK(cudaMemset(side.out, 0xFF, spec_.output_count * sizeof(float)), "clearing the output");
+    SPD_CHECK(cudaMemset(side.out, 0xFF, spec_.output_count * sizeof(elem)), "clearing the output");
     flush_l2(flush_, flush_words_, ++flush_value_, dev_.prop.multiProcessorCount);
     SPD_CHECK(cudaGetLastError(), "L2 flush");
     // Persisting-L2 lines would survive the flush: drop them (the static guards also forbid setting them).
@@ -304,8 +366,10 @@ class Bench {
   }
 
   Check check(Side& side, int set) {
-    std::vector<float> got(spec_.output_count);
-    SPD_CHECK(cudaMemcpy(got.data(), side.out, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "reading the output");
+    std::vector<elem> raw(spec_.output_count);
+    SPD_CHECK(cudaMemcpy(raw.data(), side.out, raw.size() * sizeof(elem), cudaMemcpyDeviceToHost), "reading the output");
+    std::vector<float> got(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) got[i] = to_float(raw[i]);
     return compare(got.data(), refs_[set].data(), got.size(), spec_.rtol, spec_.atol);
   }
 
@@ -325,6 +389,7 @@ class Bench {
     }
     std::string extra;
     extra += "\"problem\":\"" + json_escape(spec_.name) + "\",\"shapes\":\"" + json_escape(spec_.shapes) + "\"";
+    extra += ",\"element\":\"" + std::string(element_name()) + "\",\"element_bytes\":" + std::to_string(sizeof(elem));
     extra += ",\"device\":" + dev_.json();
     extra += ",\"seeds\":" + std::to_string(opt_.seeds) + ",\"seed0\":" + std::to_string(opt_.seed0);
     extra += ",\"warmup\":" + std::to_string(opt_.warmup) + ",\"trials\":" + std::to_string(opt_.trials);
@@ -345,7 +410,7 @@ class Bench {
   const Spec& spec_;
   Options opt_;
   const Device& dev_;
-  std::vector<std::vector<float*>> pristine_;  // [seed][input] device copies never handed to a kernel
+  std::vector<std::vector<elem*>> pristine_;  // [seed][input] device copies never handed to a kernel
   std::vector<std::vector<float>> refs_;       // [seed] host reference outputs
   unsigned int* flush_ = nullptr;
   size_t flush_words_ = 0;
@@ -366,6 +431,6 @@ inline int run_main(const Spec& spec, LaunchFn baseline, LaunchFn candidate, int
 #ifndef SPEEDPATCH_SPLIT
 // Standalone build of a problem file: its own solution against itself (a self-check of the file).
 static spd::Spec problem();
-void launch(const float* const* inputs, float* output);
+void launch(const spd::elem* const* inputs, spd::elem* output);
 int main(int argc, char** argv) { return spd::run_main(problem(), launch, launch, argc, argv); }
 #endif
