@@ -19,6 +19,7 @@ from .verify import FAILED, Verification, judge
 from .views import APPLIED
 
 if TYPE_CHECKING:
+    from .folders import Folder
     from .session import Session
 
 
@@ -32,11 +33,12 @@ class AcceptOnSave:
 
     def on_save(self, uri: str) -> None:
         session = self.session
-        store = session.verifications
         views, _, text = session.views(uri)
         path = session.path_of(uri)
-        if path is None or store is None:
+        if path is None:
             return
+        folder = session.folder_for(path)
+        store = folder.verifications
         started = False
         for view in views:
             record = view.record
@@ -58,21 +60,20 @@ class AcceptOnSave:
                 backend=record.backend,
             )
             store.put(v)
-            self._executor.submit(self._verify, v, path, text)
+            self._executor.submit(self._verify, folder, v, path, text)
             started = True
         if started:
             session.refresh_editor()
 
-    def _verify(self, v: Verification, path: str, text: str) -> None:
+    def _verify(self, folder: Folder, v: Verification, path: str, text: str) -> None:
         session = self.session
-        assert session.verifications is not None
         try:
-            config = session.make_config()
+            config = session.make_config(folder)
             problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
             judge(v, api().evaluate(problem, None, config))
         except Exception as exc:  # an infrastructure failure is a verdict to show, never a server crash
             v.state, v.message = FAILED, f"re-verification could not run: {exc}"
-        session.verifications.put(v)
+        folder.verifications.put(v)
         if v.state == FAILED:
             session.show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
         session.post(session.refresh_editor)

@@ -83,23 +83,23 @@ async def engine_loaded() -> None:
 
 
 def candidate(session: Session, run_id: str, candidate_id: str) -> dict[str, Any]:
-    assert session.index is not None and session.store is not None
-    record = session.index.get(run_id)
-    if record is None:
+    located = session.locate(run_id)
+    if located is None:
         raise JsonRpcInvalidParams(f"no run {run_id!r}")
+    folder, record = located
     try:
-        return candidate_payload(session.store, record, session.record_path(record), candidate_id or None)
+        return candidate_payload(folder.store, record, folder.index.path_of(record), candidate_id or None)
     except KeyError as exc:
         raise JsonRpcInvalidParams(str(exc).strip("'\"")) from exc
 
 
 async def apply_run(server: LanguageServer, session: Session, run_id: str) -> dict[str, Any]:
     """Send the winner as a workspace/applyEdit, only if the kernel still matches the run's start."""
-    assert session.index is not None
-    record = session.index.get(run_id)
-    if record is None:
+    located = session.locate(run_id)
+    if located is None:
         raise JsonRpcInvalidParams(f"no run {run_id!r}")
-    uri = session.uri_for_path(session.record_path(record))
+    folder, record = located
+    uri = session.uri_for_path(folder.index.path_of(record))
     current = session.text_of(uri)
     if current is None:
         return _refuse(session, f"cannot read {uri}")

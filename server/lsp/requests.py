@@ -29,8 +29,10 @@ def register(server: LanguageServer, session: Session) -> None:
     def get_report(raw):
         arg = params.plain(raw) or {}
         run_id = params.text(arg, "runId")
-        assert session.index is not None and session.store is not None
-        record = session.index.get(run_id)
-        if record is None:
+        located = session.locate(run_id)
+        if located is None:
             raise JsonRpcInvalidParams(f"no run {run_id!r}")
-        return run_report(session.store, record, session.record_path(record), session.is_stale(record))
+        folder, record = located
+        report = run_report(folder.store, record, folder.index.path_of(record), session.is_stale(folder, record))
+        report["run"] = session.record_summary(folder, record)  # the same summary, labelled with its folder
+        return report

@@ -35,6 +35,8 @@ class Job:
     path: str  # normalised absolute path
     problem: Problem
     config: Config
+    store: Any = None  # the run store of the job's workspace folder (it writes there)
+    folder: str = ""  # root of that workspace folder
     quick: bool = False
     resume: bool = False  # continue a stored interrupted/cancelled run instead of starting one
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -115,8 +117,10 @@ Listener = Callable[[Job, "ev.Event | None"], None]
 
 
 class RunManager:
-    def __init__(self, store_factory: Callable[[], Any], listener: Listener):
-        self._store_factory = store_factory
+    """One worker for all workspace folders: the accelerator (or CPU) that measures candidates is shared,
+    so searches never run side by side; each job writes to its own folder's store."""
+
+    def __init__(self, listener: Listener):
         self._listener = listener
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._jobs: dict[str, Job] = {}  # queued and running jobs
@@ -191,12 +195,11 @@ class RunManager:
             self._safe_notify(job, event)
 
         try:
-            store = self._store_factory()
             if job.resume:
-                record = api().resume(job.run_id, store, job.config, on_event=on_event, cancel=job.cancel)
+                record = api().resume(job.run_id, job.store, job.config, on_event=on_event, cancel=job.cancel)
             else:
                 record = api().optimize(
-                    job.problem, job.config, store, on_event=on_event, cancel=job.cancel, run_id=job.run_id
+                    job.problem, job.config, job.store, on_event=on_event, cancel=job.cancel, run_id=job.run_id
                 )
             job.status = record.status
             job.message = record.message or job.message

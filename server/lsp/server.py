@@ -78,6 +78,12 @@ def create_server() -> SpeedpatchServer:
                 query, callback=lambda found: session.set_client_settings(found[0] if found else None)
             )
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(params: types.DidChangeWorkspaceFoldersParams) -> None:
+        # pygls advertises workspaceFolders {supported, changeNotifications} and keeps its own list;
+        # the session opens and closes each folder's configuration, store and watch
+        session.change_folders(list(params.event.added or []), list(params.event.removed or []))
+
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(params: types.WorkDoneProgressCancelParams) -> None:
         session.cancel_token(params.token)

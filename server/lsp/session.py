@@ -1,5 +1,8 @@
 """The server's state and its glue: settings -> config, documents -> kernel views, runs -> LSP messages.
 
+Each workspace folder has its own configuration, run store and index (folders.py); a document is served
+by the folder that owns it. One run manager serves all folders, one search at a time.
+
 Threading: LSP handlers run on the asyncio loop thread. Searches run on the RunManager's worker thread,
 re-verifications on a one-thread executor, the file watcher on watchdog's thread. Anything those threads
 want to send to the client goes through `post`, so all outgoing messages are written from the loop thread.
@@ -9,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -20,11 +21,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
-from speedpatch.config import Config, load_config
+from speedpatch.config import Config
 from speedpatch.engine import events as ev
-from speedpatch.errors import ConfigError, UserError
+from speedpatch.errors import UserError
 from speedpatch.model import Kernel
-from speedpatch.store import RunRecord, Store
+from speedpatch.store import RunRecord
 
 from . import settings as settings_mod
 from .accept import AcceptOnSave
@@ -32,12 +33,12 @@ from .backends import BackendChooser
 from .diagnostics import diagnostics_for
 from .documents import Detection, Detector, kernel_named
 from .engine import api, find_findings, find_kernels, warm_up
+from .folders import Folder, Folders
 from .formatting import speedup_text
-from .index import RunIndex, norm_path
+from .index import norm_path
 from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
 from .runs import DONE, Job, RunManager
-from .verify import Verifications
 from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, verification_for
 
 RESUMABLE = ("interrupted", "cancelled")
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 
 RUN_UPDATE = "speedpatch/runUpdate"
 OPEN_DIFF = "speedpatch/openDiff"
+RUNS_CHANGED = "speedpatch/runsChanged"
 _REPORTED_EVENTS = {ev.RUN_STARTED, ev.BASELINE, ev.ITERATION_STARTED, ev.ITERATION_FINISHED, ev.RUN_FINISHED}
 
 
@@ -54,16 +56,12 @@ class Session:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: int | None = None
-        self.root = Path.cwd()
+        self.fallback_root = Path.cwd()  # serves files when the editor gives no folder
         self.client_settings: dict[str, Any] = {}
-        self.config = Config()
-        self.config_error = ""
+        self.folders = Folders()
         self.detector = Detector(find_kernels, find_findings)
         self.backends = BackendChooser()
-        self.store: Store | None = None
-        self.index: RunIndex | None = None
         self.runs: RunManager | None = None
-        self.verifications: Verifications | None = None
         self.accept = AcceptOnSave(self)
         self.progress = RunProgress(server, lambda run_id: self.runs.position(run_id) if self.runs else -1)
         self.external_stale: dict[str, str] = {}  # run id -> why (file changed on disk outside the editor)
@@ -75,42 +73,75 @@ class Session:
     def initialize(self, params: types.InitializeParams) -> None:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
-        root = None
+        roots: list[tuple[str | None, str]] = []
         if params.workspace_folders:
-            root = to_fs_path(params.workspace_folders[0].uri)
+            roots = [(to_fs_path(f.uri), f.name) for f in params.workspace_folders]
         elif params.root_uri:
-            root = to_fs_path(params.root_uri)
+            roots = [(to_fs_path(params.root_uri), "")]
         elif params.root_path:
-            root = params.root_path
-        self.root = Path(norm_path(root or Path.cwd()))
+            roots = [(params.root_path, "")]
+        if roots and roots[0][0]:
+            self.fallback_root = Path(norm_path(roots[0][0]))
         self.client_settings = settings_mod.unwrap(params.initialization_options)
-        self.reload_config(announce=True)
-        self.store = self._open_store()
-        self.index = RunIndex(self.store, self.root)
-        self.index.refresh(force=True)
-        self.verifications = Verifications(self.store.root / "lsp-verifications.json")
-        self.runs = RunManager(lambda: self.store, self._on_job)
+        for root, name in roots:
+            if root:
+                self._open_folder(root, name)
+        if not len(self.folders):
+            self._open_folder(str(self.fallback_root), "")
+        self._announce_config_errors(self.folders.all())
+        self.runs = RunManager(self._on_job)
 
-    def _open_store(self) -> Store:
-        try:
-            return Store(self.root)
-        except (OSError, sqlite3.Error) as exc:
-            # a read-only or broken workspace must not stop the editor features: keep runs for this
-            # session in a scratch folder and say that they will not be kept
-            scratch = Path(tempfile.mkdtemp(prefix="speedpatch-runs-"))
-            self.show(
-                f"speedpatch: cannot use {self.root / '.speedpatch'} ({exc}); runs of this session are kept "
-                f"in {scratch} and will not survive a restart",
-                types.MessageType.Warning,
-            )
-            return Store(scratch)
+    def _open_folder(self, root: str, name: str) -> Folder:
+        folder = Folder(Path(norm_path(root)), name, lambda m: self.show(m, types.MessageType.Warning))
+        folder.reload_config(self.overrides())
+        self.folders.add(folder)
+        return folder
+
+    def change_folders(self, added: list[types.WorkspaceFolder], removed: list[types.WorkspaceFolder]) -> None:
+        """workspace/didChangeWorkspaceFolders: open added folders, close removed ones. Searches of a
+        removed folder are cancelled (as closing a window would stop them); they stay resumable there."""
+        for gone in removed:
+            root = to_fs_path(gone.uri)
+            folder = self.folders.remove(norm_path(root)) if root else None
+            if folder is None:
+                continue
+            if self.watcher is not None:
+                self.watcher.unwatch(folder)
+            for job in self.runs.active() if self.runs else []:
+                if job.folder == str(folder.root):
+                    job.cancel.set()
+        opened = []
+        for new in added:
+            root = to_fs_path(new.uri)
+            if root and self.folders.get(norm_path(root)) is None:
+                opened.append(self._open_folder(root, new.name))
+        if not len(self.folders):  # the last one went: files are served as before any folder was open
+            opened.append(self._open_folder(str(self.fallback_root), ""))
+        self.backends.clear()
+        self._announce_config_errors(opened)
+        if self.watcher is not None:
+            for folder in opened:
+                self.watcher.watch(folder)
+        self.server.protocol.notify(RUNS_CHANGED, {})
+        self.refresh_editor()
+
+    def folder_for(self, path: str) -> Folder:
+        return self.folders.owner(path)
+
+    def locate(self, run_id: str) -> tuple[Folder, RunRecord] | None:
+        """The stored run with this id and the folder whose store holds it."""
+        for folder in self.folders.all():
+            record = folder.index.get(run_id)
+            if record is not None:
+                return folder, record
+        return None
 
     def start_watching(self) -> None:
         warm_up()
         from .watcher import WorkspaceWatcher
 
         self.watcher = WorkspaceWatcher(self)
-        self.watcher.start()
+        self.watcher.start(self.folders.all())
 
     def shutdown(self) -> None:
         if self.watcher is not None:
@@ -144,25 +175,34 @@ class Session:
     # ---------------------------------------------------------------- configuration
     def set_client_settings(self, raw: Any) -> None:
         self.client_settings = settings_mod.unwrap(raw)
-        self.reload_config(announce=True)
+        self.reload_config(self.folders.all())
         self.refresh_editor()
 
-    def make_config(self, extra: dict[str, Any] | None = None) -> Config:
+    def overrides(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The editor settings (same for every folder) as config overrides, plus extra ones."""
         overrides = settings_mod.to_overrides(self.client_settings)
-        if extra:
-            overrides = settings_mod.merge(overrides, extra)
-        return load_config(self.root, overrides)
+        return settings_mod.merge(overrides, extra) if extra else overrides
 
-    def reload_config(self, announce: bool = False) -> None:
-        try:
-            self.config = self.make_config()
-            self.config_error = ""
-        except ConfigError as exc:
-            # keep the last good configuration; the user sees what to fix
-            self.config_error = str(exc)
-            if announce:
-                self.show(f"speedpatch: configuration error: {exc}", types.MessageType.Error)
+    def make_config(self, folder: Folder, extra: dict[str, Any] | None = None) -> Config:
+        return folder.make_config(self.overrides(extra))
+
+    def reload_config(self, folders: list[Folder]) -> None:
+        """Reload these folders' configurations and report new errors; a folder with an error keeps its
+        last good configuration (its kernels still show) and refuses runs until it is fixed."""
+        for folder in folders:
+            folder.reload_config(self.overrides())
         self.backends.clear()
+        self._announce_config_errors(folders)
+
+    def _announce_config_errors(self, folders: list[Folder]) -> None:
+        # an error in the editor settings is the same in every folder: say it once, naming them all
+        where: dict[str, list[str]] = {}
+        for folder in folders:
+            if folder.config_error:
+                where.setdefault(folder.config_error, []).append(folder.name)
+        for error, names in where.items():
+            label = f" in {', '.join(names)}" if len(self.folders) > 1 else ""
+            self.show(f"speedpatch: configuration error{label}: {error}", types.MessageType.Error)
 
     # ---------------------------------------------------------------- documents and views
     def path_of(self, uri: str) -> str | None:
@@ -205,19 +245,20 @@ class Session:
         return next((v for v in views if v.kernel.name == kernel), None)
 
     def _view(self, kernel: Kernel, path: str) -> KernelView:
-        backend = self.backends.backend_for(kernel.target, self.config)
+        folder = self.folder_for(path)
+        backend = self.backends.backend_for(kernel.target, folder.config)
         runnable, reason = kernel.runnable, kernel.reason
         if runnable:
             if not backend:
                 runnable, reason = False, f"no backend configured for target {kernel.target}"
             else:
-                avail = self.backends.availability(kernel.target, backend, self.config)
+                avail = self.backends.availability(kernel.target, backend, folder.config)
                 if not avail.usable:
                     runnable, reason = False, f"backend {backend} is not usable here: {avail.reason}"
         view = KernelView(kernel=kernel, backend=backend, runnable=runnable, reason=reason)
-        assert self.runs is not None and self.index is not None
+        assert self.runs is not None
         view.job = self.runs.job_for(path, kernel.name)
-        record = self.index.latest(path, kernel.name)
+        record = folder.index.latest(path, kernel.name)
         if record is None or (view.job is not None and view.job.run_id == record.run_id):
             return view
         view.record = record
@@ -225,8 +266,8 @@ class Session:
             record, kernel, self.winner_text(record), self.external_stale.get(record.run_id, "")
         )
         view.freshness, view.stale_reason = state, why
-        if state == APPLIED and self.verifications is not None:
-            view.verification = verification_for(self.verifications.get(record.run_id), kernel)
+        if state == APPLIED:
+            view.verification = verification_for(folder.verifications.get(record.run_id), kernel)
         return view
 
     def winner_text(self, record: RunRecord) -> str | None:
@@ -243,14 +284,10 @@ class Session:
         self._winner_texts[key] = text
         return text
 
-    def record_path(self, record: RunRecord) -> str:
-        assert self.index is not None
-        return self.index.path_of(record)
-
-    def is_stale(self, record: RunRecord) -> bool:
+    def is_stale(self, folder: Folder, record: RunRecord) -> bool:
         if record.run_id in self.external_stale:
             return True
-        path = self.record_path(record)
+        path = folder.index.path_of(record)
         uri = self.uri_for_path(path)
         text = self.text_of(uri)
         if text is None:
@@ -268,26 +305,40 @@ class Session:
 
     # ---------------------------------------------------------------- summaries
     def summary(self, run_id: str) -> dict[str, Any] | None:
-        assert self.runs is not None and self.index is not None
+        assert self.runs is not None
         job = self.runs.get(run_id)
         if job is not None:
-            return summary_of_job(job)
-        record = self.index.get(run_id)
-        if record is not None:
-            return summary_of_record(record, self.record_path(record), self.is_stale(record))
+            return self._job_summary(job)
+        located = self.locate(run_id)
+        if located is not None:
+            return self.record_summary(*located)
         job = self.finished_jobs.get(run_id)
-        return summary_of_job(job) if job else None
+        return self._job_summary(job) if job else None
 
     def all_summaries(self) -> list[dict[str, Any]]:
-        assert self.runs is not None and self.index is not None
-        out = [summary_of_job(j) for j in self.runs.active()]
+        """Runs of every open folder: active ones first, then each folder's stored runs."""
+        assert self.runs is not None
+        open_roots = {str(f.root) for f in self.folders.all()}
+        out = [self._job_summary(j) for j in self.runs.active() if j.folder in open_roots]
         seen = {s["runId"] for s in out}
-        for record in self.index.all():
-            if record.run_id not in seen:
-                out.append(summary_of_record(record, self.record_path(record), self.is_stale(record)))
-                seen.add(record.run_id)
-        out += [summary_of_job(j) for j in self.finished_jobs.values() if j.run_id not in seen]
+        for folder in self.folders.all():
+            for record in folder.index.all():
+                if record.run_id not in seen:
+                    out.append(self.record_summary(folder, record))
+                    seen.add(record.run_id)
+        out += [
+            self._job_summary(j)
+            for j in self.finished_jobs.values()
+            if j.run_id not in seen and j.folder in open_roots
+        ]
         return out
+
+    def record_summary(self, folder: Folder, record: RunRecord) -> dict[str, Any]:
+        summary = summary_of_record(record, folder.index.path_of(record), self.is_stale(folder, record))
+        return _labelled(summary, folder)
+
+    def _job_summary(self, job: Job) -> dict[str, Any]:
+        return _labelled(summary_of_job(job), self.folders.get(job.folder))
 
     # ---------------------------------------------------------------- runs
     def start_run(self, uri: str, kernel: str, quick: bool) -> str:
@@ -296,8 +347,9 @@ class Session:
         text = self.text_of(uri)
         if path is None or text is None:
             raise UserError(f"cannot optimize {uri}: only files on disk can be optimized")
-        if self.config_error:
-            raise UserError(f"fix the configuration first: {self.config_error}")
+        folder = self.folder_for(path)
+        if folder.config_error:
+            raise UserError(f"fix the configuration first: {folder.config_error}")
         view = self.view(uri, kernel)
         if view is None:
             names = ", ".join(v.kernel.name for v in self.views(uri)[0]) or "none"
@@ -306,28 +358,32 @@ class Session:
             raise UserError(f"cannot optimize {kernel}: {view.reason}")
         if view.job is not None:
             raise UserError(f"{kernel} is already being optimized (run {view.job.run_id})")
-        config = self.make_config(settings_mod.QUICK_OVERRIDES if quick else None)
+        config = self.make_config(folder, settings_mod.QUICK_OVERRIDES if quick else None)
         problem = api().make_problem(path, text, kernel, config, backend=view.backend)
-        job = Job(run_id=api().new_run_id(), uri=uri, path=path, problem=problem, config=config, quick=quick)
+        job = Job(
+            run_id=api().new_run_id(), uri=uri, path=path, problem=problem, config=config,
+            store=folder.store, folder=str(folder.root), quick=quick,
+        )
         job.iterations = config.search.iterations
         return self._submit(job)
 
     def resume_run(self, run_id: str) -> str:
         """Continue a stored run that was interrupted (process gone, LLM down) or cancelled."""
-        assert self.runs is not None and self.index is not None
-        if self.config_error:
-            raise UserError(f"fix the configuration first: {self.config_error}")
-        record = self.index.get(run_id)
-        if record is None:
+        assert self.runs is not None
+        located = self.locate(run_id)
+        if located is None:
             raise UserError(f"no run {run_id!r} in this workspace")
+        folder, record = located
+        if folder.config_error:
+            raise UserError(f"fix the configuration first: {folder.config_error}")
         if record.status not in RESUMABLE:
             raise UserError(f"run {run_id} is {record.status}; only interrupted or cancelled runs can be resumed")
         if self.runs.get(record.run_id) is not None:
             raise UserError(f"run {record.run_id} is already queued or running")
-        path = self.record_path(record)
+        path = folder.index.path_of(record)
         # this session's endpoint and key reach the LLM; the search itself continues as stored
         job = Job(run_id=record.run_id, uri=self.uri_for_path(path), path=path, problem=record.problem,
-                  config=self.make_config(), resume=True)
+                  config=self.make_config(folder), store=folder.store, folder=str(folder.root), resume=True)
         job.iterations = record.iterations
         return self._submit(job)
 
@@ -352,7 +408,7 @@ class Session:
 
     def _on_job(self, job: Job, event: ev.Event | None) -> None:
         """Called on the run worker thread after every change of a job."""
-        assert self.index is not None
+        folder = self.folders.get(job.folder)
         kind = event.kind if event is not None else None
         if kind == ev.WARNING:
             self.post(
@@ -365,10 +421,10 @@ class Session:
         if kind == ev.CANDIDATE:
             self.post(self.progress.report, job)
             return
-        if kind in _REPORTED_EVENTS or job.state == DONE:
-            self.index.refresh()  # the store changed: load it here, off the loop thread
+        if folder is not None and (kind in _REPORTED_EVENTS or job.state == DONE):
+            folder.index.refresh()  # the store changed: load it here, off the loop thread
         if job.state == DONE:
-            if self.index.get(job.run_id) is None:
+            if folder is None or folder.index.get(job.run_id) is None:
                 self.finished_jobs[job.run_id] = job
             self.post(self._job_done, job)
             return
@@ -407,8 +463,8 @@ class Session:
     def on_disk_change(self, path: str) -> None:
         """A kernel file changed on disk (watcher thread). Saves from the editor leave disk == buffer and
         are not external; anything else that no longer matches a run's start or winner marks it stale."""
-        assert self.index is not None
-        records = self.index.for_path(path)
+        # any folder's runs may describe the file (nested folders: the outer one may hold older runs)
+        records = [r for folder in self.folders.all() for r in folder.index.for_path(path)]
         if not records:
             return  # no run describes this file: nothing can go stale
         uri = self.uri_for_path(path)
@@ -435,13 +491,14 @@ class Session:
         if changed:
             self.post(self.refresh_editor)
 
-    def on_store_change(self) -> None:
-        assert self.index is not None
-        if self.index.refresh():
+    def on_store_change(self, folder: Folder | None = None) -> None:
+        """A store changed (watcher thread): this folder's, or any (the periodic poll)."""
+        reloaded = [f.index.refresh() for f in ([folder] if folder else self.folders.all())]
+        if any(reloaded):
             self.post(self.refresh_editor)
 
-    def on_config_change(self) -> None:
-        self.reload_config(announce=True)
+    def on_config_change(self, folder: Folder) -> None:
+        self.reload_config([folder])
         self.post(self.refresh_editor)
 
     # ---------------------------------------------------------------- editor refresh
@@ -469,3 +526,11 @@ class Session:
                 diagnostics=diagnostics_for(views, detection, text, encoding),
             )
         )
+
+
+def _labelled(summary: dict[str, Any], folder: Folder | None) -> dict[str, Any]:
+    """Name the workspace folder a run belongs to (extra fields, see docs/lsp-protocol.md)."""
+    if folder is not None:
+        summary["folder"] = folder.name
+        summary["folderUri"] = folder.uri
+    return summary

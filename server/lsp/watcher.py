@@ -1,4 +1,4 @@
-"""watchdog on the workspace root: kernel files changed outside the editor, speedpatch.toml edits, and
+"""watchdog on every workspace folder: kernel files changed outside the editor, speedpatch.toml edits, and
 writes to the run store by other processes (the CLI).
 
 Events arrive in bursts (an editor save is several events, SQLite touches its WAL on every commit), so
@@ -12,16 +12,16 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from speedpatch import targets
-from speedpatch.config import CONFIG_FILE
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from .index import norm_path
 
 if TYPE_CHECKING:
+    from .folders import Folder
     from .session import Session
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,7 @@ _IGNORED_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 class WorkspaceWatcher(FileSystemEventHandler):
     def __init__(self, session: Session):
         self.session = session
-        self.root = session.root
-        self.store_dir = norm_path(self.root / ".speedpatch")
-        self.config_path = norm_path(self.root / CONFIG_FILE)
+        self._watches: dict[str, Any] = {}  # folder root -> watchdog's handle, to unwatch it
         self._pending: dict[str, float] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -44,13 +42,28 @@ class WorkspaceWatcher(FileSystemEventHandler):
         self._observer = Observer()
         self._thread = threading.Thread(target=self._drain, name="speedpatch-watch", daemon=True)
 
-    def start(self) -> None:
+    def start(self, folders: list[Folder]) -> None:
         try:
-            self._observer.schedule(self, str(self.root), recursive=True)
             self._observer.start()
-        except Exception as exc:  # e.g. inotify limits: polling the store still shows CLI runs
-            log.warning("cannot watch %s: %s", self.root, exc)
+        except Exception as exc:  # polling the stores still shows CLI runs
+            log.warning("cannot watch files: %s", exc)
+        for folder in folders:
+            self.watch(folder)
         self._thread.start()
+
+    def watch(self, folder: Folder) -> None:
+        try:
+            self._watches[str(folder.root)] = self._observer.schedule(self, str(folder.root), recursive=True)
+        except Exception as exc:  # e.g. inotify limits: polling the store still shows CLI runs
+            log.warning("cannot watch %s: %s", folder.root, exc)
+
+    def unwatch(self, folder: Folder) -> None:
+        watch = self._watches.pop(str(folder.root), None)
+        if watch is not None:
+            try:
+                self._observer.unschedule(watch)
+            except Exception as exc:  # already gone (the folder was deleted): nothing left to stop
+                log.debug("unwatching %s: %s", folder.root, exc)
 
     def stop(self) -> None:
         self._stop.set()
@@ -95,18 +108,21 @@ class WorkspaceWatcher(FileSystemEventHandler):
     def _dispatch(self, paths: list[str]) -> None:
         if not paths:
             return
-        store_changed = False
+        folders = self.session.folders.all()
+        stores_changed: dict[str, Folder] = {}
         kernel_files: set[str] = set()
         extensions = {e for t in targets.all_targets() for e in t.extensions}
         for raw in paths:
             path = norm_path(raw)
-            if path.startswith(self.store_dir):
-                store_changed = True
-            elif path == self.config_path:
-                self.session.on_config_change()
+            store = next((f for f in folders if path.startswith(f.store_dir)), None)
+            config = next((f for f in folders if path == f.config_path), None)
+            if store is not None:
+                stores_changed[str(store.root)] = store
+            elif config is not None:
+                self.session.on_config_change(config)
             elif Path(path).suffix.lower() in extensions:
                 kernel_files.add(path)
-        if store_changed:
-            self.session.on_store_change()
+        for folder in stores_changed.values():
+            self.session.on_store_change(folder)
         for path in sorted(kernel_files):
             self.session.on_disk_change(path)

@@ -17,14 +17,17 @@ from lsp_editor import OFFLINE, Editor, launch, stop_editor  # noqa: E402
 
 @pytest_asyncio.fixture
 async def start_editor() -> AsyncIterator[Callable[..., Any]]:
-    """start_editor(root, settings=None, env=None) -> a connected, initialized Editor; all are shut
-    down at the end of the test."""
+    """start_editor(root, settings=None, env=None, folders=None) -> a connected, initialized Editor (a
+    multi-root workspace when folders are given); all are shut down at the end of the test."""
     editors: list[Editor] = []
 
     async def start(
-        root: Path, settings: dict[str, Any] | None = None, env: dict[str, str] | None = None
+        root: Path,
+        settings: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        folders: list[Path] | None = None,
     ) -> Editor:
-        editor = await launch(root, settings, env)
+        editor = await launch(root, settings, env, folders=folders)
         editors.append(editor)
         return editor
 

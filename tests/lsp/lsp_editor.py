@@ -51,12 +51,27 @@ class Editor:
         self.run_updates: list[dict[str, Any]] = []
         self.open_diffs: list[dict[str, Any]] = []
         self.edits: list[types.ApplyWorkspaceEditParams] = []
+        self.runs_changed = 0
         self.lens_refreshes = 0
         self.hint_refreshes = 0
         self.stderr = b""
+        self.capabilities: types.ServerCapabilities | None = None
 
     def uri(self, path: Path | str) -> str:
         return from_fs_path(str(Path(path).resolve())) or ""
+
+    def folder(self, path: Path) -> types.WorkspaceFolder:
+        return types.WorkspaceFolder(uri=self.uri(path), name=path.name)
+
+    def change_folders(self, added: tuple[Path, ...] = (), removed: tuple[Path, ...] = ()) -> None:
+        """workspace/didChangeWorkspaceFolders, as VS Code sends it when folders are added or removed."""
+        self.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[self.folder(p) for p in added], removed=[self.folder(p) for p in removed]
+                )
+            )
+        )
 
     # documents -------------------------------------------------------------------------------------
     def open(self, path: Path, text: str | None = None, language: str = "plaintext") -> str:
@@ -172,6 +187,10 @@ def _install_handlers(editor: Editor) -> None:
     def open_diff(params: Any) -> None:
         editor.open_diffs.append(plain(params))
 
+    @client.feature("speedpatch/runsChanged")
+    def runs_changed(params: Any) -> None:
+        editor.runs_changed += 1
+
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def lens_refresh(params: Any) -> None:
         editor.lens_refreshes += 1
@@ -206,20 +225,23 @@ async def launch(
     settings: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     caps: str = "visual-studio-code",
+    folders: list[Path] | None = None,
 ) -> Editor:
-    """Start the server process for workspace `root` and initialize it like an editor would."""
+    """Start the server process for workspace `root` and initialize it like an editor would; `folders`
+    (root first) opens a multi-root workspace."""
     client = make_test_lsp_client()
     editor = Editor(client, root)
     _install_handlers(editor)
     await client.start_io(sys.executable, "-m", "speedpatch.lsp", env=server_env(env), cwd=str(root))
-    await client.initialize_session(
+    result = await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities(caps),
             root_uri=editor.uri(root),
-            workspace_folders=[types.WorkspaceFolder(uri=editor.uri(root), name=root.name)],
+            workspace_folders=[editor.folder(f) for f in folders or [root]],
             initialization_options=settings or {},
         )
     )
+    editor.capabilities = result.capabilities
     return editor
 
 
