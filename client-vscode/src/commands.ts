@@ -10,6 +10,7 @@ import { OptimizeOffer, optimizeOffers, RunFilter, sameUri, selectRuns } from '.
 import { RunSummary } from './protocol';
 import { RunReportPanel } from './report';
 import { RunList } from './runs';
+import { multiRoot } from './runsView';
 import { SpeedpatchServer } from './server';
 
 /** What a command may be invoked with: a Runs view node, {runId, candidateId?}, or nothing. */
@@ -150,7 +151,7 @@ export class Commands {
     const item = await vscode.window.showQuickPick(
       choices.map((run) => ({
         label: `${run.kernel} ${formatSpeedup(run.speedup)}`,
-        description: runDescription(run),
+        description: runDescription(run, multiRoot()),
         detail: path.posix.basename(vscode.Uri.parse(run.uri).path),
         run,
       })),

@@ -48,15 +48,18 @@ export function statusBarView(runs: readonly RunSummary[]): StatusBarView {
 }
 
 /** One-line description of a run for the Runs view and quick picks. */
-export function runDescription(run: RunSummary): string {
+/** One line about a run; with showFolder (a multi-root workspace) it names the run's workspace folder. */
+export function runDescription(run: RunSummary, showFolder = false): string {
   const progress = isRunning(run) ? `iteration ${run.iteration}/${run.iterations}` : run.status;
   const evals = `${run.evaluations.correct}/${run.evaluations.total} correct`;
-  return `${progress} · ${formatSpeedup(run.speedup)} · ${evals} · ${run.backend}`;
+  const folder = showFolder && run.folder ? ` · ${run.folder}` : '';
+  return `${progress} · ${formatSpeedup(run.speedup)} · ${evals} · ${run.backend}${folder}`;
 }
 
 export function runTooltip(run: RunSummary): string {
   return [
     `${run.kernel} (${run.target}, ${run.backend})`,
+    ...(run.folder ? [`folder: ${run.folder}`] : []),
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
     `baseline: ${formatValue(run.baselineValue, run.unit)}`,
     `best: ${formatValue(run.bestValue, run.unit)} (${formatSpeedup(run.speedup)})`,

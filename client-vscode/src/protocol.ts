@@ -22,6 +22,9 @@ export interface RunSummary {
   evaluations: { total: number; correct: number };
   created: string;
   message: string;
+  /** The workspace folder the run belongs to (name and uri); absent from servers before multi-root. */
+  folder?: string;
+  folderUri?: string;
 }
 
 export interface LineageStep {
@@ -78,6 +81,8 @@ export interface OpenDiffParams {
 }
 
 export const RUN_UPDATE = 'speedpatch/runUpdate';
+/** The list of runs changed beyond one run (a workspace folder was added or removed): fetch it again. */
+export const RUNS_CHANGED = 'speedpatch/runsChanged';
 export const OPEN_DIFF = 'speedpatch/openDiff';
 export const CANDIDATE = 'speedpatch/candidate';
 export const RUNS = 'speedpatch/runs';

@@ -18,6 +18,7 @@ export class RunList implements vscode.Disposable {
   ) {
     this.subscriptions = [
       server.onRunUpdate((summary) => this.update(summary)),
+      server.onRunsChanged(() => void this.refresh()),
       server.onReadyChange((up) => (up ? void this.refresh() : undefined)),
     ];
   }

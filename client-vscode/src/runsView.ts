@@ -27,6 +27,11 @@ export function orderCandidates(candidates: readonly ReportCandidate[]): ReportC
   return [...candidates].sort((a, b) => compareValues(rank(a), rank(b)) || a.iteration - b.iteration);
 }
 
+/** Several workspace folders are open: runs are labelled with theirs. */
+export function multiRoot(): boolean {
+  return (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
+}
+
 export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
@@ -45,7 +50,7 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       const run = node.run;
       const item = new vscode.TreeItem(`${run.kernel} ${formatSpeedup(run.speedup)}`, vscode.TreeItemCollapsibleState.Collapsed);
       item.id = run.runId;
-      item.description = runDescription(run);
+      item.description = runDescription(run, multiRoot());
       item.tooltip = runTooltip(run);
       item.iconPath = statusIcon(run.status);
       item.contextValue = 'run';

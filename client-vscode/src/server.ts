@@ -14,7 +14,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Interpreter, resolveInterpreter } from './interpreter';
 import { Log } from './log';
-import { OPEN_DIFF, OpenDiffParams, RUN_UPDATE, RunSummary } from './protocol';
+import { OPEN_DIFF, OpenDiffParams, RUN_UPDATE, RUNS_CHANGED, RunSummary } from './protocol';
 import { RestartPolicy } from './restartPolicy';
 import { ApiKeyStore } from './secrets';
 import { redacted, serverSettings, ServerSettings } from './settings';
@@ -34,12 +34,15 @@ export class SpeedpatchServer implements vscode.Disposable {
   private readonly policy = new RestartPolicy();
   private readonly runUpdates = new vscode.EventEmitter<RunSummary>();
   private readonly diffRequests = new vscode.EventEmitter<OpenDiffParams>();
+  private readonly listChanges = new vscode.EventEmitter<void>();
   private readonly readiness = new vscode.EventEmitter<boolean>();
   private readonly subscriptions: vscode.Disposable[] = [];
   /** Fires with every run summary the server pushes (start, each iteration, end). */
   readonly onRunUpdate = this.runUpdates.event;
   /** Fires when the server asks the editor to show a candidate's diff. */
   readonly onOpenDiff = this.diffRequests.event;
+  /** Fires when the server's list of runs changed beyond one run (workspace folders added or removed). */
+  readonly onRunsChanged = this.listChanges.event;
   /** Fires true when a server is up, false when it stopped. */
   readonly onReadyChange = this.readiness.event;
 
@@ -109,6 +112,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     const client = new LanguageClient('speedpatch', 'speedpatch', serverOptions, clientOptions);
     client.onNotification(RUN_UPDATE, (summary: RunSummary) => this.runUpdates.fire(summary));
     client.onNotification(OPEN_DIFF, (params: OpenDiffParams) => this.diffRequests.fire(params));
+    client.onNotification(RUNS_CHANGED, () => this.listChanges.fire());
     client.onDidChangeState((e) => {
       this.log.info(`server state: ${State[e.oldState]} -> ${State[e.newState]}`);
       this.readiness.fire(e.newState === State.Running);
@@ -198,6 +202,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     this.subscriptions.forEach((s) => s.dispose());
     this.runUpdates.dispose();
     this.diffRequests.dispose();
+    this.listChanges.dispose();
     this.readiness.dispose();
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bestSpeedup, formatSpeedup, formatValue, mergeRuns, runDescription, statusBarView } from '../src/format';
+import { bestSpeedup, formatSpeedup, formatValue, mergeRuns, runDescription, runTooltip, statusBarView } from '../src/format';
 import { summary } from './fixtures';
 
 test('speedups show two decimals and an x; unknown shows a dash', () => {
@@ -51,4 +51,12 @@ test('run description shows progress, speedup, correctness and backend', () => {
     'iteration 1/4 · 1.50x · 7/9 correct · gemmini-native',
   );
   assert.equal(runDescription(summary()), 'finished · 2.50x · 7/9 correct · gemmini-native');
+});
+
+test('in a multi-root workspace a run is described with its workspace folder', () => {
+  const run = summary({ folder: 'kernels-b', folderUri: 'file:///work/kernels-b' });
+  assert.match(runDescription(run, true), / · kernels-b$/);
+  assert.doesNotMatch(runDescription(run), /kernels-b/); // one folder: no label
+  assert.equal(runDescription(summary(), true), runDescription(summary())); // an older server sends none
+  assert.match(runTooltip(run), /^folder: kernels-b$/m);
 });
