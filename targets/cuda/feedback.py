@@ -7,9 +7,9 @@ from typing import Any
 from speedpatch.model import Evaluation
 
 
-def _pct(value: Any, peak: Any) -> str:
+def _pct(value: Any, peak: Any, name: str = "peak") -> str:
     try:
-        return f" ({100.0 * float(value) / float(peak):.1f}% of the {float(peak):.0f} peak)" if float(peak) > 0 else ""
+        return f" ({100.0 * float(value) / float(peak):.1f}% of the {float(peak):.0f} {name})" if float(peak) > 0 else ""
     except (TypeError, ValueError):
         return ""
 
@@ -45,8 +45,11 @@ def feedback_text(evaluation: Evaluation) -> str:
             low, high = (fb.get("speedup_ci") or [None, None])[:2]
             lines.append(f"- speedup vs baseline: {speedup:.3g}x (CI {low}-{high}): {fb.get('verdict')}")
         if fb.get("achieved_gflops") is not None:
-            lines.append(f"- achieved {fb['achieved_gflops']:.1f} GFLOP/s fp32"
-                         + _pct(fb["achieved_gflops"], fb.get("peak_gflops_fp32")))
+            # The device peak is the fp32 FMA rate; fp16/bf16 problems may go past it on tensor cores.
+            element = fb.get("element", "fp32")
+            on = "" if element == "fp32" else f" on {element} buffers"
+            lines.append(f"- achieved {fb['achieved_gflops']:.1f} GFLOP/s{on}"
+                         + _pct(fb["achieved_gflops"], fb.get("peak_gflops_fp32"), "fp32 FMA peak"))
         if fb.get("achieved_gbps") is not None:
             lines.append(f"- achieved {fb['achieved_gbps']:.1f} GB/s DRAM" + _pct(fb["achieved_gbps"], fb.get("peak_gbps")))
     for name, info in (fb.get("kernels") or {}).items():

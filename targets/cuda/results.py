@@ -72,6 +72,7 @@ def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[s
         "speedup_vs_baseline": speedup.get("median"),
         "speedup_ci": [speedup.get("low"), speedup.get("high")],
         "verdict": _speedup_verdict(speedup),
+        "element": data.get("element", "fp32"),  # buffers' type (harnesses from before fp16/bf16: fp32)
     }
     if (data.get("reference_ms") or {}).get("median") is not None:
         feedback["pytorch_reference_ms"] = data["reference_ms"]["median"]
@@ -86,7 +87,8 @@ def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[s
         {
             "device": device,
             "inputs": {"problem": data.get("problem"), "shapes": data.get("shapes"), "seeds": data.get("seeds"),
-                       "first_seed": data.get("seed0")},
+                       "first_seed": data.get("seed0"), "element": feedback["element"],
+                       "element_bytes": data.get("element_bytes", 4)},
             "tolerance": {"rtol": data.get("rtol"), "atol": data.get("atol")},
             "warmups": data.get("warmup"),
             "trials": data.get("trials"),
