@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pygls.uris import from_fs_path
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
 from speedpatch.config import CONFIG_FILE, Config, load_config
 from speedpatch.errors import ConfigError
 from speedpatch.store import Store
@@ -111,3 +112,27 @@ class Folders:
         if not folders:
             raise LookupError("no workspace folder is open")
         return folders[0]
+
+
+def initial_roots(params: types.InitializeParams) -> list[tuple[str, str]]:
+    """(path, name) of the folders an editor opens with: its workspace folders, else its root."""
+    if params.workspace_folders:
+        found = [(to_fs_path(f.uri), f.name) for f in params.workspace_folders]
+    elif params.root_uri:
+        found = [(to_fs_path(params.root_uri), "")]
+    else:
+        found = [(params.root_path, "")]
+    return [(path, name) for path, name in found if path]
+
+
+def config_error_messages(folders: list[Folder], named: bool) -> list[str]:
+    """What to tell the user about these folders' configuration errors. `named` (several folders are
+    open) says which folder; an error in the editor settings is the same in every folder: said once."""
+    where: dict[str, list[str]] = {}
+    for folder in folders:
+        if folder.config_error:
+            where.setdefault(folder.config_error, []).append(folder.name)
+    return [
+        f"speedpatch: configuration error{' in ' + ', '.join(names) if named else ''}: {error}"
+        for error, names in where.items()
+    ]

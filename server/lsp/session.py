@@ -33,7 +33,7 @@ from .backends import BackendChooser
 from .diagnostics import diagnostics_for
 from .documents import Detection, Detector, kernel_named
 from .engine import api, find_findings, find_kernels, warm_up
-from .folders import Folder, Folders
+from .folders import Folder, Folders, config_error_messages, initial_roots
 from .formatting import speedup_text
 from .index import norm_path
 from .progress import RunProgress, token_for
@@ -73,19 +73,12 @@ class Session:
     def initialize(self, params: types.InitializeParams) -> None:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
-        roots: list[tuple[str | None, str]] = []
-        if params.workspace_folders:
-            roots = [(to_fs_path(f.uri), f.name) for f in params.workspace_folders]
-        elif params.root_uri:
-            roots = [(to_fs_path(params.root_uri), "")]
-        elif params.root_path:
-            roots = [(params.root_path, "")]
-        if roots and roots[0][0]:
+        roots = initial_roots(params)
+        if roots:
             self.fallback_root = Path(norm_path(roots[0][0]))
         self.client_settings = settings_mod.unwrap(params.initialization_options)
         for root, name in roots:
-            if root:
-                self._open_folder(root, name)
+            self._open_folder(root, name)
         if not len(self.folders):
             self._open_folder(str(self.fallback_root), "")
         self._announce_config_errors(self.folders.all())
@@ -195,14 +188,8 @@ class Session:
         self._announce_config_errors(folders)
 
     def _announce_config_errors(self, folders: list[Folder]) -> None:
-        # an error in the editor settings is the same in every folder: say it once, naming them all
-        where: dict[str, list[str]] = {}
-        for folder in folders:
-            if folder.config_error:
-                where.setdefault(folder.config_error, []).append(folder.name)
-        for error, names in where.items():
-            label = f" in {', '.join(names)}" if len(self.folders) > 1 else ""
-            self.show(f"speedpatch: configuration error{label}: {error}", types.MessageType.Error)
+        for message in config_error_messages(folders, named=len(self.folders) > 1):
+            self.show(message, types.MessageType.Error)
 
     # ---------------------------------------------------------------- documents and views
     def path_of(self, uri: str) -> str | None:

@@ -171,3 +171,42 @@ async def test_removing_a_folder_cancels_its_search(start_editor, tmp_path):
     editor.change_folders(removed=(b,))
     assert (await editor.run_end(started["runId"]))["status"] == "cancelled"
     assert stored_ids(b) == {started["runId"]}  # kept in b's store, resumable once b is back
+
+
+async def test_readded_folder_lists_its_cancelled_run_again_and_resumes_it_there(start_editor, tmp_path):
+    a, b = folder(tmp_path, "a", searching(1)), folder(tmp_path, "b", searching(2))
+    editor = await start_editor(a, SETTINGS, folders=[a, b])
+    uri = editor.open(slow_toy(b, seconds=0.3))
+    started = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    run_id = started["runId"]
+    await editor.until(lambda: any(u["runId"] == run_id and u["baselineValue"] for u in editor.run_updates))
+    editor.change_folders(removed=(b,))
+    assert (await editor.run_end(run_id))["status"] == "cancelled"
+    editor.change_folders(added=(b,))
+    await editor.until(lambda: editor.runs_changed >= 2, 10, "the second speedpatch/runsChanged")
+    assert [(r["runId"], r["folder"]) for r in await editor.request("speedpatch/runs", {})] == [(run_id, "b")]
+    seen = len(editor.run_updates)
+    await editor.command("speedpatch.resume", {"runId": run_id})
+
+    def finished():
+        return any(u["runId"] == run_id and u["status"] == "finished" for u in editor.run_updates[seen:])
+
+    await editor.until(finished, 60, "the resumed run to finish")
+    (record,) = Store(b).list_runs()
+    assert record.run_id == run_id and record.status == "finished" and record.iterations == 2
+
+
+async def test_saved_rewrite_is_reverified_into_its_folders_store(start_editor, tmp_path):
+    a, b = folder(tmp_path, "a", searching(1)), folder(tmp_path, "b", searching(1))
+    editor = await start_editor(a, SETTINGS, folders=[a, b])
+    summary = await optimize(editor, b)
+    uri = editor.uri(b / "sum.toy")
+    assert (await editor.command("speedpatch.apply", {"runId": summary["runId"]}))["applied"]
+    editor.save(uri)
+
+    async def verified():
+        return [t for t in await editor.lens_titles(uri) if t.startswith("verified ")]
+
+    await editor.until(verified, 30, "the re-verified lens")
+    assert (b / ".speedpatch" / "lsp-verifications.json").is_file()
+    assert not (a / ".speedpatch" / "lsp-verifications.json").exists()

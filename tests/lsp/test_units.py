@@ -1,9 +1,12 @@
-"""The server's pure helpers: settings mapping, edit computation, number formatting."""
+"""The server's pure helpers: settings mapping, edit computation, number formatting, folder lookup."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 from speedpatch.lsp import settings
+from speedpatch.lsp.folders import Folder, Folders, config_error_messages
 from speedpatch.lsp.formatting import faster_text, value_text
 from speedpatch.lsp.positions import line_end, minimal_edit, position_at
 
@@ -66,3 +69,36 @@ def test_measurements_read_with_unit_and_backend():
     assert faster_text(3.1214, 1204992, 386048, "cycles", "gemmini-native") == (
         "3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native)"
     )
+
+
+def _folders(*roots: Path) -> Folders:
+    found = Folders()
+    for root in roots:
+        root.mkdir(parents=True, exist_ok=True)
+        found.add(Folder(root.resolve(), "", warn=lambda message: None))
+    return found
+
+
+def test_a_file_belongs_to_the_deepest_folder_containing_it(tmp_path):
+    folders = _folders(tmp_path / "outer", tmp_path / "outer" / "inner")
+    assert folders.owner(str(tmp_path.resolve() / "outer" / "inner" / "k.c")).name == "inner"
+    assert folders.owner(str(tmp_path.resolve() / "outer" / "k.c")).name == "outer"
+
+
+def test_a_file_outside_every_folder_belongs_to_the_first(tmp_path):
+    folders = _folders(tmp_path / "b", tmp_path / "a")
+    # "a-side" starts with "a" but is not inside it
+    assert folders.owner(str(tmp_path.resolve() / "a-side" / "k.c")).name == "b"
+
+
+def test_a_settings_error_shared_by_folders_is_reported_once_naming_them(tmp_path):
+    a, b, c = _folders(tmp_path / "a", tmp_path / "b", tmp_path / "c").all()
+    a.config_error = b.config_error = "overrides: search.iterations must be an integer"
+    c.config_error = "c/speedpatch.toml: not valid TOML"
+    assert config_error_messages([a, b, c], named=True) == [
+        "speedpatch: configuration error in a, b: overrides: search.iterations must be an integer",
+        "speedpatch: configuration error in c: c/speedpatch.toml: not valid TOML",
+    ]
+    assert config_error_messages([a], named=False) == [
+        "speedpatch: configuration error: overrides: search.iterations must be an integer"
+    ]
