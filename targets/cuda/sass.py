@@ -18,6 +18,9 @@ FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
 # ptxas zeroes or copies registers with `HFMA2.MMA Rx, -RZ, RZ, ...` on the tensor pipe: a move, not fp16 math.
 MOVE_IDIOMS = {"HFMA2.MMA"}
+# And it widens a half to a float with `HADD2.F32 Rd, -RZ, Rs.H0_H0` (-0 + h): a conversion, not fp16 math.
+WIDEN_IDIOM = re.compile(r"\bHADD2\.F32\s+R\d+\s*,\s*-RZ\s*,")
+WIDEN = "HADD2.F32(widen)"
 
 CATEGORIES = {
     "fp32": {"FFMA", "FADD", "FMUL", "FMNMX", "FSETP", "FSEL", "FCHK", "FRND", "FSET", "FSWZADD"},
@@ -30,7 +33,7 @@ CATEGORIES = {
     "constant": {"LDC", "ULDC"},
     "warp_shuffle": {"SHFL", "VOTE", "REDUX", "MATCH"},
     "sync/control": {"BAR", "BRA", "EXIT", "BSSY", "BSYNC", "WARPSYNC", "RET", "CALL", "SYNCS", "MEMBAR", "DEPBAR"},
-    "conversion": {"F2F", "I2F", "F2I", "I2I", "F2FP"},
+    "conversion": {"F2F", "I2F", "F2I", "I2I", "F2FP", WIDEN},
 }
 
 
@@ -68,7 +71,10 @@ def instruction_mix(sass: str) -> dict[str, dict[str, Any]]:
             continue
         if current is not None and (i := INSTRUCTION.search(line)) is not None:
             full = i.group(1) + i.group(2)
-            current["MOV" if any(full.startswith(m) for m in MOVE_IDIOMS) else i.group(1)] += 1
+            if any(full.startswith(m) for m in MOVE_IDIOMS):
+                current["MOV"] += 1
+            else:
+                current[WIDEN if WIDEN_IDIOM.search(line) else i.group(1)] += 1
     result: dict[str, dict[str, Any]] = {}
     for name, ops in per_fn.items():
         ops.pop("NOP", None)

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cuda"
 CU_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.cu"))
 MATMUL = EXAMPLES / "matmul.cu"
+MATMUL_FP16 = EXAMPLES / "matmul_fp16.cu"
 
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed (scripts/setup/cuda.sh)")
 needs_gpu = pytest.mark.skipif(local_gpu() is None or find_nvcc() is None, reason="no CUDA device on this machine")
@@ -62,6 +63,16 @@ def matmul_compiled(tmp_path_factory: pytest.TempPathFactory, compile_cache: Pat
 def example_element(name: str) -> str:
     layout = split_problem((EXAMPLES / name).read_text(), name)
     return layout.element if layout is not None else "fp32"
+
+
+@pytest.fixture(scope="session")
+def matmul_fp16_compiled(tmp_path_factory: pytest.TempPathFactory, compile_cache: Path):
+    """One cuda-compile evaluation of the fp16 matmul example (its own harness, __half buffers)."""
+    if find_nvcc() is None:
+        pytest.skip("nvcc not installed (scripts/setup/cuda.sh)")
+    tmp = tmp_path_factory.mktemp("matmul-fp16-compile")
+    return CudaCompileBackend().evaluate(MATMUL_FP16.read_text(), context(
+        tmp, source_path=MATMUL_FP16, settings={"cache_dir": str(compile_cache)}))
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,38 @@ def test_directives_set_precision_and_allowed_libraries() -> None:
     assert layout is not None and layout.precision == "tf32" and layout.allow == ("cublas", "cudnn")
 
 
+def _harness(*lines: str) -> str:
+    return "\n".join([*lines, '#include "speedpatch_timing.cuh"', "// speedpatch: solution", "void launch();", ""])
+
+
+def test_buffers_are_fp32_unless_the_harness_selects_an_element(matmul_source: str) -> None:
+    layout = split_problem(matmul_source, str(MATMUL))
+    assert layout is not None and layout.element == "fp32"
+
+
+@pytest.mark.parametrize(("ctype", "element"), [("__half", "fp16"), ("__nv_bfloat16", "bf16"), ("float", "fp32")])
+def test_element_define_names_the_buffers_type_and_is_the_default_precision(ctype: str, element: str) -> None:
+    layout = split_problem(_harness(f"#define SPEEDPATCH_ELEMENT {ctype}"), "p.cu")
+    assert layout is not None and (layout.element, layout.precision) == (element, element)
+
+
+def test_precision_directive_overrides_the_element_default() -> None:
+    layout = split_problem(_harness("// speedpatch: precision fp32", "#define SPEEDPATCH_ELEMENT __half"), "p.cu")
+    assert layout is not None and (layout.element, layout.precision) == ("fp16", "fp32")
+
+
+def test_element_define_in_a_comment_or_in_the_solution_does_not_count() -> None:
+    text = _harness("// #define SPEEDPATCH_ELEMENT __half") + "#define SPEEDPATCH_ELEMENT __nv_bfloat16\n"
+    layout = split_problem(text, "p.cu")
+    assert layout is not None and (layout.element, layout.precision) == ("fp32", "fp32")
+
+
+def test_unknown_element_type_is_kept_as_written_with_the_fp32_floor() -> None:
+    # The kit header refuses it at compile time with an #error naming the three types it supports.
+    layout = split_problem(_harness("#define SPEEDPATCH_ELEMENT half"), "p.cu")
+    assert layout is not None and (layout.element, layout.precision) == ("half", "fp32")
+
+
 def test_file_without_marker_is_not_a_problem() -> None:
     assert split_problem("__global__ void k() {}\n", "k.cu") is None
 
@@ -50,6 +82,12 @@ def test_units_put_each_solution_in_its_own_namespace_with_original_line_numbers
     assert "#define BLOCK 16" in units.files["baseline.cu"] and "namespace sp_baseline {" in units.files["baseline.cu"]
     assert "sp_baseline::launch, sp_candidate::launch" in units.files["main.cu"]
     assert units.files["harness.cuh"] == layout.harness
+
+
+def test_units_declare_launch_with_the_harness_element_type(matmul_source: str) -> None:
+    # spd::elem is float unless the harness defines SPEEDPATCH_ELEMENT, so every unit agrees on the type.
+    main = kit_units(matmul_source, None, str(MATMUL)).files["main.cu"]
+    assert "void launch(const ::spd::elem* const* inputs, ::spd::elem* output);" in main
 
 
 def test_candidate_that_changes_the_harness_is_refused(matmul_source: str) -> None:
@@ -83,6 +121,14 @@ def test_ok_result_becomes_a_timed_evaluation_with_a_receipt() -> None:
     assert r["ci"]["low_ms"] == 0.99 and r["ci"]["method"] == "order statistics"
     assert "L2 flushed" in r["statistic"] and "alternated" in r["statistic"] and r["date"]
     assert ev.feedback["verdict"] == "faster" and ev.feedback["achieved_gflops"] == 2147.0
+
+
+def test_receipt_states_the_element_type_fp32_when_the_harness_does_not_say() -> None:
+    half = to_evaluation(parse_result(_line(dict(OK_RESULT, element="fp16", element_bytes=2))), "", {})
+    assert (half.receipt["inputs"]["element"], half.receipt["inputs"]["element_bytes"]) == ("fp16", 2)
+    assert half.feedback["element"] == "fp16"
+    older = to_evaluation(parse_result(_line(OK_RESULT)), "", {})
+    assert (older.receipt["inputs"]["element"], older.receipt["inputs"]["element_bytes"]) == ("fp32", 4)
 
 
 def test_speedup_whose_interval_contains_one_is_no_measurable_difference() -> None:

@@ -91,3 +91,20 @@ def test_block_size_is_read_from_dim3_and_defines_and_constexpr() -> None:
 def test_block_size_falls_back_to_launch_bounds() -> None:
     text = "__global__ void __launch_bounds__(512) k(float* x) {}\nvoid launch() { k<<<g, runtime_value()>>>(x); }"
     assert block_size(text, "k") == 512
+
+
+HALF_SASS = """\
+\t\tFunction : _ZN12sp_candidate13matmul_kernelEPK6__halfS2_PS0_i
+        /*0300*/                   HADD2.F32 R21, -RZ, R4.H0_H0 ;                  /* 0x20000004ff157230 */
+        /*0330*/                   HADD2.F32 R19, -RZ, R6.H0_H0 ;                  /* 0x20000006ff137230 */
+        /*0370*/                   FFMA R18, R21, R19, R2 ;                        /* 0x0000001215127223 */
+        /*0380*/                   HADD2 R16, R16, R17 ;
+        /*0390*/                   HFMA2 R16, R16, R17, R18 ;
+"""
+
+
+def test_sass_mix_counts_half_to_float_widening_as_conversion_not_fp16_math() -> None:
+    mix = instruction_mix(HALF_SASS)["matmul_kernel"]
+    # ptxas widens __half2float as -0 + h in HADD2.F32; real half adds and FMAs stay fp16 math.
+    assert mix["by_category"]["conversion"] == 2 and mix["by_category"]["fp16/bf16"] == 2
+    assert mix["by_category"]["fp32"] == 1

@@ -151,3 +151,59 @@ def test_file_and_console_io_in_a_solution_is_found(io: str) -> None:
 def test_printing_a_forged_result_line_is_found_even_inside_a_string() -> None:
     findings = guards.check('static const char* s = "SPEEDPATCH_RESULT {\\"status\\":\\"ok\\"}";\n', line_offset=3)
     assert [(f.rule, f.line) for f in findings] == [("harness", 3)]
+
+
+HALF_SOLUTION = """#include <cuda_fp16.h>
+__global__ void k(const __half* x, __half* y) {
+  float v = __half2float(x[threadIdx.x]);
+  y[threadIdx.x] = __float2half(v * 2.0f);
+}
+"""
+HALF_MATH = "__global__ void k(const __half* x, __half* y) {\n  y[0] = __hfma(x[0], x[1], x[2]);\n}\n"
+HALF2_MATH = "__global__ void k(const __half2* x, __half2* y) {\n  y[0] = __hadd2(x[0], h2exp(x[1]));\n}\n"
+BF16_SOLUTION = "__global__ void k(const __nv_bfloat16* x, __nv_bfloat16* y) {\n  y[0] = __hadd(x[0], x[1]);\n}\n"
+
+
+def test_fp16_buffers_without_a_directive_allow_fp16_storage_and_arithmetic() -> None:
+    for code in (HALF_SOLUTION, HALF_MATH, HALF2_MATH):
+        assert guards.check(code, precision="fp16", element="fp16") == []
+
+
+def test_fp16_buffers_with_precision_fp32_allow_storage_and_conversions_only() -> None:
+    assert guards.check(HALF_SOLUTION, precision="fp32", element="fp16") == []
+    for code, op in ((HALF_MATH, "__hfma("), (HALF2_MATH, "__hadd2(")):
+        findings = guards.check(code, precision="fp32", element="fp16")
+        assert findings and {f.rule for f in findings} == {"precision"}
+        assert op in findings[0].message and "arithmetic" in findings[0].message
+    assert len(guards.check(HALF2_MATH, precision="fp32", element="fp16")) == 2  # h2exp too
+
+
+def test_fp16_buffers_do_not_permit_other_lower_precisions() -> None:
+    bf16 = "__global__ void k(const __half* x, __half* y) {\n  __nv_bfloat16 b = __float2bfloat16(1.0f);\n}\n"
+    assert {f.rule for f in guards.check(bf16, precision="fp16", element="fp16")} == {"precision"}
+    assert {f.rule for f in guards.check(bf16, precision="fp32", element="fp16")} == {"precision"}
+
+
+def test_bf16_buffers_allow_bf16_arithmetic_and_forbid_fp16() -> None:
+    assert guards.check(BF16_SOLUTION, precision="bf16", element="bf16") == []
+    assert [f.rule for f in guards.check(HALF_SOLUTION, precision="bf16", element="bf16")] != []
+    findings = guards.check(BF16_SOLUTION, precision="fp32", element="bf16")
+    assert [f.rule for f in findings] == ["precision"] and "__hadd(" in findings[0].message
+
+
+def test_fp32_buffers_still_forbid_half_storage_and_arithmetic() -> None:
+    assert {f.rule for f in guards.check(HALF_SOLUTION)} == {"precision"}
+    assert {f.rule for f in guards.check(BF16_SOLUTION)} == {"precision"}
+
+
+def test_fp16_example_follows_its_element_and_an_explicit_fp32_directive() -> None:
+    source = (EXAMPLES / "matmul_fp16.cu").read_text()
+    target = CudaTarget()
+    assert target.diagnostics(source, "matmul_fp16.cu") == []
+    fp32 = source.replace("#define SPEEDPATCH_ELEMENT __half", "// speedpatch: precision fp32\n#define SPEEDPATCH_ELEMENT __half")
+    assert target.diagnostics(fp32, "matmul_fp16.cu") == []  # loads, stores and conversions of the buffers
+    fused = fp32.replace("acc += __half2float(A[row * n + k]) * __half2float(B[k * n + col]);",
+                         "acc = __half2float(__hfma(A[row * n + k], B[k * n + col], __float2half(acc)));")
+    (finding,) = target.diagnostics(fused, "matmul_fp16.cu")
+    assert finding.rule == "precision" and "fp32" in finding.message
+    assert target.diagnostics(fused.replace("// speedpatch: precision fp32\n", ""), "matmul_fp16.cu") == []

@@ -10,7 +10,7 @@ from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, NOT_MEASURED, OK, REJEC
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 
-from .conftest import CU_EXAMPLES, context, needs_nvcc, no_gpu_here
+from .conftest import CU_EXAMPLES, MATMUL_FP16, context, needs_nvcc, no_gpu_here
 
 pytestmark = [pytest.mark.slow, needs_nvcc]
 
@@ -50,6 +50,27 @@ def test_compile_backend_receipt_names_compiler_flags_and_arch(matmul_compiled) 
     r = matmul_compiled.receipt
     assert r["backend"] == "cuda-compile" and r["arch"] == "sm_90" and "-arch=sm_90" in r["flags"]
     assert r["compiler_version"].startswith("nvcc") and r["date"]
+
+
+def test_fp16_example_builds_through_the_compile_backend_with_its_ptxas_report(matmul_fp16_compiled) -> None:
+    ev = matmul_fp16_compiled
+    assert ev.status == NOT_MEASURED, ev.log
+    info = ev.feedback["kernels"]["matmul_kernel"]
+    assert 8 <= info["registers"] <= 255 and info["spill_stores_bytes"] == 0
+    assert info["occupancy"]["threads_per_block"] == 256
+    if "sass" in info:  # cuobjdump installed: the fp16 loads are widened, the products summed in fp32
+        assert info["sass"]["by_category"].get("fp32", 0) > 0
+
+
+def test_fp16_solution_with_the_fp32_launch_signature_fails_to_link(tmp_path: Path, compile_cache: Path) -> None:
+    source = MATMUL_FP16.read_text()
+    fp32 = source.replace("void launch(const __half* const* inputs, __half* output)",
+                          "void launch(const float* const* inputs, float* output)")
+    fp32 = fp32.replace("matmul_kernel<<<grid, block>>>(inputs[0], inputs[1], output, N);",
+                        "(void)inputs; (void)output;")
+    ev = CudaLocalBackend().evaluate(fp32, context(tmp_path, source_path=MATMUL_FP16, baseline=source,
+                                                   settings={"arch": "sm_90", "cache_dir": str(compile_cache)}))
+    assert ev.status == COMPILE_ERROR and "element type" in ev.message, ev.message
 
 
 def test_compile_error_is_reported_with_the_original_line(tmp_path: Path, matmul_source: str, compile_cache: Path) -> None:

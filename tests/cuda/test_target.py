@@ -125,6 +125,23 @@ def test_offline_moves_rewrite_only_the_solution_and_stay_launchable(matmul_sour
     assert any("__restrict__" in m.source for m in moves)
 
 
+def test_offline_moves_apply_to_the_fp16_example() -> None:
+    text = (EXAMPLES / "matmul_fp16.cu").read_text()
+    kernel = CudaTarget().find_kernels(text, "matmul_fp16.cu")[0]
+    moves = CudaTarget().offline_moves(text, kernel)
+    plans = [m.plan for m in moves]
+    assert any("BLOCK from 16 to 8" in p for p in plans) and any("#pragma unroll 4" in m.source for m in moves)
+    restricted = next(m.source for m in moves if "__restrict__" in m.source)
+    assert "const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C" in restricted
+
+
+def test_restrict_move_keeps_a_space_between_the_qualifier_and_the_name() -> None:
+    text = MATMUL.read_text().replace("const float* A, const float* B, float* C", "const float *A, const float *B, float *C")
+    kernel = CudaTarget().find_kernels(text)[0]
+    restricted = next(m.source for m in CudaTarget().offline_moves(text, kernel) if "__restrict__" in m.source)
+    assert "const float * __restrict__ A, const float * __restrict__ B, float * __restrict__ C" in restricted
+
+
 def test_block_size_moves_never_exceed_1024_threads() -> None:
     text = MATMUL.read_text().replace("#define BLOCK 16", "#define BLOCK 32")
     kernel = CudaTarget().find_kernels(text)[0]
@@ -138,7 +155,14 @@ def test_feedback_text_of_a_timed_evaluation_shows_rates_against_peak() -> None:
         "verdict": "faster", "achieved_gflops": 2147.0, "peak_gflops_fp32": 66900.0, "achieved_gbps": 12.6,
         "peak_gbps": 4800.0}, receipt={"device": {"name": "NVIDIA H200"}, "ci": {"low_ms": 0.99, "high_ms": 1.01}})
     text = CudaTarget().feedback_text(ev)
-    assert "NVIDIA H200" in text and "2x" in text and "3.2% of the 66900 peak" in text and "GB/s" in text
+    assert "NVIDIA H200" in text and "2x" in text and "3.2% of the 66900 fp32 FMA peak" in text and "GB/s" in text
+
+
+def test_feedback_text_names_16_bit_buffers_next_to_the_fp32_peak() -> None:
+    ev = Evaluation(status=OK, value=1.0, unit="ms", feedback={
+        "median_ms": 1.0, "achieved_gflops": 2147.0, "peak_gflops_fp32": 66900.0, "element": "fp16"},
+        receipt={"device": {"name": "NVIDIA H200"}, "ci": {}})
+    assert "GFLOP/s on fp16 buffers (3.2% of the 66900 fp32 FMA peak)" in CudaTarget().feedback_text(ev)
 
 
 def test_feedback_text_of_a_compile_only_evaluation_shows_resources() -> None:
