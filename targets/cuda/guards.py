@@ -98,9 +98,9 @@ DEFAULT_FORBIDDEN = ("cublas", "cublaslt", "cudnn", "cufft", "cusparse", "cusolv
 STORAGE: dict[str, str] = {
     # `half` only as a type (`half x`, `half* p`): `int half = n / 2;` is an ordinary variable.
     "fp16": r"\b__half2?\b|(?<![\w.])half2?(?=\s*[*&]*\s*[A-Za-z_]\w*\s*[=;,()\[{])|\b__float2half\w*|"
-    r"\b__float22half2_rn\b|\b__half2float\b|\b__half22float2\b|\b__(?:low|high)2float\b|"
+    r"\b__floats?22?half2_rn\b|\b__half2float\b|\b__half22float2\b|"
     r"#\s*include\s*[<\"]cuda_fp16|\btorch\.(?:half|float16)\b|\.half\s*\(",
-    "bf16": r"\b__nv_bfloat16\w*|\bnv_bfloat162?\b|\b__float2bfloat16\w*|\b__float22bfloat162_rn\b|"
+    "bf16": r"\b__nv_bfloat16\w*|\bnv_bfloat162?\b|\b__float2bfloat16\w*|\b__floats?22?bfloat162_rn\b|"
     r"\b__bfloat162float\b|\b__bfloat1622float2\b|#\s*include\s*[<\"]cuda_bf16|\btorch\.bfloat16\b|\.bfloat16\s*\(",
 }
 ARITHMETIC: dict[str, str] = {
