@@ -30,6 +30,14 @@ def _fmt_ci(ev: Any) -> str:
     return f"{ev.value:.4g} ms [{ci.get('low_ms', 0):.4g}, {ci.get('high_ms', 0):.4g}]"
 
 
+def element_of(path: Path, text: str) -> str:
+    """The buffers' type of a .cu problem (fp32, fp16, bf16), as its harness selects it."""
+    from speedpatch.targets.cuda.problem import split_problem
+
+    layout = split_problem(text, str(path))
+    return layout.element if layout is not None else "?"
+
+
 def compile_table(paths: list[Path], api: Any, config: Any) -> list[dict[str, Any]]:
     rows = []
     for path in paths:
@@ -40,7 +48,8 @@ def compile_table(paths: list[Path], api: Any, config: Any) -> list[dict[str, An
         summary = "; ".join(
             f"{name}: {k['registers']} regs, spills {k['spill_stores_bytes']} B, "
             f"occupancy {k.get('occupancy', {}).get('occupancy', '?')}" for name, k in kernels.items())
-        rows.append({"example": path.name, "status": ev.status, "kernels": summary, "seconds": round(ev.seconds, 1)})
+        rows.append({"example": path.name, "element": element_of(path, text), "status": ev.status, "kernels": summary,
+                     "seconds": round(ev.seconds, 1)})
     return rows
 
 
@@ -55,12 +64,13 @@ def gpu_rows(paths: list[Path], api: Any, config: Any, store_root: Path) -> list
         store = Store(store_root / path.stem)
         record = api.optimize(problem, config, store)
         base, best = record.baseline, record.best
-        row: dict[str, Any] = {"example": path.name, "run": record.status, "message": record.message,
-                               "seconds": round(time.monotonic() - started, 1)}
+        row: dict[str, Any] = {"example": path.name, "element": element_of(path, text), "run": record.status,
+                               "message": record.message, "seconds": round(time.monotonic() - started, 1)}
         if base is not None and base.evaluation is not None:
             row["baseline"] = _fmt_ci(base.evaluation)
-            row["receipt"] = {k: base.evaluation.receipt.get(k) for k in ("device", "compiler_version", "flags",
-                                                                          "trials", "warmups", "statistic", "date")}
+            row["receipt"] = {k: base.evaluation.receipt.get(k) for k in ("device", "compiler_version", "flags", "inputs",
+                                                                          "tolerance", "trials", "warmups", "statistic",
+                                                                          "date")}
         if best is not None and best.evaluation is not None:
             ev = best.evaluation
             row["best"] = _fmt_ci(ev)
