@@ -56,7 +56,7 @@ class Session:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: int | None = None
-        self.fallback_root = Path.cwd()  # serves files when the editor gives no folder
+        self.fallback_root = Path.cwd()  # the first folder at start (or cwd): reopened when none is left
         self.client_settings: dict[str, Any] = {}
         self.folders = Folders()
         self.detector = Detector(find_kernels, find_findings)
