@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,6 @@ def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> subprocess.Co
     groups: dict[str, list[str]] = {}
     for name in CU_EXAMPLES:
         groups.setdefault(example_element(name), []).append(name)
-    runs = []
     for element, names in groups.items():
         parts = ["#define SPEEDPATCH_SPLIT 1"]
         for name in names:
@@ -99,9 +99,14 @@ def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> subprocess.Co
         for name in names:
             parts += [f"namespace example_{Path(name).stem} {{", f'#include "{EXAMPLES / name}"', "}"]
         (out / f"examples_{element}.cu").write_text("\n".join(parts) + "\n")
-        runs.append(subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", f"-I{INCLUDE_DIR}", "-c",
-                                    f"examples_{element}.cu", "-o", f"examples_{element}.o"], cwd=out,
-                                   capture_output=True, text=True, timeout=600))
+
+    def compile_group(element: str) -> subprocess.CompletedProcess:
+        return subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", f"-I{INCLUDE_DIR}", "-c",
+                               f"examples_{element}.cu", "-o", f"examples_{element}.o"], cwd=out,
+                              capture_output=True, text=True, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(compile_group, groups))
     return subprocess.CompletedProcess([nvcc], max(r.returncode for r in runs), "".join(r.stdout for r in runs),
                                        "".join(r.stderr for r in runs))
 

@@ -14,7 +14,7 @@ from speedpatch.targets.cuda.build import kit_units, write_units
 from speedpatch.targets.cuda.problem import split_problem
 from speedpatch.targets.cuda.results import parse_result
 
-pytestmark = pytest.mark.slow  # six g++ builds, shared by the module
+pytestmark = pytest.mark.slow  # six g++ compiles, shared by the module
 
 HOST_CUDA = Path(__file__).parent / "host_cuda"
 ARGS = ["--seeds", "2", "--warmup", "1", "--trials", "3"]
@@ -84,9 +84,6 @@ void launch(const {ctype}* const* in, {ctype}* out) {{
 """
 VARIANTS = ["same", "wrong", "constant", "skips_last", "float_bits", "other_format"]
 
-FP32_SIGNATURE = "void launch(const float* const* in, float* out) {}\n"
-
-
 def _problem(element: str) -> str:
     ctype, _, _, _, rtol = ELEMENTS[element]
     return PROBLEM.format(ctype=ctype, rtol=rtol)
@@ -99,17 +96,16 @@ def _solution(template: str, element: str) -> str:
 
 @pytest.fixture(scope="module")
 def runs(gxx: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """Per element: the multi-behaviour candidate against the right baseline, per variant; and whether a
-    candidate keeping the fp32 `launch` signature links."""
-    flags = [gxx, "-std=c++17", "-O0", "-x", "c++", f"-I{HOST_CUDA}", "-I."]
+    """Per element: the multi-behaviour candidate against the right baseline, per variant. (A solution that
+    keeps the fp32 `launch` signature fails to link: test_nvcc_builds.py checks that through the real build.)"""
+    # -O1: a little more compile time buys much faster runs (every call writes a 64 MB "L2 flush" buffer).
+    flags = [gxx, "-std=c++17", "-O1", "-x", "c++", f"-I{HOST_CUDA}", "-I."]
     roots = {element: tmp_path_factory.mktemp(element) for element in ELEMENTS}
     jobs = []
     for element, root in roots.items():
         right = _problem(element) + _solution(RIGHT, element)
         write_units(kit_units(_problem(element) + _solution(CANDIDATE, element), right, "axpy.cu"), root)
-        (root / "fp32_signature.cu").write_text(kit_units(_problem(element) + FP32_SIGNATURE, right,
-                                                          "axpy.cu").files["candidate.cu"])
-        jobs += [(root, unit) for unit in ("main.cu", "baseline.cu", "candidate.cu", "fp32_signature.cu")]
+        jobs += [(root, unit) for unit in ("main.cu", "baseline.cu", "candidate.cu")]
 
     def compile_unit(job: tuple[Path, str]) -> None:
         root, unit = job
@@ -125,9 +121,6 @@ def runs(gxx: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
                                   env={**os.environ, "SPEEDPATCH_TEST_VARIANT": variant})
             results[f"{element} {variant}"] = parse_result(done.stdout) or {"status": "no result",
                                                                              "output": done.stdout + done.stderr}
-        linked = subprocess.run([gxx, "main.cu.o", "baseline.cu.o", "fp32_signature.cu.o", "-o", "mismatch"],
-                                cwd=root, capture_output=True, text=True)
-        results[f"{element} fp32 signature links"] = {"status": linked.returncode == 0}
     return results
 
 
@@ -145,12 +138,6 @@ def test_wrong_kernels_on_16_bit_buffers_are_incorrect(element: str, variant: st
     r = runs[f"{element} {variant}"]
     assert r["status"] == "incorrect", r
     assert "differ from the reference" in r["message"]
-
-
-@pytest.mark.parametrize("element", list(ELEMENTS))
-def test_solution_keeping_the_fp32_signature_does_not_link_with_a_16_bit_harness(element: str, runs: dict) -> None:
-    # launch's parameter types are part of its linker name: the harness and the solution cannot disagree.
-    assert runs[f"{element} fp32 signature links"]["status"] is False
 
 
 @pytest.mark.parametrize("element", list(ELEMENTS))
