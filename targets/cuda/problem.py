@@ -28,6 +28,7 @@ DIRECTIVE = re.compile(r"^[ \t]*(?://|#)[ \t]*speedpatch:[ \t]*(precision|allow|
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # highest first
 ELEMENT = re.compile(r"^[ \t]*#[ \t]*define[ \t]+SPEEDPATCH_ELEMENT[ \t]+(\w+)", re.MULTILINE)
 ELEMENTS = {"float": "fp32", "__half": "fp16", "__nv_bfloat16": "bf16"}  # C++ type -> element name
+KIT_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]speedpatch_timing\.cuh[>\"]", re.MULTILINE)
 
 KIT = "kit"  # .cu file using speedpatch_timing.cuh
 KERNELBENCH = "kernelbench"  # .py file with Model / ModelNew
@@ -59,7 +60,10 @@ def split_problem(text: str, path: str = "") -> ProblemLayout | None:
     start = match.end() + 1 if match.end() < len(text) else match.end()
     harness = text[:start]
     element = "fp32"
-    if not kernelbench and (chosen := ELEMENT.search(harness)):
+    kit_include = KIT_INCLUDE.search(harness)
+    # Only a #define before the kit header counts: after it, the header has already chosen float.
+    before = harness[: kit_include.start()] if kit_include else harness
+    if not kernelbench and (chosen := ELEMENT.search(before)):
         # A type the kit does not know stays as written: the kit header refuses it with a clear #error.
         element = ELEMENTS.get(chosen.group(1), chosen.group(1))
     # Without a directive the floor is the element's own precision: fp16 buffers allow fp16 arithmetic.

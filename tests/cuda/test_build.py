@@ -55,6 +55,13 @@ def test_element_define_in_a_comment_or_in_the_solution_does_not_count() -> None
     assert layout is not None and (layout.element, layout.precision) == ("fp32", "fp32")
 
 
+def test_element_define_after_the_kit_header_does_not_count() -> None:
+    # The header has chosen float by then; the build says so too (launch with __half does not link).
+    text = _harness().replace("// speedpatch: solution", "#define SPEEDPATCH_ELEMENT __half\n// speedpatch: solution")
+    layout = split_problem(text, "p.cu")
+    assert layout is not None and layout.element == "fp32"
+
+
 def test_unknown_element_type_is_kept_as_written_with_the_fp32_floor() -> None:
     # The kit header refuses it at compile time with an #error naming the three types it supports.
     layout = split_problem(_harness("#define SPEEDPATCH_ELEMENT half"), "p.cu")
