@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from speedpatch.targets.cuda.build import kit_units, write_units
+from speedpatch.targets.cuda.build import INCLUDE_DIR, kit_units, write_units
 from speedpatch.targets.cuda.problem import split_problem
 from speedpatch.targets.cuda.results import parse_result
 
@@ -144,3 +144,12 @@ def test_wrong_kernels_on_16_bit_buffers_are_incorrect(element: str, variant: st
 def test_problem_layout_names_the_element_and_takes_its_precision(element: str) -> None:
     layout = split_problem(_problem(element) + _solution(RIGHT, element), "axpy.cu")
     assert layout is not None and (layout.element, layout.precision) == (element, element)
+
+
+def test_kit_header_refuses_an_element_type_it_does_not_know(gxx: str, tmp_path: Path) -> None:
+    # `half` is cuda_fp16.h's alias of __half, but the kit keys on the three canonical spellings only.
+    (tmp_path / "p.cu").write_text(PROBLEM.format(ctype="half", rtol="1e-2") + "void launch();\n")
+    done = subprocess.run([gxx, "-std=c++17", "-fsyntax-only", "-x", "c++", f"-I{HOST_CUDA}", f"-I{INCLUDE_DIR}",
+                           "p.cu"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "SPEEDPATCH_ELEMENT must be float, __half or __nv_bfloat16" in done.stderr
