@@ -10,7 +10,7 @@ import pytest
 from speedpatch.model import INCORRECT, OK
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 
-from .conftest import EXAMPLES, context, needs_gpu
+from .conftest import EXAMPLES, MATMUL_FP16, context, needs_gpu
 
 pytestmark = [pytest.mark.slow, needs_gpu]
 QUICK = {"trials": 20, "warmup": 2, "seeds": 2}
@@ -41,6 +41,25 @@ def test_kernel_that_skips_part_of_the_output_is_incorrect(tmp_path: Path, matmu
     ev = CudaLocalBackend().evaluate(partial, context(tmp_path, settings={**QUICK, "cache_dir": str(compile_cache)},
                                                       baseline=matmul_source))
     assert ev.status == INCORRECT  # the output starts as NaN: unwritten rows cannot pass
+
+
+def test_fp16_matmul_passes_on_the_device_with_fp16_in_the_receipt(tmp_path: Path, compile_cache: Path) -> None:
+    # The device's __half2float / __float2half and the harness's own host conversions must agree.
+    source = MATMUL_FP16.read_text()
+    slower = source.replace("#define BLOCK 16", "#define BLOCK 8")
+    ev = CudaLocalBackend().evaluate(slower, context(tmp_path, source_path=MATMUL_FP16, baseline=source,
+                                                     settings={**QUICK, "cache_dir": str(compile_cache)}))
+    assert ev.status == OK, ev.message + ev.log
+    assert (ev.receipt["inputs"]["element"], ev.receipt["inputs"]["element_bytes"]) == ("fp16", 2)
+
+
+def test_fp16_kernel_writing_fp32_results_into_half_buffers_is_incorrect(tmp_path: Path, compile_cache: Path) -> None:
+    source = MATMUL_FP16.read_text()
+    wrong = source.replace("C[row * n + col] = __float2half(acc);",
+                           "if (row * n + col < n * n / 2) reinterpret_cast<float*>(C)[row * n + col] = acc;")
+    ev = CudaLocalBackend().evaluate(wrong, context(tmp_path, source_path=MATMUL_FP16, baseline=source,
+                                                    settings={**QUICK, "cache_dir": str(compile_cache)}))
+    assert ev.status == INCORRECT and "differ from the reference" in ev.message
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
