@@ -17,41 +17,15 @@ from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
 
 from .conftest import context
+from .hostcode import HOST_CUDA, PROBLEM, RIGHT, WRONG
 
 pytestmark = pytest.mark.slow  # several g++ builds
 
-HOST_CUDA = Path(__file__).parent / "host_cuda"
-
-PROBLEM = """// speedpatch: precision fp32
-#include "speedpatch_timing.cuh"
-constexpr int N = 2048;
-
-static void reference(const float* const* in, float* out) {
-  for (int i = 0; i < N; ++i) out[i] = in[0][i] * in[1][i] + 1.0f;
-}
-
-static spd::Spec problem() {
-  spd::Spec s;
-  s.name = "fma";
-  s.inputs = {{"x", N}, {"y", N}};
-  s.output_count = N;
-  s.reference = reference;
-  s.flops = 2.0 * N;
-  s.bytes = 12.0 * N;
-  s.shapes = "x 2048, y 2048";
-  return s;
-}
-
-// speedpatch: solution
-"""
-BASELINE = PROBLEM + "void launch(const float* const* in, float* out) {\n" \
-                     "  for (int i = 0; i < N; ++i) out[i] = in[0][i] * in[1][i] + 1.0f;\n}\n"
+BASELINE = PROBLEM + RIGHT
 UNROLLED = PROBLEM + "void launch(const float* const* in, float* out) {\n" \
                      "  for (int i = 0; i < N; i += 2) {\n" \
-                     "    out[i] = in[0][i] * in[1][i] + 1.0f;\n" \
-                     "    out[i + 1] = in[0][i + 1] * in[1][i + 1] + 1.0f;\n  }\n}\n"
-WRONG = PROBLEM + "void launch(const float* const* in, float* out) {\n" \
-                  "  for (int i = 0; i < N; ++i) out[i] = in[0][i] * in[1][i] + 1.5f;\n}\n"
+                     "    out[i] = 2.0f * in[0][i] + in[1][i];\n" \
+                     "    out[i + 1] = 2.0f * in[0][i + 1] + in[1][i + 1];\n  }\n}\n"
 QUICK = {"trials": 6, "warmup": 1, "seeds": 2}
 
 # nvcc's command line as the backends write it, handed to g++: sources compiled as C++ against the host
@@ -62,7 +36,7 @@ args = sys.argv[1:]
 if args == ["--version"]:
     print("Cuda compilation tools, release 13.0, V13.0.48 (host stand-in: g++)")
     sys.exit(0)
-out, keep, i = [], [], 0
+keep, i = [], 0
 while i < len(args):
     a = args[i]
     if a == "-Xptxas":
@@ -107,7 +81,7 @@ def test_cuda_local_times_a_correct_candidate_and_writes_a_full_receipt(tmp_path
     r = ev.receipt
     assert r["backend"] == "cuda-local" and r["compiler_version"] == "nvcc 13.0.48"
     assert (r["trials"], r["warmups"], r["inputs"]["seeds"]) == (6, 1, 2)
-    assert r["inputs"]["problem"] == "fma" and r["inputs"]["shapes"] == "x 2048, y 2048"
+    assert r["inputs"]["problem"] == "axpy" and r["inputs"]["shapes"] == "x 4096, y 4096"
     assert r["device"]["name"] == "Host stand-in" and r["device"]["l2_bytes"] == 1 << 20
     assert r["ci"]["low_ms"] <= ev.value <= r["ci"]["high_ms"]
     assert "L2 flushed before every trial" in r["statistic"]
@@ -119,7 +93,7 @@ def test_cuda_local_times_a_correct_candidate_and_writes_a_full_receipt(tmp_path
 
 def test_cuda_local_reports_a_wrong_candidate_as_incorrect_with_the_harness_message(tmp_path: Path, fake_nvcc: str,
                                                                                   cache: str) -> None:
-    ev = CudaLocalBackend().evaluate(WRONG, context(tmp_path, settings={**QUICK, "nvcc": fake_nvcc,
+    ev = CudaLocalBackend().evaluate(PROBLEM + WRONG, context(tmp_path, settings={**QUICK, "nvcc": fake_nvcc,
                                                                          "cache_dir": cache}, baseline=BASELINE))
     assert ev.status == INCORRECT
     assert "candidate is wrong on seed 0" in ev.message and "differ from the reference" in ev.message

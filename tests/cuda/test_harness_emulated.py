@@ -7,42 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from speedpatch.targets.cuda.build import kit_units, write_units
 from speedpatch.targets.cuda.results import parse_result
 
+from .hostcode import HOST_CUDA, PROBLEM, RIGHT, WRONG
+
 pytestmark = pytest.mark.slow  # a few g++ builds, shared by the module
 
-HOST_CUDA = Path(__file__).parent / "host_cuda"
 ARGS = ["--seeds", "2", "--warmup", "1", "--trials", "5"]
 
-PROBLEM = """// speedpatch: precision fp32
-#include "speedpatch_timing.cuh"
-constexpr int N = 4096;
-
-static void reference(const float* const* in, float* out) {
-  for (int i = 0; i < N; ++i) out[i] = 2.0f * in[0][i] + in[1][i];
-}
-
-static spd::Spec problem() {
-  spd::Spec s;
-  s.name = "axpy";
-  s.inputs = {{"x", N}, {"y", N}};
-  s.output_count = N;
-  s.reference = reference;
-  s.flops = 2.0 * N;
-  s.bytes = 12.0 * N;
-  s.shapes = "x 4096, y 4096";
-  return s;
-}
-
-// speedpatch: solution
-"""
-
-RIGHT = "void launch(const float* const* in, float* out) {\n  for (int i = 0; i < N; ++i) out[i] = 2.0f * in[0][i] + in[1][i];\n}\n"
-WRONG = RIGHT.replace("2.0f *", "3.0f *")
 
 # One candidate unit holding every behaviour, chosen at run time by SPEEDPATCH_TEST_VARIANT, so that the
 # module needs four g++ compiles instead of one build per behaviour.
