@@ -6,7 +6,7 @@ from lsprotocol import types
 
 from .diagnostics import READY, SOURCE
 from .formatting import speedup_text
-from .lenses import APPLY, CANCEL, OPTIMIZE, RESUME, SHOW_DIFF, optimize_title
+from .lenses import APPLY, CANCEL, OPTIMIZE, RESUMABLE, RESUME, SHOW_DIFF, optimize_title
 from .views import FRESH, KernelView
 
 KIND = types.CodeActionKind.RefactorRewrite
@@ -37,7 +37,7 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
         _action(f"Optimize {name} (quick)", OPTIMIZE, [{**target, "quick": True}]),
     ]
     record = view.record
-    if record is not None and record.status in ("interrupted", "cancelled") and view.freshness == FRESH:
+    if record is not None and record.status in RESUMABLE and view.freshness == FRESH:
         # the stored run continues where it stopped: stored LLM replies and evaluations are reused
         out.append(_action(f"Resume optimization of {name} ({record.status})", RESUME, [{"runId": record.run_id}]))
     if record is not None and view.has_winner and view.freshness == FRESH:

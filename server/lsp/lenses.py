@@ -10,6 +10,8 @@ from .runs import QUEUED, Job
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, STALE, KernelView
 
+RESUMABLE = ("interrupted", "cancelled")  # stored runs that speedpatch.resume continues in place
+
 OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME = (
     "speedpatch.optimize",
     "speedpatch.cancel",
@@ -75,7 +77,12 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
             _lens(line, f"Apply ({speedup_text(record.speedup)} faster)", APPLY, [run]),
         ]
     why = _short(record.message or record.status)
-    return [_lens(line, f"speedpatch: no faster version found ({why})"), optimize]
+    # a run stopped before its baseline was measured (e.g. queued when the server stopped) found nothing
+    # yet: say what happened to it rather than "no faster version found"
+    title = f"speedpatch: {why}" if record.baseline is None else f"speedpatch: no faster version found ({why})"
+    if record.status in RESUMABLE and view.freshness == FRESH:
+        return [_lens(line, title), _lens(line, "Resume", RESUME, [run]), optimize]
+    return [_lens(line, title), optimize]
 
 
 def _short(text: str, limit: int = 90) -> str:

@@ -4,6 +4,11 @@ The engine call (speedpatch.api.optimize) blocks for minutes; it runs here, neve
 and candidates are evaluated in subprocesses by the backends, so the server keeps answering. Every engine
 Event updates the job's live state and is handed to a listener (the session), which turns it into LSP
 progress, speedpatch/runUpdate and refreshes. Nothing here knows LSP.
+
+A new search is written to its folder's store as "queued" the moment it is submitted, so a search the user
+asked for outlives this process: if the server stops before its turn, the store shows it as interrupted
+("queued when the server stopped") and Resume runs it from the start. Cancelling a queued search ends it
+at once, stored as cancelled.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
 from speedpatch.model import Problem
+from speedpatch.store.records import CANCELLED
 
 from .engine import api
 
@@ -129,7 +135,13 @@ class RunManager:
         self._worker.start()
 
     def submit(self, job: Job) -> int:
-        """Queue a job; returns how many jobs are ahead of it."""
+        """Queue a job; returns how many jobs are ahead of it. A new search is stored as queued first (a
+        resumed one is already stored, as interrupted or cancelled, and stays so until it starts)."""
+        if not job.resume:
+            try:
+                job.store.queue_run(job.run_id, job.problem, job.iterations, job.config.to_dict())
+            except Exception as exc:  # a full disk or a locked store: say so now, not when its turn comes
+                raise UserError(f"cannot record the run in {job.store.path}: {exc}") from exc
         with self._lock:
             ahead = len(self._jobs)
             self._jobs[job.run_id] = job
@@ -137,12 +149,29 @@ class RunManager:
         return ahead
 
     def cancel(self, run_id: str) -> bool:
+        """Cancel a queued or running job. A running one stops at the engine's next check (the engine
+        stores it as cancelled); a queued one ends now and the worker skips it when its turn comes."""
         with self._lock:
             job = self._jobs.get(run_id)
-        if job is None:
-            return False
-        job.cancel.set()
+            if job is None:
+                return False
+            job.cancel.set()
+            unstarted = job.state == QUEUED
+            if unstarted:
+                del self._jobs[run_id]
+        if unstarted:
+            self._end_unstarted(job)
         return True
+
+    def _end_unstarted(self, job: Job) -> None:
+        job.status, job.message = CANCELLED, "cancelled before it started"
+        if not job.resume:  # a resumed run was never marked queued: it stays as it was stored
+            try:
+                job.store.set_status(job.run_id, CANCELLED, job.message)
+            except Exception:
+                log.exception("storing the cancel of run %s failed", job.run_id)
+        job.state = DONE
+        self._safe_notify(job, None)
 
     def active(self) -> list[Job]:
         with self._lock:
@@ -161,7 +190,12 @@ class RunManager:
             return list(self._jobs).index(run_id) if run_id in self._jobs else -1
 
     def shutdown(self) -> None:
-        for job in self.active():
+        """The running search is cancelled (stored as cancelled, resumable). Queued ones are left as
+        stored: once this process has exited they read as interrupted, ready to be resumed."""
+        with self._lock:
+            running = {run_id: job for run_id, job in self._jobs.items() if job.state == RUNNING}
+            self._jobs = running  # the worker skips the others
+        for job in running.values():
             job.cancel.set()
         self._queue.put(None)
 
@@ -173,6 +207,10 @@ class RunManager:
             job = self._queue.get()
             if job is None:
                 return
+            with self._lock:
+                if self._jobs.get(job.run_id) is not job:
+                    continue  # cancelled (and ended) while it waited, or dropped at shutdown
+                job.state = RUNNING
             try:
                 self._run(job)
             except Exception:  # the worker must survive anything one job does
@@ -184,10 +222,7 @@ class RunManager:
                 self._safe_notify(job, None)
 
     def _run(self, job: Job) -> None:
-        if job.cancel.is_set():
-            job.status, job.message = "cancelled", "cancelled before it started"
-            return
-        job.state, job.status = RUNNING, "running"
+        job.status = "running"
         self._safe_notify(job, None)
 
         def on_event(event: ev.Event) -> None:

@@ -36,12 +36,11 @@ from .engine import api, find_findings, find_kernels, warm_up
 from .folders import Folder, Folders, config_error_messages, initial_roots
 from .formatting import speedup_text
 from .index import norm_path
+from .lenses import RESUMABLE
 from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
 from .runs import DONE, Job, RunManager
 from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, verification_for
-
-RESUMABLE = ("interrupted", "cancelled")
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +101,7 @@ class Session:
                 self.watcher.unwatch(folder)
             for job in self.runs.active() if self.runs else []:
                 if job.folder == str(folder.root):
-                    job.cancel.set()
+                    self.runs.cancel(job.run_id)
         opened = []
         for new in added:
             root = to_fs_path(new.uri)
@@ -391,7 +390,7 @@ class Session:
         assert self.runs is not None
         for job in self.runs.active():
             if job.token and job.token == token:
-                job.cancel.set()
+                self.runs.cancel(job.run_id)
 
     def _on_job(self, job: Job, event: ev.Event | None) -> None:
         """Called on the run worker thread after every change of a job."""

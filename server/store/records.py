@@ -8,6 +8,9 @@ from typing import Any
 from speedpatch.model import Candidate, Problem, speedup
 
 RUNNING, FINISHED, CANCELLED, FAILED, INTERRUPTED = "running", "finished", "cancelled", "failed", "interrupted"
+# waiting for its turn in the process that will drive it (the language server's queue); like RUNNING, it
+# reads as INTERRUPTED once that process is gone
+QUEUED = "queued"
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.model import Candidate, Evaluation, Problem
-from speedpatch.store.records import INTERRUPTED, RUNNING, RunRecord
+from speedpatch.store.records import INTERRUPTED, QUEUED, RUNNING, RunRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -131,17 +131,34 @@ class Store:
 
     # runs ----------------------------------------------------------------------------------------
     def create_run(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any]) -> None:
+        """Record a run this process starts driving now. A placeholder that this process queued under the
+        same id (queue_run) becomes the run; any other run with that id is an error."""
+        self._insert(run_id, problem, iterations, config, RUNNING)
+
+    def queue_run(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any]) -> None:
+        """Record a run that waits for its turn in this process, so that it is not lost if the process
+        stops before it starts: it then reads as interrupted and resumes from the start."""
+        self._insert(run_id, problem, iterations, config, QUEUED)
+
+    def _insert(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any], status: str) -> None:
         stamp = now()
         with self._tx() as db:
-            db.execute(
+            written = db.execute(
                 "INSERT INTO runs (id, created, updated, path, kernel, target, backend, status, iterations,"
-                " problem, config, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " problem, config, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(id) DO UPDATE SET updated=excluded.updated, path=excluded.path,"
+                " kernel=excluded.kernel, target=excluded.target, backend=excluded.backend,"
+                " status=excluded.status, message='', iterations=excluded.iterations, problem=excluded.problem,"
+                " config=excluded.config"
+                " WHERE runs.status=? AND runs.pid=excluded.pid AND runs.host=excluded.host",
                 (
                     run_id, stamp, stamp, problem.path, problem.kernel.name, problem.target, problem.backend,
-                    RUNNING, iterations, json.dumps(problem.to_dict()), json.dumps(config), os.getpid(),
-                    os.uname().nodename,
+                    status, iterations, json.dumps(problem.to_dict()), json.dumps(config), os.getpid(),
+                    os.uname().nodename, QUEUED,
                 ),
-            )
+            ).rowcount
+            if written != 1:  # the id is taken by a run that is not our own queued placeholder
+                raise sqlite3.IntegrityError(f"UNIQUE constraint failed: runs.id (run {run_id} exists)")
 
     def claim(self, run_id: str) -> None:
         """This process now drives the run (resume)."""
@@ -169,7 +186,10 @@ class Store:
     def _record(self, row: sqlite3.Row) -> RunRecord:
         run_id = row["id"]
         status = row["status"]
-        if status == RUNNING and not _pid_alive(row["pid"], row["host"]):
+        message = row["message"]
+        if status in (RUNNING, QUEUED) and not _pid_alive(row["pid"], row["host"]):
+            if status == QUEUED:
+                message = f"queued when the server stopped; resume it to run: speedpatch resume {run_id}"
             status = INTERRUPTED
         baseline = self.get_candidate(run_id, row["baseline_id"]) if row["baseline_id"] else None
         best = self.get_candidate(run_id, row["best_id"]) if row["best_id"] else None
@@ -184,7 +204,6 @@ class Store:
             " WHERE run_id=? AND status IS NOT NULL",
             (run_id,),
         ).fetchone()
-        message = row["message"]
         if status == INTERRUPTED and not message:
             message = f"interrupted (its process is gone); continue it with: speedpatch resume {run_id}"
         return RunRecord(

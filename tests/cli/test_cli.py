@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 
 from speedpatch.store import Store
-from support.toys import cli, cli_env, write_toy
+from support.toys import cli, cli_env, toy_config, toy_problem, write_toy
 
 
 def run(tmp_path, *args, **kw):
@@ -133,6 +134,25 @@ def test_ctrl_c_cancels_and_keeps_the_best_so_far(tmp_path):
     data = json.loads(stdout)
     assert data["status"] == "cancelled"
     assert data["speedup"] > 1
+
+
+def test_resume_runs_a_search_that_was_queued_when_its_server_stopped(tmp_path):
+    """The language server stores a search as queued when it is asked for; if the server dies before the
+    search's turn, `speedpatch resume` runs it from the start (baseline first)."""
+    config = toy_config(tmp_path, search={"iterations": 1}, offline=True)
+    problem = toy_problem(tmp_path, config)
+    queue = (
+        "import json, sys\nfrom speedpatch.model import Problem\nfrom speedpatch.store import Store\n"
+        "Store(sys.argv[1]).queue_run('queued1', Problem.from_dict(json.loads(sys.argv[2])), 1, json.loads(sys.argv[3]))"
+    )
+    subprocess.run([sys.executable, "-c", queue, str(tmp_path), json.dumps(problem.to_dict()),
+                    json.dumps(config.to_dict())], env=cli_env(), check=True, timeout=60)
+    assert Store(tmp_path).get_run("queued1").status == "interrupted"  # its process is gone
+    proc = run(tmp_path, "resume", "queued1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "finished" and data["speedup"] > 1
+    assert data["baseline"] == {"value": 174.0, "unit": "lines"}
 
 
 def _has_winner(workspace) -> bool:

@@ -229,3 +229,56 @@ def test_a_store_written_before_runs_kept_their_search_time_is_upgraded_in_place
     assert store.get_run("old1").seconds == 0.0
     store.update_run("old1", seconds=12.5)
     assert Store(tmp_path).get_run("old1").seconds == 12.5
+
+
+def test_a_queued_run_of_a_live_process_reads_as_queued(tmp_path):
+    store = Store(tmp_path)
+    store.queue_run("run-q", problem(), 2, {"search": {"beam": 1}})  # this test process is alive
+    record = Store(tmp_path).get_run("run-q")
+    assert (record.status, record.iterations, record.config) == ("queued", 2, {"search": {"beam": 1}})
+    assert record.baseline is None
+
+
+def test_a_queued_run_whose_process_is_gone_reads_as_interrupted_with_the_queued_hint(tmp_path):
+    store = in_dead_process(tmp_path, 'store.queue_run("run-q", problem, 2, {})')
+    record = store.get_run("run-q")
+    assert record.status == "interrupted"
+    assert record.message == "queued when the server stopped; resume it to run: speedpatch resume run-q"
+
+
+def test_starting_a_run_this_process_queued_turns_the_placeholder_into_the_run(tmp_path):
+    store = Store(tmp_path)
+    store.queue_run("run-q", problem(), 2, {"search": {"beam": 1}})
+    created = store.get_run("run-q").created
+    store.create_run("run-q", problem(), 3, {"search": {"beam": 2}})
+    record = store.get_run("run-q")
+    assert (record.status, record.iterations, record.config) == ("running", 3, {"search": {"beam": 2}})
+    assert record.created == created
+    assert [r.run_id for r in store.list_runs()] == ["run-q"]
+
+
+def test_create_run_refuses_an_id_taken_by_a_run_that_is_not_queued(tmp_path):
+    import sqlite3
+
+    store = Store(tmp_path)
+    store.create_run("run1", problem(), 2, {})
+    store.set_status("run1", "cancelled", "cancelled by the user")
+    with pytest.raises(sqlite3.IntegrityError, match="run1"):
+        store.create_run("run1", problem(), 2, {})
+    assert store.get_run("run1").status == "cancelled"
+
+
+def test_create_run_refuses_a_run_queued_by_another_process(tmp_path):
+    import sqlite3
+
+    store = in_dead_process(tmp_path, 'store.queue_run("run-q", problem, 2, {})')
+    with pytest.raises(sqlite3.IntegrityError, match="run-q"):
+        store.create_run("run-q", problem(), 2, {})
+
+
+def test_a_cancelled_queued_run_keeps_its_cancel_after_its_process_is_gone(tmp_path):
+    store = in_dead_process(
+        tmp_path, 'store.queue_run("run-q", problem, 2, {})\nstore.set_status("run-q", "cancelled", "cancelled before it started")'
+    )
+    record = store.get_run("run-q")
+    assert (record.status, record.message) == ("cancelled", "cancelled before it started")

@@ -255,6 +255,15 @@ async def stop_editor(editor: Editor) -> None:
     await editor.client.stop()
 
 
+async def kill_server(editor: Editor) -> None:
+    """SIGKILL the server process, as a crash or a killed editor would: no shutdown, nothing cleaned up."""
+    server = editor.client._server
+    assert server is not None
+    server.kill()
+    await server.wait()
+    await editor.client.stop()
+
+
 OFFLINE = {"offline": True, "search": {"iterations": 2, "beam": 1, "plans": 4, "codes": 1}}
 
 
