@@ -3,11 +3,14 @@
 // leaving a screenshot and the page text in $E2E_ARTIFACTS.
 //
 // Scenarios: activate, optimize, crash (the server is killed and must come back), missing (the interpreter
-// lacks the Python package: the install prompt must show).
+// lacks the Python package: the install prompt must show), multiroot (a .code-workspace with several folders:
+// optimize a kernel of one of them; the Runs view labels the run with that folder).
 // Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
 // name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
 // CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000), E2E_SECRET (an API key
-// to set in the "activate" scenario), E2E_PID_FILE (pids of the Python processes, "crash" scenario).
+// to set in the "activate" scenario), E2E_PID_FILE (pids of the Python processes, "crash" scenario),
+// E2E_WORKSPACE (a .code-workspace file to open instead of E2E_FOLDER), E2E_RUN_FOLDER (the workspace folder
+// holding E2E_FILE, "multiroot" scenario).
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,6 +28,7 @@ const FOLDER = env('E2E_FOLDER');
 const FILE = env('E2E_FILE');
 const SCENARIO = env('E2E_SCENARIO');
 const ARTIFACTS = env('E2E_ARTIFACTS');
+const WORKSPACE = process.env.E2E_WORKSPACE;
 const SEARCH_TIMEOUT = Number(process.env.E2E_TIMEOUT_MS ?? 180000);
 // Waits on the extension host and the Python server starting: on a loaded 2-core CI machine the extension
 // host alone was seen to take ~55 s to start, so these get generous room.
@@ -100,6 +104,21 @@ async function openFile(page, name) {
   await row.click();
   await page.locator('.tab.active', { hasText: exact }).first().waitFor({ timeout: 15000 });
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: 15000 });
+}
+
+/** In a multi-root workspace the Explorer shows each workspace folder as a root row: expands the one named
+ * `name` (clicking an expanded root would collapse it, so its state is read first). */
+async function expandRoot(page, name) {
+  step(`expand workspace folder ${name}`);
+  const exact = new RegExp(`^${escapeRegExp(name)}$`, 'i');
+  const row = page.locator('.explorer-folders-view .monaco-list-row[aria-level="1"]', { hasText: exact }).first();
+  await row.waitFor({ state: 'visible', timeout: 30000 });
+  const deadline = Date.now() + 30000;
+  while ((await row.getAttribute('aria-expanded')) !== 'true') {
+    if (Date.now() > deadline) throw new Error(`the workspace folder ${name} did not expand in the Explorer`);
+    await row.click();
+    await page.waitForTimeout(500);
+  }
 }
 
 /** Clicks the code lens whose text matches `pattern` (each lens command is an <a> in the decoration). */
@@ -242,7 +261,33 @@ async function scenarioMissingPackage(page) {
   step('the prompt offers to install the bundled package');
 }
 
-const SCENARIOS = { activate: scenarioActivate, optimize: scenarioOptimize, crash: scenarioCrash, missing: scenarioMissingPackage };
+async function scenarioMultiRoot(page) {
+  const folder = env('E2E_RUN_FOLDER');
+  await expandRoot(page, folder);
+  await openFile(page, FILE);
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens');
+  await palette(page, 'speedpatch: Optimize kernel at cursor');
+  const done = await waitForText(
+    page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens', /no faster version found|cannot optimize/,
+  );
+  step(`lens after the search: ${done}`);
+  // Several folders are open: the run's row names the folder it belongs to (" · <folder>" in its description).
+  await palette(page, 'speedpatch: Show runs');
+  const labelled = new RegExp(`\\d+\\.\\d+x .* · ${escapeRegExp(folder)}$`);
+  const row = await waitForText(
+    page, '.pane-body .monaco-list-row .label-description', labelled, 15000, `the run labelled "${folder}" in the Runs view`,
+  );
+  step(`runs view: ${row}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'runs.png') });
+}
+
+const SCENARIOS = {
+  activate: scenarioActivate,
+  optimize: scenarioOptimize,
+  crash: scenarioCrash,
+  missing: scenarioMissingPackage,
+  multiroot: scenarioMultiRoot,
+};
 
 async function main() {
   const scenario = SCENARIOS[SCENARIO];
@@ -266,8 +311,9 @@ async function main() {
   page.on('console', (msg) => consoleLines.push(`${msg.type()}: ${msg.text()}`));
   let failure;
   try {
-    step(`open ${URL} on ${FOLDER}`);
-    await page.goto(`${URL}/?folder=${encodeURIComponent(FOLDER)}`);
+    step(`open ${URL} on ${WORKSPACE ?? FOLDER}`);
+    const opened = WORKSPACE ? `workspace=${encodeURIComponent(WORKSPACE)}` : `folder=${encodeURIComponent(FOLDER)}`;
+    await page.goto(`${URL}/?${opened}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: STARTUP_TIMEOUT });
     step('workbench rendered');
     await scenario(page);

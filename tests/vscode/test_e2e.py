@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from speedpatch.store import Store
 from vscode_session import VSCode
 from vscode_tools import ROOT, build_vsix, require_vscode
 
@@ -129,3 +130,26 @@ def test_an_interpreter_without_the_package_gets_the_install_prompt(vscode: VSCo
     settings = editor_settings(**{"speedpatch.pythonPath": str(bare / "bin" / "python")})
     workspace = vscode.workspace("ws-missing", [source], settings)
     _run(vscode, "missing", workspace, DEMO_FILE, timeout=240)
+
+
+def test_a_multi_root_workspace_runs_a_kernel_in_its_own_folder(vscode: VSCode) -> None:
+    """A .code-workspace with two folders, each with its own speedpatch.toml: optimizing the kernel of the
+    second folder uses that folder's configuration and run store, and the Runs view names the folder."""
+    other = DEMO / "conv_14x14_256.c"
+    for source in (DEMO / DEMO_FILE, other):
+        if not source.exists():
+            pytest.skip(f"{source} is missing")
+    file = vscode.multi_root_workspace(
+        "ws-multi",
+        {
+            "alpha": ([other], "offline = true\n\n[search]\niterations = 3\n"),
+            "beta": ([DEMO / DEMO_FILE], "offline = true\n\n[search]\niterations = 1\nbeam = 1\nplans = 2\ncodes = 1\n"),
+        },
+        editor_settings(),  # no search settings: those would override both folders' speedpatch.toml
+    )
+    _run(vscode, "multiroot", file.parent, DEMO_FILE, timeout=SEARCH_SECONDS, E2E_WORKSPACE=str(file),
+         E2E_RUN_FOLDER="beta")
+    runs = Store(file.parent / "beta").list_runs()
+    # one iteration: beta's speedpatch.toml, not alpha's (3)
+    assert [(r.kernel, r.iterations, r.status) for r in runs] == [("matmul_kernel", 1, "finished")]
+    assert Store(file.parent / "alpha").list_runs() == []

@@ -159,6 +159,23 @@ class VSCode:
         (ws / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2))
         return ws
 
+    def multi_root_workspace(
+        self, name: str, folders: dict[str, tuple[list[Path], str]], settings: dict[str, object]
+    ) -> Path:
+        """A multi-root workspace: under <name>/, one folder per entry of `folders` (folder name ->
+        (sources to copy, its speedpatch.toml)), and <name>/<name>.code-workspace listing them in that
+        order with `settings` as its workspace settings (a multi-root workspace keeps them there)."""
+        ws = self.folder / name
+        for folder, (sources, toml) in folders.items():
+            root = ws / folder
+            root.mkdir(parents=True)
+            for source in sources:
+                shutil.copy2(source, root / source.name)
+            (root / "speedpatch.toml").write_text(toml)
+        file = ws / f"{name}.code-workspace"
+        file.write_text(json.dumps({"folders": [{"path": f} for f in folders], "settings": settings}, indent=2))
+        return file
+
     def drive(
         self, scenario: str, workspace: Path, file: str, timeout: float, **extra: str
     ) -> subprocess.CompletedProcess[str]:
