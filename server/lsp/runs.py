@@ -25,7 +25,8 @@ from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
 from speedpatch.model import Problem
-from speedpatch.store.records import CANCELLED
+from speedpatch.store import records
+from speedpatch.store.records import CANCELLED, FAILED
 
 from .engine import api
 
@@ -164,12 +165,13 @@ class RunManager:
         return True
 
     def _end_unstarted(self, job: Job) -> None:
-        job.status, job.message = CANCELLED, "cancelled before it started"
+        message = "cancelled before it started"
         if not job.resume:  # a resumed run was never marked queued: it stays as it was stored
             try:
-                job.store.set_status(job.run_id, CANCELLED, job.message)
+                job.store.set_status(job.run_id, CANCELLED, message)
             except Exception:
                 log.exception("storing the cancel of run %s failed", job.run_id)
+        job.status, job.message = CANCELLED, message
         job.state = DONE
         self._safe_notify(job, None)
 
@@ -240,10 +242,23 @@ class RunManager:
             job.message = record.message or job.message
             job.speedup = record.speedup
         except UserError as exc:
-            job.status, job.message = "failed", str(exc)
+            self._fail(job, str(exc))
         except Exception as exc:
             log.exception("run %s failed", job.run_id)
-            job.status, job.message = "failed", f"{type(exc).__name__}: {exc}"
+            self._fail(job, f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _fail(job: Job, message: str) -> None:
+        """If the engine failed before it took the run over (a bad menu, an unusable backend), the queued
+        placeholder must not stay queued (it would come back as "queued when the server stopped"). Stored
+        first, so whoever sees the job failed finds the store saying so too."""
+        if not job.resume:  # a resumed run keeps what the store says (the engine records its own failures)
+            try:
+                if job.store.get_run(job.run_id).status == records.QUEUED:
+                    job.store.set_status(job.run_id, FAILED, message)
+            except Exception:
+                log.exception("storing the failure of run %s failed", job.run_id)
+        job.status, job.message = FAILED, message
 
     def _safe_notify(self, job: Job, event: ev.Event | None) -> None:
         try:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lsp_editor import OFFLINE, Editor, action_parts, kill_server, server_env, slow_toy, toy_file
+from lsp_editor import OFFLINE, Editor, action_parts, kill_server, server_env, slow_toy, stop_editor, toy_file
 from speedpatch.store import Store
 
 OWN_SERVER = pytest.mark.asyncio(loop_scope="function")
@@ -56,6 +56,21 @@ async def test_runs_queued_when_the_server_was_killed_are_listed_as_resumable(st
         assert runs[run_id]["message"] == f"{QUEUED_HINT}: speedpatch resume {run_id}"
     # the search that was running is not restarted on its own (it may be what killed the server)
     assert runs[slow_id]["status"] == "interrupted" and QUEUED_HINT not in runs[slow_id]["message"]
+
+
+@pytest.mark.slow
+@OWN_SERVER
+async def test_a_clean_shutdown_keeps_queued_runs_resumable_and_cancels_the_running_one(start_editor, toy_workspace):
+    first = await start_editor(toy_workspace, SEARCH)
+    slow_id, queued = await queue_behind_a_slow_run(first, toy_workspace)
+    await stop_editor(first)  # the editor closes: shutdown, exit
+    assert first.client._server is not None and first.client._server.returncode is not None
+    editor = await start_editor(toy_workspace, SEARCH)
+    runs = {r["runId"]: r for r in await editor.request("speedpatch/runs", {})}
+    assert [runs[run_id]["message"] for run_id in queued] == [
+        f"{QUEUED_HINT}: speedpatch resume {run_id}" for run_id in queued
+    ]
+    assert runs[slow_id]["status"] == "cancelled"
 
 
 @pytest.mark.slow
@@ -114,3 +129,15 @@ async def test_the_cli_refuses_to_resume_a_run_still_queued_in_a_live_server(sta
     cli = [sys.executable, "-m", "speedpatch.cli.main", "--workspace", str(toy_workspace), "resume", queued[0]]
     done = subprocess.run(cli, env=server_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and f"run {queued[0]} is still queued in another process" in done.stderr
+
+
+@OWN_SERVER
+async def test_a_queued_run_that_fails_before_it_starts_is_stored_as_failed(start_editor, toy_workspace):
+    (toy_workspace / "speedpatch.toml").write_text('[menus]\ntoy = "no-such-menu.toml"\n')
+    editor = await start_editor(toy_workspace, SEARCH)
+    uri = editor.open(toy_workspace / "sum.toy")
+    run_id = (await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"}))["runId"]
+    summary = await editor.run_end(run_id)
+    assert summary["status"] == "failed" and "no-such-menu.toml" in summary["message"]
+    stored = Store(toy_workspace).get_run(run_id)
+    assert stored.status == "failed" and "no-such-menu.toml" in stored.message  # not left "queued"
