@@ -237,12 +237,6 @@ def read_stats(stats_path: Path) -> dict[str, Any] | None:
         return None
 
 
-def utilization(stats: dict[str, Any], cycles: float) -> float:
-    """Fraction of the array's peak used over `cycles`: MACs / (DIM*DIM) / cycles."""
-    dim = int(stats.get("dim", 16))
-    return float(stats.get("macs", 0)) / (dim * dim) / cycles if cycles > 0 else 0.0
-
-
 # ---- Spike: the same model as a Spike extension, the program as a bare-metal RISC-V ELF --------------
 
 SPIKE_DIR = HERE / "spike"  # the extension wrapper, start.S, htif.c, link.ld
