@@ -12,6 +12,7 @@ export type RunsNode = { kind: 'run'; run: RunSummary } | { kind: 'candidate'; r
 
 function statusIcon(status: string): vscode.ThemeIcon {
   const icons: Record<string, string> = {
+    queued: 'watch',
     running: 'sync~spin',
     finished: 'pass',
     cancelled: 'circle-slash',
