@@ -53,6 +53,18 @@ def _char_offsets(data: bytes, text: str):
     return convert
 
 
+def _parse(text: str):
+    """(tree, byte->character offset function) of a C source, or None when it is not parseable text."""
+    if not looks_like_text(text):
+        return None
+    try:
+        data = text.encode("utf-8", "surrogatepass")
+        tree = _parser().parse(data)
+    except (ValueError, UnicodeError):
+        return None
+    return tree, _char_offsets(data, text)
+
+
 def _declarator_name(node) -> str | None:
     """The identifier a (possibly pointer/parenthesized) function declarator declares."""
     while node is not None:
@@ -81,14 +93,10 @@ def _calls(node) -> list[str]:
 
 def functions(text: str) -> list[Function]:
     """Top-level function definitions of a C file (also those inside #if/#ifdef blocks)."""
-    if not looks_like_text(text):
+    parsed = _parse(text)
+    if parsed is None:
         return []
-    try:
-        data = text.encode("utf-8", "surrogatepass")
-        tree = _parser().parse(data)
-    except (ValueError, UnicodeError):
-        return []
-    to_char = _char_offsets(data, text)
+    tree, to_char = parsed
     found: list[Function] = []
     stack = list(reversed(tree.root_node.children))
     while stack:
@@ -118,14 +126,10 @@ def calls_gemmini(fn: Function) -> bool:
 
 def top_level_items(text: str) -> list[tuple[str, str, str]]:
     """(kind, name, text) of each top-level item: kind is 'function', 'define', 'include', 'other'."""
-    if not looks_like_text(text):
+    parsed = _parse(text)
+    if parsed is None:
         return []
-    try:
-        data = text.encode("utf-8", "surrogatepass")
-        tree = _parser().parse(data)
-    except (ValueError, UnicodeError):
-        return []
-    to_char = _char_offsets(data, text)
+    tree, to_char = parsed
     items: list[tuple[str, str, str]] = []
     for node in tree.root_node.children:
         snippet = text[to_char(node.start_byte):to_char(node.end_byte)]
@@ -158,12 +162,10 @@ def _has_product(node) -> bool:
 def host_mac_loop_depth(text: str) -> int:
     """The deepest loop nesting at which code does a multiply-accumulate (`x += a * b` or
     `x = x + a * b`): 2 or more is the shape of a matmul or convolution computed on the host."""
-    if not looks_like_text(text):
+    parsed = _parse(text)
+    if parsed is None:
         return 0
-    try:
-        tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
-    except (ValueError, UnicodeError):
-        return 0
+    tree, _ = parsed
     deepest = 0
     stack = [(tree.root_node, 0)]
     while stack:
