@@ -118,9 +118,6 @@ def compile_flags(arch: str, extra: list[str] | None = None) -> list[str]:
     return [*BASE_FLAGS, f"-arch={arch}", *(extra or [])]
 
 
-def source_dirs(path: str) -> list[str]:
-    """Include directories for a problem: the build dir (kit headers) and the original file's folder."""
-    dirs = ["."]
-    if path and os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        dirs.append(os.path.dirname(os.path.abspath(path)))
-    return dirs
+def include_flags(path: str) -> list[str]:
+    """-I flags for a local build: the build dir (kit headers) and the problem file's folder (its own headers)."""
+    return ["-I."] + ([f"-I{os.path.dirname(os.path.abspath(path))}"] if path else [])

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
-
-GLOBAL_IN_STRING = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,3 @@ def global_functions(text: str) -> list[GlobalFunction]:
     found.sort(key=lambda f: f.start)
     return found
 
-
-def globals_in_strings(text: str) -> list[str]:
-    """Kernel names inside inline CUDA source strings (KernelBench files)."""
-    return GLOBAL_IN_STRING.findall(text)

@@ -3,7 +3,6 @@ KernelBench run), run it with a time limit, read its result line."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -13,7 +12,14 @@ from typing import Any
 from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, Evaluation
 from speedpatch.targets.base import EvalContext, timeout_evaluation
 from speedpatch.targets.cuda import guards
-from speedpatch.targets.cuda.build import ProblemError, compile_flags, kit_units, layouts, write_units
+from speedpatch.targets.cuda.build import (
+    ProblemError,
+    compile_flags,
+    include_flags,
+    kit_units,
+    layouts,
+    write_units,
+)
 from speedpatch.targets.cuda.compilerinfo import arch_of_device, resource_feedback
 from speedpatch.targets.cuda.executors import Executor, LocalExecutor, SshExecutor
 from speedpatch.targets.cuda.gpulock import gpu_lock
@@ -122,7 +128,7 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         receipt.update({"compiler": nvcc, "flags": flags, "harness": f"speedpatch_timing.cuh, harness {units.harness_hash}"})
         bench = ["./bench"]
         if isinstance(executor, LocalExecutor):
-            includes = ["-I."] + ([f"-I{os.path.dirname(os.path.abspath(ctx.path))}"] if ctx.path else [])
+            includes = include_flags(ctx.path)
             built = build_local(units, build, nvcc, flags, includes, default_cache_dir(settings), run.start + ctx.timeout)
             if built.evaluation is not None:
                 return built.evaluation

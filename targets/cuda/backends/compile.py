@@ -4,7 +4,6 @@ its evaluations are NOT_MEASURED and the search will not rank by speed on it."""
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -14,6 +13,7 @@ from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.build import (
     compile_flags,
     find_nvcc,
+    include_flags,
     kit_units,
     nvcc_version,
 )
@@ -53,7 +53,7 @@ class CudaCompileBackend(Backend):
                               f"need torch on a GPU host: use {MEASURING_BACKENDS}")
         arch = str(settings.get("arch", "sm_90"))
         flags = compile_flags(arch, list(settings.get("extra_flags", [])))
-        includes = ["-I."] + ([f"-I{os.path.dirname(os.path.abspath(ctx.path))}"] if ctx.path else [])
+        includes = include_flags(ctx.path)
         build = ctx.workdir / "build"
         # The same A/B binary cuda-local would run: the link proves the candidate fits the harness.
         built = build_local(kit_units(source, baseline, ctx.path), build, nvcc, flags, includes,
