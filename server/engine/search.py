@@ -163,7 +163,6 @@ def _search(session: Session, iterations: int) -> RunRecord:
     session.budget.evaluations += 1  # the baseline counts against the evaluation budget, but always runs
     result = _await(session, session.pool.submit(base.source))
     if result is None:
-        store.set_status(run_id, CANCELLED, "cancelled before the baseline was measured")
         return _finish(session, None, None, CANCELLED, "cancelled before the baseline was measured")
     base.evaluation = result
     store.save_candidate(base)
