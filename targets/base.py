@@ -64,6 +64,9 @@ class Backend(ABC):
     name: str = ""
     target: str = ""
     measures_speed: bool = True  # False: compile-only/functional; the search will not rank by it
+    # where its figures come from, shown next to every speedup: "hardware", "model", "emulator",
+    # "simulator" or "compile-only" (a model figure is a claim about hardware, not a measurement of it)
+    measured_on: str = "hardware"
     description: str = ""
 
     @abstractmethod

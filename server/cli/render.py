@@ -12,8 +12,6 @@ from rich.table import Table
 from speedpatch.model import Candidate, Evaluation
 from speedpatch.store import RunRecord
 
-SUSPICIOUS = 10.0  # speedups above this are flagged for review (see the measurement notes)
-
 
 def fmt_value(value: float | None, unit: str) -> str:
     if value is None:
@@ -23,17 +21,12 @@ def fmt_value(value: float | None, unit: str) -> str:
 
 
 def speedup_text(record: RunRecord) -> str:
-    s = record.speedup
-    if s is None:
+    """The run's verdict as the table and the runs list show it (the same words as the editor)."""
+    v = record.verdict
+    if v.speedup is None:
         return "-"
-    best_ev = record.best.evaluation if record.best else None
-    spread = best_ev.spread if best_ev else None
-    if spread is not None and abs(s - 1.0) <= spread:
-        return f"{s:.2f}x (no measurable difference)"
-    text = f"{s:.2f}x"
-    if s > SUSPICIOUS:
-        text += " (suspicious: over 10x, review it)"
-    return text
+    text = v.short if v.kind != "not_faster" else f"{v.speedup:.2f}x ({v.text})"
+    return " ".join([text, *(f"({flag})" for flag in v.flags)])
 
 
 def receipt_text(ev: Evaluation | None) -> str:
@@ -76,6 +69,7 @@ def run_json(record: RunRecord) -> dict[str, Any]:
             "candidate_id": record.best.id if record.best else None,
         },
         "speedup": record.speedup,
+        "verdict": record.verdict.to_dict(),
         "evaluations": record.evaluations,
         "llm": record.llm,
         "seconds": round(record.seconds, 3),
@@ -114,8 +108,10 @@ def result_table(record: RunRecord) -> Table:
     table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "
                   f"{record.llm.get('completion_tokens', 0)} completion tokens")
     table.add_row("search time", f"{record.seconds:.1f} s")
-    if best:
-        table.add_row("measured", escape(receipt_text(best)))
+    if record.verdict.how:
+        table.add_row("how it was measured", "")
+    for label, value in record.verdict.how:
+        table.add_row(f"  {label}", escape(value))
     return table
 
 

@@ -96,6 +96,8 @@ class EvaluationPool:
             shutil.rmtree(workdir, ignore_errors=True)
         if not ev.seconds:
             ev.seconds = time.monotonic() - start
+        # every figure says where it comes from (hardware, a model, an emulator), for the verdict's wording
+        ev.receipt = {"measured_on": self.backend.measured_on, **(ev.receipt or {})}
         return ev
 
     def shutdown(self, wait: bool = True, kill: bool = False) -> None:

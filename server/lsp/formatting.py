@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 from speedpatch.model import Candidate
+from speedpatch.verdict import SOURCE_LABEL
+from speedpatch.verdict import value_text as _value_text
 
 
 def value_text(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "?"
-    if float(value).is_integer() and abs(value) >= 1000:
-        text = f"{value:,.0f}"
-    elif float(value).is_integer():
-        text = f"{value:.0f}"
-    else:
-        text = f"{value:.4g}"
-    return f"{text} {unit}".strip()
+    return _value_text(value, unit)
 
 
 def speedup_text(speedup: float | None) -> str:
@@ -35,9 +29,12 @@ def speedup_of(baseline: float | None, value: float | None) -> float | None:
 
 
 def faster_text(
-    speedup: float | None, baseline: float | None, best: float | None, unit: str, backend: str
+    speedup: float | None, baseline: float | None, best: float | None, unit: str, backend: str, source: str = ""
 ) -> str:
-    """'3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native)'"""
+    """'3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native) [cycle model]': the bracket says where
+    a figure comes from when it is not from hardware (see speedpatch.verdict)."""
+    label = SOURCE_LABEL.get(source, source)
+    tail = f" [{label}]" if source and source != "hardware" else ""
     return (
-        f"{speedup_text(speedup)} faster: {value_text(baseline)} -> {value_text(best)} {unit} ({backend})"
+        f"{speedup_text(speedup)} faster: {value_text(baseline)} -> {value_text(best, unit)} ({backend}){tail}"
     ).replace("  ", " ")

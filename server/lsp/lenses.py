@@ -44,7 +44,10 @@ def _search_title(iteration: int, iterations: int, speedup: float | None, queued
 def winner_title(record: RunRecord) -> str:
     base, unit = measured(record.baseline)
     best, _ = measured(record.best)
-    return faster_text(record.speedup, base, best, unit, record.backend)
+    verdict = record.verdict
+    if verdict.kind == "no_difference":
+        return f"{verdict.text} ({record.backend})"
+    return faster_text(record.speedup, base, best, unit, record.backend, verdict.source)
 
 
 def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
@@ -102,7 +105,7 @@ def _applied_lens(view: KernelView, line: int) -> types.CodeLens:
     if v.state == HOLDS:
         if v.speedup:
             return _lens(
-                line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend)
+                line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend, v.source)
             )
         return _lens(line, f"verified: {v.message}")
     assert v.state == FAILED

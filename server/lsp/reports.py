@@ -7,6 +7,7 @@ from typing import Any
 from pygls.uris import from_fs_path
 from speedpatch.model import Candidate
 from speedpatch.store import RunRecord, Store
+from speedpatch.verdict import verdict
 
 from .formatting import measured, speedup_of, speedup_text
 from .runs import Job
@@ -35,6 +36,7 @@ def summary_of_record(record: RunRecord, path: str, stale: bool = False) -> dict
         "created": record.created,
         "message": record.message,
         "stale": stale,  # extra field: the kernel or its file changed since the run
+        "verdict": record.verdict.to_dict(),
     }
 
 
@@ -85,6 +87,7 @@ def candidate_payload(store: Store, record: RunRecord, path: str, candidate_id: 
         "best": {"value": value, "unit": value_unit or unit},
         "backend": record.backend,
         "receipt": (candidate.evaluation.receipt if candidate.evaluation else {}) or {},
+        "verdict": verdict(record.baseline, candidate).to_dict(),
         "lineage": [_lineage_item(c) for c in lineage],
         "title": f"speedpatch: {record.kernel} {speedup_text(speedup)} faster ({record.backend})"
         if speedup

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from speedpatch.model import NOT_MEASURED, OK, Evaluation
+from speedpatch.verdict import source_of
 
 from .formatting import speedup_of, value_text
 
@@ -34,12 +35,14 @@ class Verification:
     speedup: float | None = None
     backend: str = ""
     message: str = ""
+    source: str = ""  # where the figure comes from: "hardware", "model", "emulator" (speedpatch.verdict)
 
 
 def judge(v: Verification, evaluation: Evaluation) -> Verification:
     """Does the saved rewrite still hold? Correct, and (when the backend measures) faster than the run's
     baseline on the same backend."""
     v.value, v.unit = evaluation.value, evaluation.unit or v.unit
+    v.source = source_of(evaluation)
     if evaluation.status == NOT_MEASURED:
         v.state, v.message = HOLDS, "correct on re-verification (this backend does not measure time)"
         return v

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from speedpatch.model import Candidate, Problem, speedup
+from speedpatch.verdict import Verdict, verdict
 
 RUNNING, FINISHED, CANCELLED, FAILED, INTERRUPTED = "running", "finished", "cancelled", "failed", "interrupted"
 # waiting for its turn in the process that will drive it (the language server's queue); like RUNNING, it
@@ -39,6 +40,11 @@ class RunRecord:
         return speedup(self.baseline, self.best)
 
     @property
+    def verdict(self) -> Verdict:
+        """What the run's figures say (speedup, noise, where they come from), worded once for every client."""
+        return verdict(self.baseline, self.best)
+
+    @property
     def unit(self) -> str:
         ev = self.baseline.evaluation if self.baseline else None
         return ev.unit if ev else ""
@@ -46,4 +52,5 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["speedup"] = self.speedup
+        data["verdict"] = self.verdict.to_dict()
         return data

@@ -75,6 +75,7 @@ def _kernels(text: str) -> list[Kernel]:
 class ToyCountBackend(Backend):
     name = "toy-count"
     target = "toy"
+    measured_on = "model"
     description = "counts executed Python lines of the kernel (deterministic)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

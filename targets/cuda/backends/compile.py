@@ -30,6 +30,7 @@ class CudaCompileBackend(Backend):
     name = "cuda-compile"
     target = "cuda"
     measures_speed = False
+    measured_on = "compile-only"
     description = "compile-only (no GPU): ptxas registers/shared memory/spills, SASS mix, theoretical occupancy"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

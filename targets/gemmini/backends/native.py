@@ -82,6 +82,7 @@ class NativeBackend(Backend):
     name = "gemmini-native"
     target = "gemmini"
     measures_speed = True
+    measured_on = "model"
     description = "host gcc + speedpatch's Gemmini model (bit-exact functional model, deterministic cycle model)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

@@ -37,6 +37,7 @@ class SpikeBackend(Backend):
     name = "gemmini-spike"
     target = "gemmini"
     measures_speed = False
+    measured_on = "model"
     description = "RISC-V cross-compile + Spike with the Gemmini model as an extension (functional check; host instructions)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

@@ -18,6 +18,7 @@ class NkiEmulatorBackend(Backend):
     name = "nki-emulator"
     target = "nki"
     measures_speed = True
+    measured_on = "emulator"
     description = "NumPy emulator of NKI + engine-level cost model (deterministic, modeled microseconds)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

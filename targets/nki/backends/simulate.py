@@ -17,6 +17,7 @@ class NkiSimulateBackend(Backend):
     name = "nki-simulate"
     target = "nki"
     measures_speed = False
+    measured_on = "simulator"
     description = "functional check with the real nki.simulate (Neuron SDK), no timing"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
