@@ -6,6 +6,18 @@ export interface Measure {
   unit: string;
 }
 
+/** The server's one verdict on a run or candidate (speedpatch.verdict): the same words in every client. */
+export interface Verdict {
+  kind: string; // faster | no_difference | not_faster | unmeasured
+  speedup: number | null;
+  text: string; // "1.24x faster", "no measurable difference (1.01x, noise ±2.0%)", "no faster version found"
+  detail: string; // "24,119 -> 19,484 cycles"
+  source: string; // hardware | model | emulator | simulator | compile-only
+  source_label: string; // "cycle model"
+  flags: string[]; // "over 10x: review it before trusting it"
+  how: [string, string][]; // "How it was measured": [label, value] rows of the winner's receipt
+}
+
 export interface RunSummary {
   runId: string;
   uri: string;
@@ -25,6 +37,8 @@ export interface RunSummary {
   /** The workspace folder the run belongs to (name and uri); absent from servers before multi-root. */
   folder?: string;
   folderUri?: string;
+  /** Absent from servers before the shared verdict. */
+  verdict?: Verdict;
 }
 
 export interface LineageStep {
@@ -47,6 +61,7 @@ export interface CandidateResponse {
   best: Measure;
   backend: string;
   receipt: Record<string, unknown>;
+  verdict?: Verdict;
   lineage: LineageStep[];
   title: string;
 }

@@ -2,9 +2,28 @@
 // Pure string building so it can be tested without VS Code; the caller supplies the CSP nonce.
 import { escapeXml, scoreChartSvg } from './chart';
 import { formatSpeedup, formatValue } from './format';
-import type { ReportCandidate, RunReport } from './protocol';
+import type { ReportCandidate, RunReport, RunSummary, Verdict } from './protocol';
 
 /** Ascending, with Infinity (failed) last and equal to itself (Infinity - Infinity would be NaN). */
+/** The run's verdict as the server words it; older servers send only the speedup. */
+export function headline(run: RunSummary): string {
+  const v = run.verdict;
+  if (!v) {
+    return `${formatSpeedup(run.speedup)} faster`;
+  }
+  const source = v.source !== 'hardware' && (v.kind === 'faster' || v.kind === 'no_difference') ? ` (${v.source_label})` : '';
+  return [v.text + source, ...v.flags.map((f) => `(${f})`)].join(' ');
+}
+
+/** "How it was measured": where the figures come from, the backend, trials, inputs, checks passed. */
+export function howMeasuredHtml(verdict: Verdict | undefined): string {
+  if (!verdict || verdict.how.length === 0) {
+    return '';
+  }
+  const rows = verdict.how.map(([label, value]) => `<tr><td>${escapeXml(label)}</td><td>${escapeXml(value)}</td></tr>`);
+  return `<h3>How it was measured</h3>\n<table class="summary how">${rows.join('')}</table>`;
+}
+
 export function compareValues(a: number, b: number): number {
   return a === b ? 0 : a < b ? -1 : 1;
 }
@@ -109,7 +128,7 @@ ul { list-style: none; padding-left: 1.2em; border-left: 1px solid var(--vscode-
 pre { white-space: pre-wrap; }
 </style></head>
 <body>
-<h2>${escapeXml(run.kernel)}: ${escapeXml(formatSpeedup(run.speedup))} faster</h2>
+<h2>${escapeXml(run.kernel)}: ${escapeXml(headline(run))}</h2>
 <table class="summary">
 <tr><td>status</td><td>${escapeXml(run.status)}${run.message ? ' — ' + escapeXml(run.message) : ''}</td></tr>
 <tr><td>target / backend</td><td>${escapeXml(run.target)} / ${escapeXml(run.backend)}</td></tr>
@@ -118,6 +137,7 @@ pre { white-space: pre-wrap; }
 <tr><td>iterations</td><td>${run.iteration} of ${run.iterations}</td></tr>
 <tr><td>evaluations</td><td>${run.evaluations.correct} correct of ${run.evaluations.total} (${failed} failed or rejected)</td></tr>
 </table>
+${howMeasuredHtml(run.verdict)}
 <h3>Score per iteration</h3>
 ${scoreChartSvg(report)}
 <h3>Beam tree</h3>

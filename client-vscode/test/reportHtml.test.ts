@@ -29,3 +29,26 @@ test('the report shows the speedup, chart and plans, escaped, under a nonce-only
   assert.ok(!html.includes('<script'), 'the report runs no script');
   assert.match(html, /<li class="cand ok beam best" data-id="c3">/);
 });
+
+test('the report heads with the server verdict and shows how it was measured', () => {
+  const r = report();
+  r.run.verdict = {
+    kind: 'faster', speedup: 1.24, text: '1.24x faster', detail: '24,119 -> 19,484 cycles', source: 'model',
+    source_label: 'cycle model', flags: [], how: [['backend', 'gemmini-native'], ['figures from', 'model'], ['trials', '2']],
+  };
+  const html = reportHtml(r, 'n0nce', 'vscode-resource:');
+  assert.match(html, /<h2>matmul: 1\.24x faster \(cycle model\)<\/h2>/);
+  assert.match(html, /<h3>How it was measured<\/h3>/);
+  assert.match(html, /<td>figures from<\/td><td>model<\/td>/);
+});
+
+test('a difference inside the noise reads as no measurable difference, not as a speedup', () => {
+  const r = report();
+  r.run.verdict = {
+    kind: 'no_difference', speedup: 1.01, text: 'no measurable difference (1.01x, noise ±2.0%)', detail: '', source: 'hardware',
+    source_label: 'hardware', flags: [], how: [],
+  };
+  const html = reportHtml(r, 'n0nce', 'vscode-resource:');
+  assert.match(html, /<h2>matmul: no measurable difference \(1\.01x, noise ±2\.0%\)<\/h2>/);
+  assert.ok(!html.includes('How it was measured'));
+});

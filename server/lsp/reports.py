@@ -75,6 +75,7 @@ def candidate_payload(store: Store, record: RunRecord, path: str, candidate_id: 
         speedup_of(base, value) if candidate.evaluation and candidate.evaluation.status == "ok" else None
     )
     lineage = store.lineage(record.run_id, candidate.id)
+    judged = verdict(record.baseline, candidate)
     return {
         "runId": record.run_id,
         "candidateId": candidate.id,
@@ -87,9 +88,9 @@ def candidate_payload(store: Store, record: RunRecord, path: str, candidate_id: 
         "best": {"value": value, "unit": value_unit or unit},
         "backend": record.backend,
         "receipt": (candidate.evaluation.receipt if candidate.evaluation else {}) or {},
-        "verdict": verdict(record.baseline, candidate).to_dict(),
+        "verdict": judged.to_dict(),
         "lineage": [_lineage_item(c) for c in lineage],
-        "title": f"speedpatch: {record.kernel} {speedup_text(speedup)} faster ({record.backend})"
+        "title": f"speedpatch: {record.kernel} {judged.short} ({record.backend})"
         if speedup
         else f"speedpatch: {record.kernel} candidate {candidate.id} ({record.backend})",
     }
