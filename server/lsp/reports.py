@@ -9,7 +9,7 @@ from speedpatch.model import Candidate
 from speedpatch.store import RunRecord, Store
 from speedpatch.verdict import verdict
 
-from .formatting import measured, speedup_of, speedup_text
+from .formatting import measured, speedup_of
 from .runs import Job
 
 
