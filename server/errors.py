@@ -15,3 +15,8 @@ class StaleError(UserError):
 
 class LLMError(Exception):
     """The LLM endpoint failed after retries (down, refusing, or answering garbage)."""
+
+
+class LLMRequestError(LLMError):
+    """One request was refused for what it asked (too long for the model's context, filtered, malformed):
+    that sample fails and is recorded; the endpoint itself works, so the search goes on."""

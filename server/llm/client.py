@@ -1,6 +1,9 @@
 """One chat call to any OpenAI-compatible endpoint, through the official `openai` package.
 
-Retries with exponential backoff on transient failures; a parameter the endpoint rejects (temperature
+Retries transient failures (connection, 5xx, 429, a body that is not JSON, an answer not complete within
+the overall deadline), waiting what a rate-limiting server asks for (Retry-After) or backing off
+exponentially; a request refused for what it asks (context too long) is an LLMRequestError that fails
+only its sample. A parameter the endpoint rejects (temperature
 on reasoning models, max_tokens vs max_completion_tokens, reasoning_effort elsewhere) is remembered and
 dropped for later calls. The API key is passed to the client and nowhere else.
 """
@@ -11,9 +14,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 from speedpatch.config import LLMConfig
-from speedpatch.errors import LLMError
+from speedpatch.errors import LLMError, LLMRequestError
 
 _REASONING = re.compile(r"(^|/)(o\d|gpt-5)", re.I)
 
@@ -33,10 +39,7 @@ class ChatClient:
 
         self._openai = openai
         self.config = config
-        key = config.resolved_api_key() or "not-needed"  # local endpoints accept any key
-        self._client = openai.OpenAI(
-            base_url=config.base_url or None, api_key=key, max_retries=0, timeout=config.timeout
-        )
+        self._key = config.resolved_api_key() or "not-needed"  # local endpoints accept any key
         self._dropped: dict[str, set[str]] = {}  # model -> parameters its endpoint refused
         self._renamed: dict[str, dict[str, str]] = {}  # model -> {refused name: name to use instead}
         self._lock = threading.Lock()
@@ -68,6 +71,7 @@ class ChatClient:
         openai = self._openai
         transient = (
             openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError,
+            _Deadline, _NotJSON,
         )
         temp = self.config.temperature if temperature is None else temperature
         attempt = 0
@@ -77,16 +81,14 @@ class ChatClient:
             start = time.monotonic()
             try:
                 with self._gate:
-                    resp = self._client.chat.completions.create(
-                        model=model, messages=[{"role": "user", "content": prompt}], **params
-                    )
+                    resp = self._create(model, prompt, params)
             except openai.BadRequestError as exc:
                 name = self._rejected_param(exc, params)
                 if name is None:
-                    raise LLMError(f"{model}: request rejected: {_short(exc)}") from exc
+                    raise LLMRequestError(f"{model}: request rejected: {_short(exc)}{_context_hint(exc)}") from exc
                 with self._lock:
                     if name in self._dropped.get(model, set()):
-                        raise LLMError(f"{model}: request rejected: {_short(exc)}") from exc
+                        raise LLMRequestError(f"{model}: request rejected: {_short(exc)}") from exc
                     if name == "max_tokens" and "max_completion_tokens" in str(exc):
                         self._renamed.setdefault(model, {})[name] = "max_completion_tokens"
                     else:
@@ -94,17 +96,23 @@ class ChatClient:
                 continue  # retry at once without the parameter; does not count as an attempt
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise LLMError(f"{model}: {_short(exc)} (check the endpoint, model name and API key)") from exc
+            except openai.UnprocessableEntityError as exc:
+                raise LLMRequestError(f"{model}: request rejected: {_short(exc)}") from exc
             except transient as exc:
                 last = exc
                 attempt += 1
                 if attempt <= self.config.retries:
-                    self._sleep(min(30.0, 0.5 * 2 ** (attempt - 1)))
+                    self._sleep(self._backoff(exc, attempt))
                 continue
+            except openai.APIStatusError as exc:
+                if exc.status_code == 413:  # the prompt is too large for this endpoint: this sample only
+                    raise LLMRequestError(f"{model}: request too large: {_short(exc)}") from exc
+                raise LLMError(f"{model}: {_short(exc)}") from exc
             except openai.APIError as exc:
                 raise LLMError(f"{model}: {_short(exc)}") from exc
             seconds = time.monotonic() - start
-            if not resp.choices:
-                raise LLMError(f"{model}: the endpoint returned no choices")
+            if not getattr(resp, "choices", None):
+                raise LLMRequestError(f"{model}: the endpoint returned no choices")
             text = resp.choices[0].message.content or ""
             usage = resp.usage
             return Reply(
@@ -116,6 +124,92 @@ class ChatClient:
             )
         where = self.config.base_url or "the default OpenAI endpoint"
         raise LLMError(f"{model}: {where} failed after {self.config.retries + 1} attempts: {_short(last)}")
+
+    def _create(self, model: str, prompt: str, params: dict) -> Any:
+        """One request with an overall deadline (config.timeout): the SDK's own timeout is per read, so an
+        endpoint that trickles its answer a byte at a time would otherwise hold the call for ever."""
+        client = self._openai.OpenAI(
+            base_url=self.config.base_url or None, api_key=self._key, max_retries=0, timeout=self.config.timeout
+        )
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                box["value"] = client.chat.completions.create(
+                    model=model, messages=[{"role": "user", "content": prompt}], **params
+                )
+            except ValueError as exc:  # a 200 whose body is not JSON (an HTML page, a proxy's error text)
+                box["error"] = _NotJSON(f"the endpoint answered with a body that is not JSON ({_short(exc)}); "
+                                        "is base_url the OpenAI-compatible /v1 address?")
+            except BaseException as exc:  # handed to the caller's thread as it is
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=call, name="llm-call", daemon=True)
+        worker.start()
+        try:
+            if not done.wait(self.config.timeout):
+                raise _Deadline(f"no complete answer within {self.config.timeout:.0f} s")
+        finally:
+            client.close()  # also unblocks a worker still reading a trickling answer
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _backoff(self, exc: Exception, attempt: int) -> float:
+        """Seconds to wait before retrying: what a rate-limiting server asks for (Retry-After), else
+        exponential backoff."""
+        asked = _retry_after(getattr(exc, "response", None))
+        if asked is not None:
+            return min(asked, MAX_RETRY_AFTER)
+        return min(30.0, 0.5 * 2 ** (attempt - 1))
+
+
+class _Deadline(Exception):
+    pass
+
+
+class _NotJSON(Exception):
+    pass
+
+
+MAX_RETRY_AFTER = 600.0  # seconds; a server asking for longer is as good as down for this search
+
+
+def _retry_after(response: Any) -> float | None:
+    """Retry-After (seconds or an HTTP date) or retry-after-ms of an error response, in seconds."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _context_hint(exc: Exception) -> str:
+    text = str(exc).lower()
+    if "context" in text and ("length" in text or "window" in text or "token" in text):
+        return " (the prompt is longer than this model's context)"
+    return ""
 
 
 def _short(exc: Exception | None) -> str:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from speedpatch.config import LLMConfig
-from speedpatch.errors import LLMError
+from speedpatch.errors import LLMError, LLMRequestError
 from speedpatch.llm.client import ChatClient
-from support.fake_openai import FakeOpenAI
+from support.fake_openai import FakeOpenAI, Raw
 
 
 @pytest.fixture(autouse=True)
@@ -237,3 +239,45 @@ def test_an_unreachable_endpoint_is_an_llm_error_after_retries():
     with pytest.raises(LLMError, match="failed after 2 attempts"):
         chat.chat("model-a", "p")
     assert sleeps == [0.5]
+
+
+def test_a_429_waits_the_seconds_its_retry_after_asks_for(serve):
+    sleeps: list[float] = []
+    limited = (429, {"error": {"message": "slow down", "type": "rate_limit"}}, {"Retry-After": "7"})
+    server = serve(limited, limited, "ok")
+    assert client(server, sleeps).chat("model-a", "p").text == "ok"
+    assert sleeps == [7.0, 7.0]
+
+
+def test_a_429_retry_after_ms_is_honoured_in_seconds(serve):
+    sleeps: list[float] = []
+    server = serve((429, {"error": {"message": "slow down"}}, {"retry-after-ms": "1500"}), "ok")
+    assert client(server, sleeps).chat("model-a", "p").text == "ok"
+    assert sleeps == [1.5]
+
+
+def test_a_400_for_a_too_long_prompt_fails_only_that_request(serve):
+    server = serve((400, {"error": {"message": "This model's maximum context length is 8192 tokens",
+                                    "type": "invalid_request_error"}}))
+    with pytest.raises(LLMRequestError, match="longer than this model's context"):
+        client(server).chat("model-a", "p")
+    assert len(server.requests) == 1
+
+
+def test_a_200_whose_body_is_not_json_is_an_llm_error_not_a_crash(serve):
+    sleeps: list[float] = []
+    server = serve(Raw(b"<html>gateway</html>"))
+    with pytest.raises(LLMError, match="not JSON .*base_url"):
+        client(server, sleeps, retries=1).chat("model-a", "p")
+    assert len(server.requests) == 2
+
+
+def test_an_answer_trickling_in_is_cut_at_the_overall_deadline(serve):
+    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "model-a",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "late"},
+                                    "finish_reason": "stop"}]}).encode()
+    server = serve(Raw(body, trickle=0.2))
+    start = time.monotonic()
+    with pytest.raises(LLMError, match="no complete answer within 1 s"):
+        client(server, retries=0, timeout=1.0).chat("model-a", "p")
+    assert time.monotonic() - start < 5
