@@ -20,7 +20,7 @@ from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import load_menu
 from speedpatch.model import Evaluation, Kernel, Problem, source_hash
 from speedpatch.store import RunRecord, Store
-from speedpatch.store.records import QUEUED, RUNNING
+from speedpatch.store.records import FAILED, FINISHED, QUEUED, RUNNING
 from speedpatch.targets.base import Backend, Target
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are not kernels we can send to an LLM
@@ -178,6 +178,9 @@ def resume(
     record = store.get_run(run_id)
     if record.status in (RUNNING, QUEUED):  # a live process drives it, or will when its turn comes
         raise UserError(f"run {record.run_id} is still {record.status} in another process")
+    if record.status in (FINISHED, FAILED):  # replaying it would only repeat what is stored
+        raise UserError(f"run {record.run_id} already {record.status} ({record.message or record.verdict.text}); "
+                        "nothing to resume: start a new search instead")
     stored = config_from_dict(record.config)
     if config is not None:
         # where and how to reach the LLM is this session's business; what to search stays as stored,

@@ -9,6 +9,13 @@ class ConfigError(UserError):
     """An invalid value in speedpatch.toml or in editor settings; the message names the key."""
 
 
+class NotFoundError(UserError, KeyError):
+    """A run, candidate or kernel that is not there. Also a KeyError, for callers that look things up."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class StaleError(UserError):
     """The kernel in the file no longer matches what the run started from."""
 

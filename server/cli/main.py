@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -35,12 +36,20 @@ def find_workspace(start: Path) -> Path:
 
 def _workspace(args: argparse.Namespace, file: str | None = None) -> Path:
     if args.workspace:
-        return Path(args.workspace).resolve()
+        folder = Path(args.workspace).expanduser()
+        if folder.is_file():
+            raise UserError(f"--workspace {args.workspace} is a file; give the folder that holds (or will hold) "
+                            "speedpatch.toml and .speedpatch/")
+        if not folder.is_dir():  # a typo must not create folders
+            raise UserError(f"--workspace {args.workspace}: no such folder")
+        return folder.resolve()
     return find_workspace(Path(file).resolve().parent if file else Path.cwd())
 
 
 def _read_source(file: str) -> str:
     path = Path(file)
+    if path.is_dir():
+        raise UserError(f"{file} is a folder; give the kernel's source file (e.g. {file.rstrip('/')}/kernel.c)")
     if not path.is_file():
         raise UserError(f"{file}: no such file")
     data = path.read_bytes()
@@ -343,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)  # plain: never wrapped, easy to grep
+        return 2
+    except sqlite3.DatabaseError as exc:  # a damaged store, or some other file where the store should be
+        print(f"error: the run store (.speedpatch/runs.sqlite3) cannot be read: {exc}. Move it away to start "
+              "a new one; your source files are not affected.", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         err.print(f"aborted after {time.monotonic() - start:.0f} s")

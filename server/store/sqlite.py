@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from speedpatch.errors import NotFoundError
 from speedpatch.model import Candidate, Evaluation, Problem
 from speedpatch.store.records import INTERRUPTED, QUEUED, RUNNING, RunRecord
 
@@ -232,7 +233,7 @@ class Store:
         if row is None:
             matches = self._conn().execute("SELECT * FROM runs WHERE id LIKE ?", (run_id + "%",)).fetchall()
             if len(matches) != 1:
-                raise KeyError(f"no run {run_id!r} in {self.path} (see `speedpatch runs`)")
+                raise NotFoundError(f"no run {run_id!r} in {self.path} (see `speedpatch runs`)")
             row = matches[0]
         return self._record(row)
 
@@ -278,7 +279,7 @@ class Store:
             "SELECT * FROM candidates WHERE run_id=? AND id=?", (run_id, candidate_id)
         ).fetchone()
         if row is None:
-            raise KeyError(f"run {run_id} has no candidate {candidate_id!r}")
+            raise NotFoundError(f"run {run_id} has no candidate {candidate_id!r}")
         return self._candidate(row)
 
     def find_by_hash(self, run_id: str, source_hash: str) -> Candidate | None:

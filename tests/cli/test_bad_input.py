@@ -1,0 +1,69 @@
+"""Bad input to the CLI: exit status 2 and a message that says what was wrong and what to do; nothing
+created, nothing lost."""
+
+from __future__ import annotations
+
+import subprocess
+
+from support.toys import cli, cli_env, write_toy
+
+
+def run(cwd, *args):
+    return subprocess.run(cli(*args), cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=120)
+
+
+def test_resume_of_an_unknown_run_says_so_without_a_traceback(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "resume", "nope1234")
+    assert proc.returncode == 2
+    assert "no run 'nope1234'" in proc.stderr and "speedpatch runs" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_show_of_an_unknown_run_has_no_quoted_message(tmp_path):
+    proc = run(tmp_path, "show", "nope1234")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: no run 'nope1234'")
+
+
+def test_a_corrupt_run_store_is_named_and_left_in_place(tmp_path):
+    store = tmp_path / ".speedpatch" / "runs.sqlite3"
+    store.parent.mkdir()
+    store.write_bytes(b"this is not a database" * 100)
+    proc = run(tmp_path, "runs")
+    assert proc.returncode == 2
+    assert "run store" in proc.stderr and "Move it away" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert store.read_bytes().startswith(b"this is not a database")
+
+
+def test_a_workspace_that_is_a_file_is_refused(tmp_path):
+    path = write_toy(tmp_path)
+    proc = run(tmp_path, "--workspace", str(path), "runs")
+    assert proc.returncode == 2
+    assert "is a file" in proc.stderr
+
+
+def test_a_mistyped_workspace_is_refused_and_not_created(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "--workspace", str(tmp_path / "typo"), "runs")
+    assert proc.returncode == 2
+    assert "no such folder" in proc.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_folder_given_as_the_file_says_it_is_a_folder(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    proc = run(tmp_path, "evaluate", "kernels")
+    assert proc.returncode == 2
+    assert "is a folder" in proc.stderr
+
+
+def test_resume_of_a_finished_run_is_refused_instead_of_rerun(tmp_path):
+    write_toy(tmp_path)
+    done = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.split('"run_id": "')[1].split('"')[0]
+    proc = run(tmp_path, "resume", run_id)
+    assert proc.returncode == 2
+    assert "already finished" in proc.stderr and "nothing to resume" in proc.stderr
