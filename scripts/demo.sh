@@ -9,8 +9,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q .
+REPO=$PWD
+SPEEDPATCH="$REPO/.venv/bin/speedpatch"
 WORK=$(mktemp -d)
 cp examples/gemmini/matmul_128.c "$WORK/"
 cd "$WORK"
 echo "optimizing $WORK/matmul_128.c (offline proposer, gemmini-native model)"
-"$OLDPWD/.venv/bin/speedpatch" optimize matmul_128.c --offline --iterations 3 "$@"
+"$SPEEDPATCH" optimize matmul_128.c --offline --iterations 3 "$@"
+RUN=$("$SPEEDPATCH" runs --json | "$REPO/.venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)[0]["run_id"])')
+echo
+echo "The run is stored in $WORK/.speedpatch (speedpatch is in $REPO/.venv/bin; 'source .venv/bin/activate' puts it on PATH)."
+echo "To write the winner into $WORK/matmul_128.c:"
+echo "  $SPEEDPATCH --workspace $WORK apply $RUN"

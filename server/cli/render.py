@@ -79,8 +79,10 @@ def run_json(record: RunRecord) -> dict[str, Any]:
 
 def runs_table(records: list[RunRecord]) -> Table:
     table = Table(title="speedpatch runs")
-    for col in ("run", "status", "kernel", "file", "backend", "iter", "baseline", "best", "speedup", "created"):
-        table.add_column(col)
+    # the run id is what every other command needs: never cut it; the other columns fold to fit
+    table.add_column("run", no_wrap=True, min_width=8)
+    for col in ("status", "kernel", "file", "backend", "iter", "baseline", "best", "speedup", "created"):
+        table.add_column(col, overflow="fold")
     for r in records:
         base = r.baseline.evaluation if r.baseline else None
         best = r.best.evaluation if r.best else None

@@ -67,3 +67,14 @@ def test_resume_of_a_finished_run_is_refused_instead_of_rerun(tmp_path):
     proc = run(tmp_path, "resume", run_id)
     assert proc.returncode == 2
     assert "already finished" in proc.stderr and "nothing to resume" in proc.stderr
+
+
+def test_runs_never_cuts_the_run_id_at_80_columns(tmp_path):
+    write_toy(tmp_path)
+    done = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json")
+    run_id = done.stdout.split('"run_id": "')[1].split('"')[0]
+    env = dict(cli_env(), COLUMNS="80")
+    proc = subprocess.run(cli("runs"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert run_id in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80
