@@ -43,7 +43,13 @@ def backend_for(target: Target, config: Config, name: str | None = None) -> Back
     try:
         return target.backend(chosen)
     except KeyError as exc:
-        raise UserError(str(exc.args[0])) from exc
+        if name:
+            where = "--backend"
+        elif target.name in config.backends:
+            where = f"backends.{target.name} in speedpatch.toml"
+        else:
+            where = f"the {target.name} target's default backend"
+        raise UserError(f"{where}: {exc.args[0]}") from exc
 
 
 def make_problem(path: str, text: str, kernel: str | None, config: Config, backend: str | None = None) -> Problem:

@@ -117,16 +117,18 @@ def _check(key: str, value: Any, default: Any) -> Any:
             raise ConfigError(f"{key}: expected a string, got {value!r}")
         return value
     if isinstance(default, list):
-        if isinstance(value, str):
-            value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise ConfigError(f"{key}: expected a list of non-empty strings, got {value!r}")
+            example = f"[{value!r}]" if isinstance(value, str) else '["a", "b"]'
+            raise ConfigError(f"{key}: expected a list of non-empty strings such as {example}, got {value!r}")
         return list(value)
     return value
 
 
 _POSITIVE = {"search.iterations", "search.beam", "search.plans", "search.codes", "llm.max_concurrency"}
 _FRACTIONS = {"search.dropout_keep", "search.invent_fraction", "search.different_fraction"}
+# command-line flags for keys, so that an error in an option names the option the user typed
+_FLAGS = {"search.iterations": "--iterations/-T", "search.beam": "--beam/-B", "search.plans": "--plans/-N",
+          "search.codes": "--codes/-K", "search.seed": "--seed", "llm.models": "--model", "llm.base_url": "--base-url"}
 
 
 def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
@@ -141,9 +143,10 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                     allowed = ", ".join(sorted(known - {"api_key"}))
                     raise ConfigError(f"{origin}: unknown key {name}.{key} (known: {allowed})")
                 full = f"{name}.{key}"
-                checked = _check(full, v, getattr(section, key))
-                if full in _POSITIVE and checked < 1:
-                    raise ConfigError(f"{full}: must be at least 1, got {checked}")
+                label = f"{_FLAGS[full]} ({full})" if origin == "overrides" and full in _FLAGS else full
+                if full in _POSITIVE and isinstance(v, int) and not isinstance(v, bool) and v < 1:
+                    raise ConfigError(f"{label}: must be at least 1, got {v}")
+                checked = _check(label, v, getattr(section, key))
                 if full in _FRACTIONS and not 0 <= checked <= 1:
                     raise ConfigError(f"{full}: must be between 0 and 1, got {checked}")
                 setattr(section, key, checked)

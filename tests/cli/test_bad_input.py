@@ -78,3 +78,18 @@ def test_runs_never_cuts_the_run_id_at_80_columns(tmp_path):
     assert proc.returncode == 0
     assert run_id in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+
+
+def test_an_unknown_backend_in_the_config_names_the_key(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text('[backends]\ntoy = "toy-foo"\n')
+    proc = run(tmp_path, "evaluate", "sum.toy")
+    assert proc.returncode == 2
+    assert "backends.toy in speedpatch.toml: unknown backend 'toy-foo'" in proc.stderr
+
+
+def test_a_bad_iteration_count_names_the_option(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "-1")
+    assert proc.returncode == 2
+    assert "--iterations/-T (search.iterations): must be at least 1, got -1" in proc.stderr

@@ -58,8 +58,21 @@ gemmini = "my-menu.toml"
     assert config.menus == {"gemmini": "my-menu.toml"}
 
 
-def test_a_single_model_string_becomes_a_list(tmp_path):
-    assert load_config(write(tmp_path, '[llm]\nmodels = "m1"\n')).llm.models == ["m1"]
+def test_a_model_list_given_as_a_string_is_refused_with_the_list_spelled_out(tmp_path):
+    # "gpt-4o,o4-mini" would otherwise be one model of that name
+    with pytest.raises(ConfigError, match=r"llm.models: expected a list .* such as \['m1'\]"):
+        load_config(write(tmp_path, '[llm]\nmodels = "m1"\n'))
+
+
+def test_a_negative_or_zero_count_gets_one_message_naming_the_flag(tmp_path):
+    for bad in (-1, 0):
+        with pytest.raises(ConfigError, match=rf"^--iterations/-T \(search.iterations\): must be at least 1, got {bad}$"):
+            load_config(tmp_path, {"search": {"iterations": bad}})
+
+
+def test_a_zero_count_in_the_file_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"^search.beam: must be at least 1, got -2$"):
+        load_config(write(tmp_path, "[search]\nbeam = -2\n"))
 
 
 def test_overrides_win_over_the_file(tmp_path):
