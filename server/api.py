@@ -147,6 +147,9 @@ def _session(
             emit(ev.Event(ev.WARNING, run_id, {"message": warning}))
     else:
         proposer = OfflineProposer(target, problem.kernel)
+        if not config.offline:  # the user did not ask for it: say why no LLM is asked
+            emit(ev.Event(ev.WARNING, run_id, {"message": "no LLM configured (llm.models in speedpatch.toml, or "
+                                               "--model and --base-url): searching with the offline moves"}))
     return Session(run_id, problem, config, store, proposer, pool, budget, emit, cancel)
 
 

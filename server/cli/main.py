@@ -109,9 +109,9 @@ def _print_plain(text: str) -> None:
     sys.stdout.flush()
 
 
-def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store) -> int:
+def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warnings: list[str] | None = None) -> int:
     if args.json:
-        print(json.dumps(render.run_json(record)))
+        print(json.dumps({**render.run_json(record), "warnings": warnings or []}))
     else:
         out.print(render.result_table(record))
         if record.best and record.baseline and record.best.id != record.baseline.id:
@@ -141,7 +141,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     store = Store(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         record = api.optimize(problem, config, store, on_event=progress, cancel=cancel)
-    return _finish_run(record, args, store)
+    return _finish_run(record, args, store, progress.warnings)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -150,7 +150,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     config = load_config(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         record = api.resume(args.run, store, config, on_event=progress, cancel=cancel)
-    return _finish_run(record, args, store)
+    return _finish_run(record, args, store, progress.warnings)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

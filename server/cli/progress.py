@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from speedpatch.engine import events as ev
 
@@ -22,6 +23,7 @@ class SearchProgress:
         )
         self.task = None
         self.best = "baseline"
+        self.warnings: list[str] = []  # every warning of the run, also for --json
 
     def __enter__(self) -> SearchProgress:
         self.progress.__enter__()
@@ -32,7 +34,10 @@ class SearchProgress:
 
     def __call__(self, event: ev.Event) -> None:
         d = event.data
-        if event.kind == ev.RUN_STARTED:
+        if event.kind == ev.WARNING:  # before the run starts too (set-up warnings), and with --json
+            self.warnings.append(str(d["message"]))
+            self.console.print(f"[yellow]warning:[/yellow] {escape(str(d['message']))}", highlight=False)
+        elif event.kind == ev.RUN_STARTED:
             self.task = self.progress.add_task(
                 f"{d['kernel']} on {d['backend']}", total=d["iterations"], status="measuring baseline"
             )
@@ -51,7 +56,5 @@ class SearchProgress:
             if d.get("speedup"):
                 self.best = f"{d['speedup']:.2f}x"
             self.progress.update(self.task, completed=d["iteration"], status=f"best {self.best}")
-        elif event.kind == ev.WARNING:
-            self.console.print(f"[yellow]warning:[/yellow] {d['message']}")
         elif event.kind == ev.RUN_FINISHED:
             self.progress.update(self.task, status=f"{d['status']}, best {self.best}")

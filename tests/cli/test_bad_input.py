@@ -3,6 +3,7 @@ created, nothing lost."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from support.toys import cli, cli_env, write_toy
@@ -93,3 +94,23 @@ def test_a_bad_iteration_count_names_the_option(tmp_path):
     proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "-1")
     assert proc.returncode == 2
     assert "--iterations/-T (search.iterations): must be at least 1, got -1" in proc.stderr
+
+
+def test_a_search_without_an_llm_says_it_uses_the_offline_moves(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "-T", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "no LLM configured" in proc.stderr and "offline moves" in proc.stderr
+
+
+def test_an_explicit_offline_search_is_not_warned_about(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1")
+    assert "no LLM configured" not in proc.stderr
+
+
+def test_warnings_are_part_of_the_json_result(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "-T", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert any("no LLM configured" in w for w in json.loads(proc.stdout)["warnings"])
