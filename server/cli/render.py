@@ -133,8 +133,13 @@ def candidates_table(cands: list[Candidate]) -> Table:
 
 
 def print_evaluation(console: Console, ev: Evaluation, backend: str) -> None:
-    verdict = "correct" if ev.correct else "NOT correct"
-    console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {fmt_value(ev.value, ev.unit)}")
+    if (ev.receipt or {}).get("measured_on") == "compile-only" and ev.correct:
+        # nothing ran: neither correctness nor speed is known, whatever the status word says
+        console.print(f"[bold]compiled, not run[/bold] on {backend}: correctness and speed are unknown "
+                      "(this backend only builds; run it on a backend that executes, see `speedpatch backends`)")
+    else:
+        verdict = "correct" if ev.correct else "NOT correct"
+        console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {fmt_value(ev.value, ev.unit)}")
     if ev.message:
         console.print(ev.message, markup=False)
     if ev.feedback:

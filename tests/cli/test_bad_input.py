@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
+import pytest
 from support.toys import cli, cli_env, write_toy
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(cwd, *args):
@@ -114,3 +118,14 @@ def test_warnings_are_part_of_the_json_result(tmp_path):
     proc = run(tmp_path, "optimize", "sum.toy", "-T", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     assert any("no LLM configured" in w for w in json.loads(proc.stdout)["warnings"])
+
+
+def test_evaluate_on_a_compile_only_backend_says_compiled_not_run(tmp_path):
+    source = tmp_path / "matmul.cu"
+    source.write_text((EXAMPLES / "cuda" / "matmul.cu").read_text())
+    proc = run(tmp_path, "evaluate", "matmul.cu", "--backend", "cuda-compile")
+    if "not usable here" in proc.stderr:  # no nvcc on this machine
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "compiled, not run" in proc.stdout
+    assert "correct (" not in proc.stdout
