@@ -249,3 +249,164 @@ def test_copying_with_memcpy_is_host_work_too(gemmini_c):
     res = gemmini_c(UNROLL)()
     copy = int(res.output.split()[2])
     assert copy >= (1 << 16) // 8  # 64 KiB at a few bytes per cycle, not free
+
+
+# ---- one test per timing mechanism, against the cycle model's own entry points --------------------------
+# A small C probe calls timing.c directly (no host instrumentation, no functional model), so every number
+# below is computed by hand from timing_params.h (gperf = ucb-bar/libgemmini perf/, FireSim preset):
+# front end latency 5, L2 hit 12, miss detect 6, DRAM slot 8 cycles/line + latency 30, fill-to-data 7,
+# scratchpad merge 16 B/cycle, load completion lag 2, store pipe 12 + accumulator read 4, bus 32 B/cycle,
+# full-line Put ack 10, partial Put ack 22, same-line Puts 8 apart, mesh issue 3 / commit 51 / min rows 4.
+
+PROBE_PRELUDE = r"""
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "model_internal.h"
+void gm_fail(const char *fmt, ...) { va_list ap; va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap); exit(3); }
+
+/* one host mvin of `rows` rows of `bytes` at addr, addr+stride, ... into scratchpad row `row` */
+static uint64_t mvin(uint64_t addr, uint32_t rows, uint32_t bytes, uint64_t stride, uint32_t row) {
+  tm_host_begin();
+  for (uint32_t r = 0; r < rows; r++) if (addr) tm_note_dram(addr + r * stride, bytes, 0);
+  tm_write(MEM_SPAD, row, rows, 1);
+  uint64_t done = tm_schedule(U_LOAD, rows, 0, 0);
+  tm_host_end();
+  return done;
+}
+/* one host mvout of `rows` accumulator rows, each `bytes` to addr + r*stride */
+static uint64_t mvout(uint64_t addr, uint32_t rows, uint32_t bytes, uint64_t stride, uint32_t acc_row) {
+  tm_host_begin();
+  tm_read(MEM_ACC, acc_row, rows, 1);
+  for (uint32_t r = 0; r < rows; r++) tm_note_dram(addr + r * stride, bytes, 1);
+  uint64_t done = tm_schedule(U_STORE, rows, T_ACC_READ_LATENCY, 0);
+  tm_host_end();
+  return done;
+}
+/* one compute streaming `rows` A rows from scratchpad row a into accumulator row c */
+static uint64_t compute(uint32_t a, uint32_t c, uint32_t rows) {
+  tm_host_begin();
+  tm_read(MEM_SPAD, a, rows, 1);
+  tm_write(MEM_ACC, c, rows, 1);
+  uint64_t done = tm_schedule(U_EX, rows, T_MESH_LATENCY, 0);
+  tm_host_end();
+  return done;
+}
+int main(void) {
+  tm_reset();
+"""
+
+
+def _probe(tmp_path, body: str) -> list[int]:
+    """Compile and run `body` (statements printing integers with P(x)) against timing.c."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed")
+    root = Path(__file__).resolve().parents[2] / "targets" / "gemmini"
+    src = tmp_path / "probe.c"
+    src.write_text(PROBE_PRELUDE + "#define P(x) printf(\"%llu\\n\", (unsigned long long)(x))\n" + body + "\n return 0;\n}\n")
+    exe = tmp_path / "probe"
+    subprocess.run([gcc, "-O1", "-I", str(root / "model"), "-I", str(root / "include"), str(src),
+                    str(root / "model" / "timing.c"), "-o", str(exe)], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def test_a_cold_line_goes_through_the_l2_miss_to_dram(tmp_path):
+    # issue 0 -> front end 5; Get at 5, miss seen at 11, DRAM slot 16..24, data at the L2 at 54, to the DMA at
+    # 61, merged (64 B at 16 B/cycle) at 65, completion lag 2 -> 67.
+    assert _probe(tmp_path, "P(mvin(0x10000, 1, 64, 64, 0));") == [67]
+
+
+def test_a_line_already_in_the_l2_comes_back_after_the_hit_latency(tmp_path):
+    # after a fence (host = 67 + 2 = 69) the same line is asked for at 74: hit 12 + merge 4 + lag 2 = 92.
+    assert _probe(tmp_path, "mvin(0x10000, 1, 64, 64, 0); tm_fence(); P(mvin(0x10000, 1, 64, 64, 16));") == [92]
+
+
+def test_dram_delivers_one_line_per_eight_cycles(tmp_path):
+    # 16 cold lines: DRAM slots at 16, 24, ..., 136; the last line's data reaches the DMA at 136 + 8 + 30 + 7
+    # = 181, is merged at 185 and completes at 187: 8 B/cycle, not the 16 B/cycle the scratchpad could take.
+    assert _probe(tmp_path, "P(mvin(0x10000, 16, 64, 64, 0));") == [187]
+
+
+def test_a_narrow_row_costs_a_whole_line_of_dram_time(tmp_path):
+    # 16 rows of 16 bytes in 16 different lines take the same 16 DRAM slots as 16 full lines (merge 1 cycle):
+    # 181 + 1 + 2 = 184, although only a quarter of the bytes are useful.
+    assert _probe(tmp_path, "P(mvin(0x10000, 16, 16, 64, 0));") == [184]
+
+
+def test_a_full_line_put_needs_no_fetch_but_a_partial_one_allocates_the_line(tmp_path):
+    # full: data from 5 + 12 + 4 = 21, row ready at 22, Put at 22, ack 22 + 10 = 32.
+    # partial (16 of 64 bytes): the L2 fetches the line first (miss at 28, slot 32, back 70) and acks at 77.
+    full = _probe(tmp_path, "mvout(0x20000, 1, 64, 64, 0); P(T.all_done);")
+    partial = _probe(tmp_path, "mvout(0x20000, 1, 16, 64, 0); P(T.all_done);")
+    assert (full, partial) == ([32], [77])
+
+
+def test_puts_to_one_line_are_handled_one_per_eight_cycles(tmp_path):
+    # four 16-byte rows of one line: the first acks at 77 (write-allocate), the others 8 cycles apart.
+    assert _probe(tmp_path, "mvout(0x20000, 4, 16, 16, 0); P(T.all_done);") == [77 + 3 * 8]
+
+
+def test_the_store_queue_runs_one_store_at_a_time(tmp_path):
+    # store 1 (full line): reads 5..7, its only Put accepted at 22 -> done 25. Store 2 starts at 25, not at its
+    # acceptance (6): its Put is ready at 25 + 16 + 1 = 42 -> done 45.
+    assert _probe(tmp_path, "P(mvout(0x20000, 1, 64, 64, 0)); P(mvout(0x30000, 1, 64, 64, 16));") == [25, 45]
+
+
+def test_a_compute_from_an_idle_mesh_pays_the_issue_latency_and_commits_51_cycles_after_it_starts(tmp_path):
+    # accepted at 5, first row in at 8, 16 rows until 24, committed at 8 + 51 = 59; the next compute follows
+    # back to back (24..40, commit 75) without the issue latency.
+    assert _probe(tmp_path, "P(compute(0, 0, 16)); P(compute(16, 16, 16));") == [59, 75]
+
+
+def test_a_short_compute_still_streams_the_minimum_rows(tmp_path):
+    # 2 rows occupy the mesh for 4: 8 + 4 + 35 = 47.
+    assert _probe(tmp_path, "P(compute(0, 0, 2));") == [47]
+
+
+def test_the_core_stalls_once_ten_commands_wait_in_the_front_end(tmp_path):
+    # 27 independent computes: the execute queue (16 entries, freed at commit) takes commands 0..15 at
+    # 5..20; command 16 waits for command 0's commit at 59, so command 26 cannot enter the 10-deep front end
+    # before 59: the host is at 60 after issuing it, instead of 27.
+    body = "for (uint32_t n = 0; n < 27; n++) compute(16 * (n % 32), 16 * (n % 32), 16); P(T.host);"
+    assert _probe(tmp_path, body) == [60]
+
+
+def test_a_fence_waits_for_everything_then_costs_two_cycles(tmp_path):
+    assert _probe(tmp_path, "compute(0, 0, 16); tm_fence(); P(T.host);") == [59 + 2]
+
+
+LOOP_OF_20_COMPUTES = """
+  tm_host_begin(); tm_frontend_loop(); tm_loop_begin(0, 0);
+  for (uint32_t n = 0; n < 20; n++) {
+    tm_read(MEM_SPAD, 16 * n, 16, 1); tm_write(MEM_ACC, 16 * (n % 32), 16, 1);
+    tm_schedule(U_EX, 16, T_MESH_LATENCY, 0);
+  }
+  tm_loop_end(); tm_host_end();
+"""
+
+
+def test_a_raw_command_waits_until_the_loop_has_issued_everything(tmp_path):
+    # the loop's computes enter the execute queue at 6..21, then 60, 76, 92, 108 (each waits for the commit of
+    # the one 16 back): the loop is idle at 109, so a raw mvin of zeros (1 row) starts at 109 and ends at 110.
+    assert _probe(tmp_path, LOOP_OF_20_COMPUTES + "P(mvin(0, 1, 0, 0, 8000));") == [110]
+
+
+def test_the_next_loop_streams_its_loads_while_the_previous_one_still_computes(tmp_path):
+    # a second loop is taken at once (two loop slots): its mvin of zeros starts at 7, long before 109; a
+    # third loop waits for the first to have issued everything: it is taken at 109, the cycle after the first
+    # loop's last command left.
+    second_loop_mvin = """
+  tm_host_begin(); tm_frontend_loop(); tm_loop_begin(0, 0);
+  tm_write(MEM_SPAD, 8000, 1, 1); P(tm_schedule(U_LOAD, 1, 0, 0));
+  tm_loop_end(); tm_host_end();
+"""
+    third = "tm_host_begin(); tm_frontend_loop(); P(T.next_issue - 1); tm_host_end();"
+    assert _probe(tmp_path, LOOP_OF_20_COMPUTES + second_loop_mvin + third) == [8, 109]

@@ -47,24 +47,24 @@ void gm_loop_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   case F_LOOP_WS_CONFIG_STRIDES_AB: G.lw_A_stride = rs1, G.lw_B_stride = rs2; break;
   default: G.lw_D_stride = rs1, G.lw_C_stride = rs2; break;
   }
-  tm_frontend_only();
+  tm_frontend_loop();
 }
 
 static void loop_ws_body(uint64_t rs1, uint64_t rs2);
 static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2);
 
 void gm_loop_ws(uint64_t rs1, uint64_t rs2) {
-  tm_frontend_only();
+  tm_frontend_loop();
   gm_in_loop = "LOOP_WS";
-  tm_loop_begin();
+  tm_loop_begin(G.lw_C != 0 && !((rs2 >> 2) & 1), (uint32_t)(G.lw_I * G.lw_J * DIM));
   loop_ws_body(rs1, rs2);
   tm_loop_end();
 }
 
 void gm_loop_conv_ws(uint64_t rs1, uint64_t rs2) {
-  tm_frontend_only();
+  tm_frontend_loop();
   gm_in_loop = "LOOP_CONV_WS";
-  tm_loop_begin();
+  tm_loop_begin(0, 0); /* LOOP_CONV_WS already alternates its accumulator halves (lc_D_row, lc_C_row) */
   loop_conv_ws_body(rs1, rs2);
   tm_loop_end();
 }
@@ -191,7 +191,7 @@ void gm_loop_conv_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   case 5: G.lc_weights = rs1, G.lc_output = rs2; break;
   default: G.lc_bias = rs1, G.lc_input = rs2; break;
   }
-  tm_frontend_only();
+  tm_frontend_loop();
 }
 
 static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {

@@ -215,8 +215,15 @@ void gemmini_model_memory_fault(uint64_t addr) {
   gm_fail("invalid DRAM address 0x%llx touched by the accelerator", (unsigned long long)addr);
 }
 
-void gm_dram_read(uint64_t addr, void *dst, uint64_t n) { dram_read(addr, dst, n); }
-void gm_dram_write(uint64_t addr, const void *src, uint64_t n) { dram_write(addr, src, n); }
+/* Every accelerator DRAM access is also a DMA piece for the cycle model (timing.c). */
+void gm_dram_read(uint64_t addr, void *dst, uint64_t n) {
+  tm_note_dram(addr, n, 0);
+  dram_read(addr, dst, n);
+}
+void gm_dram_write(uint64_t addr, const void *src, uint64_t n) {
+  tm_note_dram(addr, n, 1);
+  dram_write(addr, src, n);
+}
 
 /* ---- host work ---- */
 

@@ -1,51 +1,95 @@
-/* Every timing parameter of the Gemmini cycle model, in one place.
+/* Every timing parameter of the Gemmini cycle model, in one place, each with where its value comes from.
  *
- * Starting values follow the published defaults of a Gemmini timing model (see README.md): queues of
- * 8/16/4 entries, DMA requests of up to 64 bytes, ~8 bytes/cycle of DRAM bandwidth plus latency, a mesh latency of
- * about 2*DIM+1 cycles, about one RoCC instruction per host instruction, and host work that is not free.
- * Sizes (DIM, rows) come from gemmini_params.h; nothing here depends on a particular configuration
- * except through DIM.
+ * Source of most values: Berkeley's RTL-calibrated Gemmini performance model, public repository
+ * ucb-bar/libgemmini, directory perf/ ("gperf"): perf/params/config.h (defaults, RTL line references to
+ * generators/gemmini/src/main/scala/gemmini/*.scala, waveform measurements) and its FireSim preset in
+ * perf/params/config.cc (chipyard FireSim build: FASED DRAM with read latency 30 and 16 reads in flight,
+ * 32-byte system bus). Cited below as "gperf <section>.<name>". Where we deviate or approximate, the
+ * comment says so. Sizes (DIM, rows) come from gemmini_params.h; nothing here depends on a particular
+ * configuration except through DIM.
  */
 #ifndef GEMMINI_TIMING_PARAMS_H
 #define GEMMINI_TIMING_PARAMS_H
 
-/* ---- host core ---- */
-#define T_HOST_CYCLES_PER_INSN 1   /* host cycles per instruction of an executed basic block of the user
-                                      file (-fsanitize-coverage=trace-pc; block sizes from the build's
-                                      block table): an in-order core at ~1 IPC */
+/* ---- host core (Rocket, in order) ---- */
+#define T_HOST_CYCLES_PER_INSN 1   /* gperf host.cpi = 1.0: host cycles per instruction of an executed basic
+                                      block of the user file (-fsanitize-coverage=trace-pc; block sizes from
+                                      the build's block table) */
 #define T_HOST_CYCLES_PER_BLOCK 4  /* used instead when a block's size is unknown (no block table) */
 #define T_HOST_CALL_CYCLES 10      /* memcpy/memmove/memset called from the user file: call overhead ... */
 #define T_HOST_COPY_BYTES_PER_CYCLE 4 /* ... plus bytes copied at this rate (8-byte loads and stores) */
 #define T_HOST_SET_BYTES_PER_CYCLE 8  /* ... or bytes set at this rate (8-byte stores) */
-#define T_ROCC_ISSUE_CYCLES 2      /* host cycles to issue one RoCC instruction (operands + handshake) */
-#define T_FENCE_CYCLES 4           /* host cycles a fence costs on top of waiting for the accelerator */
+#define T_ROCC_ISSUE_CYCLES 1      /* the custom instruction retires like any other at CPI 1 when the RoCC
+                                      command queue has room (gperf perf/host.h: instret x cpi + stalls); the
+                                      operand set-up around it is host work of the user file */
+#define T_FENCE_CYCLES 2           /* gperf host.fence_cycles: a fence retires 2 cycles after Gemmini is idle */
 
-/* ---- command frontend ---- */
-#define T_FRONTEND_CYCLES 1        /* cycles between two commands entering the queues (hardware loops too) */
+/* ---- RoCC front end: router -> raw_cmd_q -> LoopConv -> LoopMatmul (Controller.scala) ---- */
+#define T_FRONTEND_DEPTH 10        /* gperf frontend.depth: commands buffered between the core and LoopMatmul
+                                      (5 x 2-entry queues); the core stalls on the 11th */
+#define T_FRONTEND_LATENCY 5       /* gperf frontend.latency: cycles from RoCC issue to LoopMatmul's input */
+#define T_FRONTEND_CYCLES 1        /* gperf model.cc step(): one command per cycle leaves LoopMatmul's output,
+                                      raw or loop-generated */
+
+/* ---- LoopMatmul / LoopConv (LoopMatmul.scala) ---- */
+#define T_LOOP_CONCURRENT 2        /* gperf loop.concurrent_loops: two loops in the unit at once; the next
+                                      loop's configuration waits until the oldest has issued everything
+                                      (:1133). A raw command waits until no loop has commands left. */
+/* loop.max_{ld,ex,st}_outstanding (8/16/4) equal the reservation-station entries below, which is how this
+ * model applies them: a loop-issued command needs a free entry of its queue. */
 
 /* ---- reservation-station queues (entries; an entry is freed when its command completes) ---- */
-#define T_LOAD_QUEUE 8             /* mvin, mvin2, mvin3, config_ld */
-#define T_EX_QUEUE 16              /* preload, compute, config_ex, flush */
-#define T_STORE_QUEUE 4            /* mvout, config_st */
+#define T_LOAD_QUEUE 8             /* gperf rs.ld_entries (ConfigsFP.scala:232): mvin, mvin2, mvin3, config_ld */
+#define T_EX_QUEUE 16              /* gperf rs.ex_entries: preload, compute, config_ex, flush */
+#define T_STORE_QUEUE 4            /* gperf rs.st_entries: mvout, config_st */
 
-/* ---- DMA and DRAM (one read channel for loads, one write channel for stores) ---- */
-#define T_DMA_REQUEST_BYTES 64     /* largest DMA request: each row of a mvin/mvout is split into requests
-                                      of at most this many bytes */
-#define T_BUS_BYTES 16             /* memory bus width: a request moves whole beats of this size */
-#define T_DRAM_BYTES_PER_CYCLE 8   /* sustained DRAM bandwidth, per direction */
-#define T_DRAM_LATENCY 80          /* cycles from a read request to its data (and for write acks) */
-#define T_DMA_MAX_INFLIGHT 16      /* requests in flight: with the latency, narrow requests are bounded by
-                                      T_DMA_MAX_INFLIGHT requests per T_DRAM_LATENCY cycles */
-#define T_DMA_CMD_OVERHEAD 4       /* cycles to decode a mvin/mvout and translate its address */
-
-/* ---- scratchpad / accumulator ports ---- */
-#define T_SPAD_ROW_CYCLES 1        /* cycles per row written or read by the DMA side */
-#define T_ACC_READ_LATENCY 4       /* accumulator read + scale + activation pipeline on mvout */
-
-/* ---- execute (mesh) ---- */
-#define T_MESH_LATENCY (2 * DIM + 1) /* cycles from the first operand row entering the mesh to the
-                                        last result row leaving it (fill + drain) */
+/* ---- execute (ExecuteController.scala, MeshWithDelays.scala) ---- */
+#define T_MESH_ISSUE_LATENCY 3     /* gperf mesh.issue_latency: compute issue -> first A row into the mesh,
+                                      paid when the mesh was idle (back to back computes pay nothing) */
+#define T_MESH_MIN_ROWS 4          /* gperf mesh.min_rows: a compute streams at least this many rows */
+#define T_MESH_COMMIT_LATENCY 51   /* gperf mesh.commit_latency: first A row in -> last accumulator commit */
+#define T_MESH_LATENCY (T_MESH_COMMIT_LATENCY - DIM) /* from the end of a full compute's feed to its commit */
 #define T_EX_ROW_CYCLES 1          /* cycles per operand row streamed into the mesh */
-#define T_EX_CMD_OVERHEAD 1        /* cycles for a command that streams nothing (config, garbage preload) */
+#define T_EX_CMD_OVERHEAD 0        /* a command that streams nothing (config, preload whose weights shift in
+                                      with the compute it pairs with, flush): no mesh time of its own */
+
+/* ---- load path (LoadController.scala, DMA.scala StreamReader, BeatMerger.scala) ---- */
+#define T_DMA_CMD_OVERHEAD 0       /* address decode is pipelined with the stream (gperf has no per-command
+                                      load cost besides the ones below) */
+#define T_LD_CMDS_IN_FLIGHT 3      /* gperf ld.cmds_in_flight: mvins the load tracker overlaps */
+#define T_LD_COMPLETION_LAG 2      /* gperf ld.completion_lag: last row written -> RS completion */
+#define T_DMA_GET_BYTES 64         /* gperf dma.get_bytes: one TileLink Get per 64-byte line a row touches */
+#define T_DMA_MAX_GETS 32          /* gperf dma.max_in_flight: outstanding Gets (max_in_flight_mem_reqs) */
+#define T_SPAD_WRITE_BYTES 16      /* gperf dma.spad_write_bytes_per_cycle: BeatMerger writes one DIM-byte
+                                      scratchpad row per cycle (an accumulator row of acc_t per cycle) */
+#define T_SPAD_ROW_CYCLES 1        /* cycles per local row written or read */
+
+/* ---- store path (StoreController.scala, Scratchpad.scala write path) ---- */
+#define T_ST_PIPE_LATENCY 12       /* gperf st.pipe_latency: store issued -> its first Put (FSDB: 13) */
+#define T_ACC_READ_LATENCY 4       /* gperf st.requant_latency: accumulator read -> scale/activation output */
+#define T_ST_COMPLETION_LAG 2      /* gperf st.completion_lag: last read -> RS completion */
+#define T_ST_WRITE_SLACK 8         /* gperf st.write_slack: Puts still waiting for the bus when the next
+                                      store may start (the write queues hold them) */
+#define T_DMA_PUT_BYTES 64         /* gperf dma.put_bytes: one Put per 64-byte piece of a row */
+#define T_DMA_MAX_PUTS 32          /* gperf dma.max_puts_in_flight: outstanding Puts (StreamWriter) */
+/* The store queue is serial: a store starts when the previous one is done (gperf reservation_station.cc:
+ * Q_ST issues only when no older store is outstanding). */
+
+/* ---- memory system: system bus, L2 (InclusiveCache), DRAM ---- */
+#define T_LINE_BYTES 64            /* gperf mem.line_bytes */
+#define T_BUS_BYTES 32             /* gperf FireSim preset mem.bus_bytes = 32 (256-bit system bus): a
+                                      line-sized Put occupies the bus 2 cycles */
+#define T_L2_KIB 512               /* gperf mem.l2_kib: L2 capacity; LRU over lines; starts cold. Only the
+                                      accelerator's traffic is tracked (the host's loads/stores are not) */
+#define T_L2_HIT_LATENCY 12        /* gperf mem.l2_hit_latency: Get accepted -> data, L2 hit */
+#define T_L2_MISS_DETECT 6         /* gperf mem.l2_miss_detect: Get/Put accepted -> the L2 asks DRAM */
+#define T_L2_FILL_TO_DATA 7        /* gperf mem.l2_fill_to_data: fill's last DRAM beat -> data to requester */
+#define T_DRAM_LATENCY 30          /* gperf FireSim preset mem.dram_latency = 30 (FASED LatencyPipe default) */
+#define T_DRAM_MAX_READS 16        /* gperf FireSim preset mem.dram_max_reads = 16 (FASED maxReads) */
+#define T_DRAM_BYTES_PER_CYCLE 8   /* gperf mem.dram_bytes_per_cycle: one 64-byte line per 8 cycles, reads and
+                                      write-backs sharing the channel */
+#define T_WRITE_ACK_LATENCY 22     /* gperf mem.write_ack_latency: partial Put -> ack, line in the L2 */
+#define T_FULL_WRITE_ACK_LATENCY 10 /* gperf mem.full_write_ack_latency: full-line Put -> ack */
+#define T_L2_PUT_SERIAL 8          /* gperf mem.l2_put_serial_cycles: Puts to one line, one per 8 cycles */
 
 #endif /* GEMMINI_TIMING_PARAMS_H */
