@@ -52,7 +52,24 @@ def backend_for(target: Target, config: Config, name: str | None = None) -> Back
         raise UserError(f"{where}: {exc.args[0]}") from exc
 
 
-def make_problem(path: str, text: str, kernel: str | None, config: Config, backend: str | None = None) -> Problem:
+def _whole_program_kernels(path: str, text: str) -> list[Kernel]:
+    """A target's run-only kernel for a program without kernel functions (whole-program mode), if any."""
+    found: list[Kernel] = []
+    for target in targets.targets_for_path(path):
+        make = getattr(target, "whole_program_kernel", None)
+        try:
+            kernel = make(text, path) if make else None
+        except Exception:  # a target's parser bug must not hide other targets
+            kernel = None
+        if kernel is not None:
+            found.append(kernel)
+    return found
+
+
+def make_problem(path: str, text: str, kernel: str | None, config: Config, backend: str | None = None,
+                 whole_program: bool = False) -> Problem:
+    """The problem of one kernel of a file. whole_program: a file without kernel functions may still be
+    run as it is (evaluate only), when its target offers a whole-program kernel for it."""
     if "\x00" in text:
         raise UserError(f"{path}: looks like a binary file, not kernel source")
     kernels = find_kernels(path, text)
@@ -60,7 +77,13 @@ def make_problem(path: str, text: str, kernel: str | None, config: Config, backe
         exts = sorted({e for t in targets.all_targets() for e in t.extensions})
         raise UserError(f"{path}: no target handles this file type (known extensions: {', '.join(exts)})")
     if not kernels:
-        raise UserError(f"{path}: no kernel found (looked for: {', '.join(t.name for t in targets.targets_for_path(path))} kernels)")
+        programs = _whole_program_kernels(path, text) if len(text) <= MAX_FILE_BYTES else []
+        if programs and whole_program:
+            kernels = programs[:1]
+        elif programs:
+            raise UserError(f"{path}: no kernel found: {programs[0].reason}")
+        else:
+            raise UserError(f"{path}: no kernel found (looked for: {', '.join(t.name for t in targets.targets_for_path(path))} kernels)")
     if kernel is None:
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
@@ -131,6 +154,8 @@ def _session(
         cached=cached,
     )
     cancel = cancel or threading.Event()
+    if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
+        raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
 
     def emit(event: ev.Event) -> None:
         if on_event is not None:

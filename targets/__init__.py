@@ -1,4 +1,4 @@
-"""Target registry. Built-in targets are imported lazily; more can come from the `speedpatch.targets`
+"""Target registry. Built-in targets are imported lazily, one at a time; more can come from the `speedpatch.targets`
 entry-point group or from modules named in SPEEDPATCH_TARGET_MODULES (comma-separated), each of which
 calls `register`."""
 
@@ -10,17 +10,19 @@ import threading
 from importlib.metadata import entry_points
 from pathlib import PurePath
 
-from speedpatch.targets.base import Backend, Target
+from speedpatch.targets.base import Target
 
-BUILTIN = {
-    "gemmini": "speedpatch.targets.gemmini.target:GemminiTarget",
-    "nki": "speedpatch.targets.nki.target:NkiTarget",
-    "cuda": "speedpatch.targets.cuda.target:CudaTarget",
+# name -> (where the class lives, the file suffixes it handles): a command that needs one target imports
+# only that one (NumPy and the NKI emulator cost half a second, a whole small Gemmini evaluation)
+BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gemmini": ("speedpatch.targets.gemmini.target:GemminiTarget", (".c", ".h")),
+    "nki": ("speedpatch.targets.nki.target:NkiTarget", (".py",)),
+    "cuda": ("speedpatch.targets.cuda.target:CudaTarget", (".cu", ".cuh", ".py")),
 }
 
 _targets: dict[str, Target] = {}
 _load_errors: dict[str, str] = {}
-_loaded = False
+_plugins_loaded = False
 _load_lock = threading.RLock()  # the first caller loads; callers on other threads wait for it
 
 
@@ -28,38 +30,46 @@ def register(target: Target) -> None:
     _targets[target.name] = target
 
 
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
+def _load_builtin(name: str) -> None:
     with _load_lock:
-        if _loaded:
+        if name in _targets or name in _load_errors:
             return
-        _load_builtins()
-        _loaded = True
-
-
-def _load_builtins() -> None:
-    for name, spec in BUILTIN.items():
-        module, _, attr = spec.partition(":")
+        module, _, attr = BUILTIN[name][0].partition(":")
         try:
             register(getattr(importlib.import_module(module), attr)())
         except ImportError as exc:
             _load_errors[name] = str(exc)
-    for ep in entry_points(group="speedpatch.targets"):
-        register(ep.load()())
-    for module in filter(None, os.environ.get("SPEEDPATCH_TARGET_MODULES", "").split(",")):
-        importlib.import_module(module.strip())
+
+
+def _load_plugins() -> None:
+    """Targets from the `speedpatch.targets` entry-point group and SPEEDPATCH_TARGET_MODULES."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    with _load_lock:
+        if _plugins_loaded:
+            return
+        for ep in entry_points(group="speedpatch.targets"):
+            register(ep.load()())
+        for module in filter(None, os.environ.get("SPEEDPATCH_TARGET_MODULES", "").split(",")):
+            importlib.import_module(module.strip())
+        _plugins_loaded = True
 
 
 def all_targets() -> list[Target]:
-    _load_all()
+    for name in BUILTIN:
+        _load_builtin(name)
+    _load_plugins()
     return list(_targets.values())
 
 
 def get_target(name: str) -> Target:
-    _load_all()
+    if name in BUILTIN:
+        _load_builtin(name)
+    else:
+        _load_plugins()
     if name not in _targets:
+        all_targets()
         known = ", ".join(sorted(_targets)) or "none"
         why = f" ({_load_errors[name]})" if name in _load_errors else ""
         raise KeyError(f"unknown target {name!r}{why}; known targets: {known}")
@@ -68,16 +78,8 @@ def get_target(name: str) -> Target:
 
 def targets_for_path(path: str) -> list[Target]:
     suffix = PurePath(path).suffix.lower()
-    return [t for t in all_targets() if suffix in t.extensions]
-
-
-def all_backends() -> list[Backend]:
-    return [b for t in all_targets() for b in t.backends()]
-
-
-def get_backend(name: str) -> Backend:
-    for b in all_backends():
-        if b.name == name:
-            return b
-    known = ", ".join(b.name for b in all_backends())
-    raise KeyError(f"unknown backend {name!r}; known backends: {known}")
+    for name, (_, suffixes) in BUILTIN.items():
+        if suffix in suffixes:
+            _load_builtin(name)
+    _load_plugins()
+    return [t for t in _targets.values() if suffix in t.extensions]

@@ -74,6 +74,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "offline", False):
         data["offline"] = True
     return data
+    if getattr(args, "include_dir", None):  # as [backend.gemmini-native] include_dir, resolved from here
+        data["backend"] = {"gemmini-native": {"include_dir": str(Path(args.include_dir).expanduser().resolve())}}
 
 
 def _config(args: argparse.Namespace, workspace: Path) -> Config:
@@ -157,7 +159,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     workspace = _workspace(args, args.file)
     config = _config(args, workspace)
     text = _read_source(args.file)
-    problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
+    problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend,
+                               whole_program=True)
+    if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
+        err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
     ev = api.evaluate(problem, None, config)
     if args.json:
         print(json.dumps({
@@ -307,10 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel")
     p.add_argument("--backend")
     p.add_argument("--json", action="store_true")
+    include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
+                        "(same as [backend.gemmini-native] include_dir)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--include-dir", help=include_dir_help)
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="show a run")
@@ -319,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
+    p.add_argument("--include-dir", help=include_dir_help)
     p = sub.add_parser("apply", help="write a run's winner into its file (if the kernel is unchanged)")
     p.add_argument("run")
     p.set_defaults(func=cmd_apply)

@@ -15,7 +15,14 @@ MAX_SOURCE_CHARS = 2_000_000  # bigger files are not kernel sources worth parsin
 
 # Calls that make a function a Gemmini kernel: the public API (instruction macros, hardware loops,
 # the tiled library functions).
-GEMMINI_CALL = re.compile(r"^(gemmini_\w+|tiled_matmul\w*|tiled_conv\w*|sp_tiled_\w+)$")
+GEMMINI_CALL = re.compile(r"^(gemmini_\w+|tiled_matmul\w*|tiled_conv\w*|tiled_global_average\w*|sp_tiled_\w+)$")
+# The short instruction names many Gemmini codes use, as macros or wrapper functions over the gemmini_*
+# ones (config_ld, mvin, preload, compute_preloaded, ...). A call to one of them makes a kernel too; a
+# function with one of these names is an instruction wrapper, not a kernel.
+SHORT_INSTRUCTION = re.compile(
+    r"^(?:extended\d?_)?(?:config_ld|config_ex|config_st|config_norm|mvin[23]?|block_mvin|mvout|preload|"
+    r"preload_zeros|compute_preloaded|compute_accumulated|loop_ws|loop_conv_ws)$"
+)
 
 
 @dataclass
@@ -121,7 +128,12 @@ def functions(text: str) -> list[Function]:
 
 
 def calls_gemmini(fn: Function) -> bool:
-    return any(GEMMINI_CALL.match(c) for c in fn.calls)
+    return any(GEMMINI_CALL.match(c) or SHORT_INSTRUCTION.match(c) for c in fn.calls)
+
+
+def is_instruction_wrapper(fn: Function) -> bool:
+    """A function named like a short instruction (mvin, preload...): part of the file's API layer."""
+    return SHORT_INSTRUCTION.match(fn.name) is not None
 
 
 def top_level_items(text: str) -> list[tuple[str, str, str]]:

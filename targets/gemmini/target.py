@@ -21,6 +21,14 @@ NO_MAIN = (
 )
 
 
+# Whole-program mode: a program that does its Gemmini work in main() itself (upstream gemmini-rocc-tests
+# style) is run as it is. Its verdict is its exit status and its figure the model's cycles between its own
+# read_cycles() calls; main() holds the program's checks, so it is never rewritten.
+WHOLE_PROGRAM = (
+    "whole program: its Gemmini work is in main(), which also holds its checks, so it can be evaluated "
+    "(speedpatch evaluate) but not optimized; move the accelerator code into a function of its own to "
+    "optimize it"
+)
 class GemminiTarget(Target):
     name = "gemmini"
     extensions = (".c", ".h")
@@ -35,7 +43,7 @@ class GemminiTarget(Target):
         has_main = any(f.name == "main" for f in fns)
         kernels = []
         for fn in fns:
-            if fn.name == "main" or not csource.calls_gemmini(fn):
+            if fn.name == "main" or not csource.calls_gemmini(fn) or csource.is_instruction_wrapper(fn):
                 continue
             kernels.append(Kernel(
                 name=fn.name, target=self.name, start=fn.start, end=fn.end, start_line=fn.start_line,
@@ -46,6 +54,21 @@ class GemminiTarget(Target):
 
     def backends(self) -> list[Backend]:
         from speedpatch.targets.gemmini.backends.command import CommandBackend
+    def whole_program_kernel(self, text: str, path: str = "") -> Kernel | None:
+        """main() as a run-only kernel, for a program without kernel functions whose main() uses Gemmini;
+        None otherwise. Runnable (it can be evaluated) with a reason (it cannot be optimized)."""
+        try:
+            fns = csource.functions(text)
+        except Exception:
+            return None
+        mains = [f for f in fns if f.name == "main"]
+        if len(mains) != 1 or not csource.calls_gemmini(mains[0]) or self.find_kernels(text, path):
+            return None
+        fn = mains[0]
+        return Kernel(name=fn.name, target=self.name, start=fn.start, end=fn.end, start_line=fn.start_line,
+                      end_line=fn.end_line, signature_line=fn.signature_line, text=fn.text, runnable=True,
+                      reason=WHOLE_PROGRAM)
+
         from speedpatch.targets.gemmini.backends.native import NativeBackend
         from speedpatch.targets.gemmini.backends.spike import SpikeBackend
 
@@ -91,6 +114,11 @@ class GemminiTarget(Target):
 def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
+        if kernel.reason == WHOLE_PROGRAM:  # the program as it is, or nothing
+            mains = [f for f in csource.functions(source) if f.name == "main"]
+            if len(mains) != 1 or mains[0].text != kernel.text:
+                return ["whole-program mode runs the program as it is: its main() may not be rewritten"]
+            return []
 
 def feedback_text(fb: dict[str, Any]) -> str:
     """A hardware-feedback paragraph for the plan prompt."""

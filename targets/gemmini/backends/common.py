@@ -115,14 +115,50 @@ def uses_harness(source: str) -> bool:
     return re.search(r"\bspeedpatch_run_\w+\s*\(", source) is not None
 
 
+def whole_program_figure(stats: dict[str, Any]) -> tuple[int, int | None, str]:
+    """(cycles, MACs, what was timed) of a program without the speedpatch harness, from the model's own
+    statistics: the regions between its own read_cycles() pairs that issued Gemmini work, else the run."""
+    regions = int(stats.get("timed_regions") or 0)
+    if regions:
+        return (int(stats.get("timed_region_cycles") or 0), int(stats.get("timed_region_macs") or 0),
+                f"the program's own read_cycles() pairs around its Gemmini work ({regions} region"
+                f"{'s' if regions != 1 else ''}, summed)")
+    return (int(stats.get("host_cycles_at_exit") or 0), None,
+            "the whole run (no read_cycles() pair around Gemmini work)")
+
+
+def whole_program_evaluation(run: ProcResult, stats: dict[str, Any], rec: dict[str, Any]) -> Evaluation:
+    """A program without the speedpatch harness: the verdict is its exit status (its own checks) and the
+    figure the model's cycles; nothing it prints is taken as a result."""
+    if run.returncode != 0:
+        error = first_error_line(run.output)
+        crashed = run.returncode < 0 or error.startswith(("gemmini-model:", "gemmini library error"))
+        if crashed:
+            why = error or f"exit status {run.returncode}"
+            return Evaluation(status=RUNTIME_ERROR, message=f"runtime error: {why}", log=run.output, receipt=rec)
+        return Evaluation(status=INCORRECT, message=f"the program's own checks failed (exit status {run.returncode})",
+                          log=run.output, receipt=rec)
+    cycles, macs, region = whole_program_figure(stats)
+    if not cycles:
+        return Evaluation(status=RUNTIME_ERROR, message="the program exited 0 but the model recorded no cycles",
+                          log=run.output, receipt=rec)
+    rec = dict(rec, checks="the program's own (exit status 0); whole-program mode, no speedpatch harness",
+               timed_region=region)
+    return Evaluation(status=OK, value=float(cycles), unit="cycles",
+                      message=f"exit status 0, {cycles} cycles ({region})", log=run.output,
+                      feedback=feedback(stats, cycles, macs), receipt=rec)
+
+
 def run_to_evaluation(run: ProcResult, timeout: float, stats: dict[str, Any], rec: dict[str, Any],
-                      whole_program_fallback: bool = True) -> Evaluation:
-    """Status from exit status + result line; value = the harness's cycles (or, for a program without
-    the speedpatch harness that exits 0, the model's last read_cycles value / whole-run cycles)."""
+                      whole_program_fallback: bool = False) -> Evaluation:
+    """Status from exit status + result line; value = the harness's cycles. whole_program_fallback: the
+    program has no speedpatch harness, so it is judged as a whole program (whole_program_evaluation)."""
     if run.timed_out:
         ev = timeout_evaluation("the program", timeout, run.output)
         ev.receipt = rec
         return ev
+    if whole_program_fallback:
+        return whole_program_evaluation(run, stats, rec)
     result = parse_result(run.output)
     error = first_error_line(run.output)
     if result is not None and result.get("correct") == 0:
@@ -132,18 +168,8 @@ def run_to_evaluation(run: ProcResult, timeout: float, stats: dict[str, Any], re
         why = error or f"exit status {run.returncode}"
         return Evaluation(status=RUNTIME_ERROR, message=f"runtime error: {why}", log=run.output, receipt=rec)
     if result is None:
-        if not whole_program_fallback:
-            return Evaluation(status=RUNTIME_ERROR, message="the program printed no speedpatch result line",
-                              log=run.output, receipt=rec)
-        cycles = int(stats.get("cycles") or stats.get("host_cycles_at_exit") or 0)
-        if not cycles:
-            return Evaluation(status=RUNTIME_ERROR, message="no speedpatch result line and no model cycles",
-                              log=run.output, receipt=rec)
-        rec = dict(rec, timed_region="no speedpatch result line: correct = exit status 0; cycles = the "
-                                     "program's last read_cycles() (or the whole run)")
-        return Evaluation(status=OK, value=float(cycles), unit="cycles",
-                          message=f"{cycles} cycles (exit status 0, no harness result line)", log=run.output,
-                          feedback=feedback(stats, cycles, None), receipt=rec)
+        return Evaluation(status=RUNTIME_ERROR, message="the program printed no speedpatch result line",
+                          log=run.output, receipt=rec)
     cycles = result["cycles"]
     rec = dict(rec, trials=result.get("trials"), timed_region="harness: flush+fence, read_cycles, kernel, fence")
     return Evaluation(status=OK, value=float(cycles), unit="cycles", message=f"correct, {cycles} cycles",

@@ -134,15 +134,19 @@ static inline uint32_t gemmini_float_bits(float value) {
 
 #define gemmini_config_ex(dataflow, act, sys_shift) gemmini_extended_config_ex(dataflow, act, sys_shift, 1, 0, 0)
 
-#define gemmini_extended4_config_ld(stride, scale, shrunk, block_mvin_stride, pixel_repeats, id)     \
+/* CONFIG_LD: rs1 = scale[63:32] | block_mvin_stride[31:16] | pixel_repeats[15:8] | slot[4:3] | shrunk[2].
+ * The upstream argument lists: extended5 sets pixel_repeats; extended4 and below repeat each pixel once. */
+#define gemmini_extended5_config_ld(stride, scale, shrunk, block_mvin_stride, pixel_repeats, id)     \
   gemmini_rocc(((uint64_t)gemmini_float_bits((float)(scale)) << 32) |                              \
                    ((uint64_t)(uint16_t)(block_mvin_stride) << 16) |                                \
                    ((uint64_t)(uint8_t)(pixel_repeats) << 8) | ((uint64_t)((id) & 3) << 3) |        \
                    ((uint64_t)((shrunk) ? 1 : 0) << 2) | CONFIG_LD,                                 \
                (uint64_t)(stride), k_CONFIG)
 
+#define gemmini_extended4_config_ld(stride, scale, shrunk, block_mvin_stride, id) \
+  gemmini_extended5_config_ld(stride, scale, shrunk, block_mvin_stride, 1, id)
 #define gemmini_extended3_config_ld(stride, scale, shrunk, id) \
-  gemmini_extended4_config_ld(stride, scale, shrunk, DIM, 0, id)
+  gemmini_extended4_config_ld(stride, scale, shrunk, DIM, id)
 #define gemmini_extended2_config_ld(stride, scale, shrunk) gemmini_extended3_config_ld(stride, scale, shrunk, 0)
 #define gemmini_extended_config_ld(stride, scale) gemmini_extended2_config_ld(stride, scale, false)
 #define gemmini_config_ld(stride) gemmini_extended_config_ld(stride, MVIN_SCALE_IDENTITY)
@@ -202,6 +206,113 @@ static inline uint32_t gemmini_float_bits(float value) {
 #else
 #define gemmini_fence() asm volatile("fence")
 #endif
+
+/* ---- performance counters (the counter module, funct k_COUNTER) -------------------------------------
+ * Command word (rs1): [0] reset all counters, [1] end the snapshot, [2] take a snapshot, [3] configure,
+ * [6:4] counter index (8 counters), [17:12] event, [31] event is an external count. Event numbers are
+ * those of Gemmini's counter file (CounterEvent 1..44, CounterExternal 1..7 after INCREMENTAL_COUNTERS).
+ * The native model counts the unit-busy cycles, command counts and DMA bytes it models and stops with an
+ * error naming any other event. */
+#ifndef INCREMENTAL_COUNTERS
+#define INCREMENTAL_COUNTERS 44
+#endif
+#define MAIN_LD_CYCLES 1
+#define MAIN_ST_CYCLES 2
+#define MAIN_EX_CYCLES 3
+#define MAIN_LD_ST_CYCLES 4
+#define MAIN_LD_EX_CYCLES 5
+#define MAIN_ST_EX_CYCLES 6
+#define MAIN_LD_ST_EX_CYCLES 7
+#define LOAD_DMA_WAIT_CYCLE 8
+#define LOAD_ACTIVE_CYCLE 9
+#define LOAD_SCRATCHPAD_WAIT_CYCLE 10
+#define STORE_DMA_WAIT_CYCLE 11
+#define STORE_ACTIVE_CYCLE 12
+#define STORE_POOLING_CYCLE 13
+#define STORE_SCRATCHPAD_WAIT_CYCLE 14
+#define DMA_TLB_MISS_CYCLE 15
+#define DMA_TLB_HIT_REQ 16
+#define DMA_TLB_TOTAL_REQ 17
+#define RDMA_ACTIVE_CYCLE 18
+#define RDMA_TLB_WAIT_CYCLES 19
+#define RDMA_TL_WAIT_CYCLES 20
+#define WDMA_ACTIVE_CYCLE 21
+#define WDMA_TLB_WAIT_CYCLES 22
+#define WDMA_TL_WAIT_CYCLES 23
+#define EXE_ACTIVE_CYCLE 24
+#define EXE_FLUSH_CYCLE 25
+#define EXE_CONTROL_Q_BLOCK_CYCLE 26
+#define EXE_PRELOAD_HAZ_CYCLE 27
+#define EXE_OVERLAP_HAZ_CYCLE 28
+#define SCRATCHPAD_A_WAIT_CYCLE 29
+#define SCRATCHPAD_B_WAIT_CYCLE 30
+#define SCRATCHPAD_D_WAIT_CYCLE 31
+#define ACC_A_WAIT_CYCLE 32
+#define ACC_B_WAIT_CYCLE 33
+#define ACC_D_WAIT_CYCLE 34
+#define A_GARBAGE_CYCLES 35
+#define B_GARBAGE_CYCLES 36
+#define D_GARBAGE_CYCLES 37
+#define IM2COL_MEM_CYCLES 38
+#define IM2COL_ACTIVE_CYCLES 39
+#define IM2COL_TRANSPOSER_WAIT_CYCLE 40
+#define RESERVATION_STATION_FULL_CYCLES 41
+#define RESERVATION_STATION_ACTIVE_CYCLES 42
+#define LOOP_MATMUL_ACTIVE_CYCLES 43
+#define TRANSPOSE_PRELOAD_UNROLLER_ACTIVE_CYCLES 44
+#define RESERVATION_STATION_LD_COUNT (INCREMENTAL_COUNTERS + 1)
+#define RESERVATION_STATION_ST_COUNT (INCREMENTAL_COUNTERS + 2)
+#define RESERVATION_STATION_EX_COUNT (INCREMENTAL_COUNTERS + 3)
+#define RDMA_BYTES_REC (INCREMENTAL_COUNTERS + 4)
+#define WDMA_BYTES_SENT (INCREMENTAL_COUNTERS + 5)
+#define RDMA_TOTAL_LATENCY (INCREMENTAL_COUNTERS + 6)
+#define WDMA_TOTAL_LATENCY (INCREMENTAL_COUNTERS + 7)
+/* Older programs name the reservation station "ROB". */
+#define ROB_LD_COUNT RESERVATION_STATION_LD_COUNT
+#define ROB_ST_COUNT RESERVATION_STATION_ST_COUNT
+#define ROB_EX_COUNT RESERVATION_STATION_EX_COUNT
+#define ROB_FULL_CYCLES RESERVATION_STATION_FULL_CYCLES
+#define ROB_ACTIVE_CYCLES RESERVATION_STATION_ACTIVE_CYCLES
+
+#define gemmini_counter_access(rd, config_reg)                                                      \
+  do {                                                                                              \
+    uint64_t gemmini_counter_rd_ = 0;                                                               \
+    ROCC_INSTRUCTION_R_R_R(XCUSTOM_ACC, gemmini_counter_rd_, (uint64_t)(uint32_t)(config_reg), 0, \
+                           k_COUNTER);                                                              \
+    (rd) = gemmini_counter_rd_;                                                                     \
+  } while (0)
+
+static inline uint32_t counter_read(size_t index) {
+  uint32_t value;
+  gemmini_counter_access(value, (uint32_t)((index & 7) << 4));
+  return value;
+}
+
+/* Points counter `index` at an event and clears it. An event number above INCREMENTAL_COUNTERS is an
+ * external count; the older three-argument form says so with its last argument instead. */
+static inline void gemmini_counter_configure3(size_t index, size_t event, bool external) {
+  if (event > INCREMENTAL_COUNTERS) {
+    event -= INCREMENTAL_COUNTERS;
+    external = true;
+  }
+  uint32_t ignored;
+  gemmini_counter_access(ignored, (uint32_t)(((index & 7) << 4) | 0x8 | ((event & 0x3F) << 12) |
+                                             ((uint32_t)(external ? 1 : 0) << 31)));
+  (void)ignored;
+}
+#define gemmini_counter_configure2(index, event) gemmini_counter_configure3(index, event, false)
+#define GEMMINI_COUNTER_PICK(_1, _2, _3, name, ...) name
+#define counter_configure(...) \
+  GEMMINI_COUNTER_PICK(__VA_ARGS__, gemmini_counter_configure3, gemmini_counter_configure2, unused)(__VA_ARGS__)
+
+static inline void gemmini_counter_command(uint32_t command) {
+  uint32_t ignored;
+  gemmini_counter_access(ignored, command);
+  (void)ignored;
+}
+static inline void counter_snapshot_take(void) { gemmini_counter_command(0x4); }
+static inline void counter_snapshot_reset(void) { gemmini_counter_command(0x2); }
+static inline void counter_reset(void) { gemmini_counter_command(0x1); }
 
 /* ---- hardware loops ----------------------------------------------------------------------------- */
 /* One tiled matmul of I x J x K blocks (of DIM), issued by the accelerator itself. pad_* = how many rows/

@@ -26,6 +26,9 @@ struct gemmini_conv_args {
   elem_t *output;
   int act;
   acc_scale_t scale;
+  /* Elements between successive input pixels, weight-matrix rows and output pixels: the channel counts,
+   * or more when the tensors are slices of wider ones (tiled_conv_stride_auto, depthwise). */
+  int in_stride, weight_stride, out_stride;
 };
 
 struct gemmini_conv_tiles {
@@ -72,12 +75,12 @@ static inline void gemmini_conv_cpu(const struct gemmini_conv_args *c) {
               const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
               const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
               if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
-              const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_channels;
-              const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->out_channels + och;
+              const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_stride;
+              const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->weight_stride + och;
               for (int ich = 0; ich < c->in_channels; ich++)
-                sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->out_channels];
+                sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->weight_stride];
             }
-          c->output[(((size_t)b * c->out_row_dim + orow) * c->out_col_dim + ocol) * c->out_channels + och] =
+          c->output[(((size_t)b * c->out_row_dim + orow) * c->out_col_dim + ocol) * c->out_stride + och] =
               gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
         }
 }
@@ -255,16 +258,16 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
   /* A missing bias is a non-null dummy with no_bias set: the loop then moves zeros into the accumulator. */
   const acc_t *bias = !first ? NULL : (c->bias ? c->bias + och0 : (const acc_t *)(uintptr_t)1);
   elem_t *out = last ? c->output + (((size_t)b0 * c->out_row_dim + orow0) * c->out_col_dim + ocol0) *
-                                       c->out_channels + och0
+                                       c->out_stride + och0
                      : NULL;
   const elem_t *in = c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim + (icol + lpad)) *
-                                    c->in_channels + kch0;
-  const elem_t *w = c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) * c->out_channels + och0;
+                                    c->in_stride + kch0;
+  const elem_t *w = c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) * c->weight_stride + och0;
   gemmini_loop_conv_ws(c->batch_size, c->in_row_dim, c->in_col_dim, c->in_channels, c->out_channels, c->out_row_dim,
                        c->out_col_dim, c->out_row_dim, c->out_col_dim, c->stride, c->padding, kd,
                        c->kernel_dilation, 1, 1, 0, nb, nr, ncols, nochs, nkr, nkc, nichs, lpad, rpad, upad, dpad,
                        0, 0, 0, 0, nr, ncols, w, out, bias, in, c->bias == NULL, true, false, false, false, c->act,
-                       false, false, false, false, 1, c->in_channels, c->out_channels, c->out_channels, false, 0, 0);
+                       false, false, false, false, 1, c->in_stride, c->weight_stride, c->out_stride, false, 0, 0);
 }
 
 static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
@@ -289,12 +292,35 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
                      trans_weight_0132, pool_size, pool_stride, pool_padding);
   const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
                                       out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
-                                      input, weights, bias, output, act, scale};
+                                      input, weights, bias, output, act, scale, in_channels, out_channels,
+                                      out_channels};
   if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
   if (t->batches < 1 || t->porows < 1 || t->pocols < 1 || t->pochs < 1 || t->krows < 1 || t->kcols < 1 ||
       t->kchs < 1)
     gemmini_library_error("tiled_conv", "tile sizes must be >= 1");
   return c;
+}
+
+/* One LOOP_CONV_WS per tile over the whole convolution (or the CPU reference for tiled_conv_type CPU). */
+static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t,
+                                    enum tiled_matmul_type_t tiled_conv_type) {
+  if (tiled_conv_type == CPU) {
+    gemmini_conv_cpu(c);
+    return;
+  }
+  if (!gemmini_conv_loop_tiles_fit(t, c->stride, c->kernel_dilation))
+    gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
+  /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
+  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, false, false);
+  gemmini_extended_config_st((size_t)c->out_stride * sizeof(elem_t), c->act, c->scale);
+  for (int b0 = 0; b0 < c->batch_size; b0 += t->batches)
+    for (int orow0 = 0; orow0 < c->out_row_dim; orow0 += t->porows)
+      for (int ocol0 = 0; ocol0 < c->out_col_dim; ocol0 += t->pocols)
+        for (int och0 = 0; och0 < c->out_channels; och0 += t->pochs)
+          for (int krow0 = 0; krow0 < c->kernel_dim; krow0 += t->krows)
+            for (int kcol0 = 0; kcol0 < c->kernel_dim; kcol0 += t->kcols)
+              for (int kch0 = 0; kch0 < c->in_channels; kch0 += t->kchs)
+                gemmini_conv_loop_tile(c, t, b0, orow0, ocol0, och0, krow0, kcol0, kch0);
 }
 
 /* speedpatch's tiled_conv: explicit tiles (output: batches, porows, pocols pixels, pochs channels;
@@ -312,23 +338,7 @@ static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, in
       input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
       trans_weight_1203, trans_weight_0132, &t, input, weights, bias, output, act, scale, pool_size, pool_stride,
       pool_padding, tiled_conv_type);
-  if (tiled_conv_type == CPU) {
-    gemmini_conv_cpu(&c);
-    return;
-  }
-  if (!gemmini_conv_loop_tiles_fit(&t, stride, kernel_dilation))
-    gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
-  /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
-  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, stride, false, false);
-  gemmini_extended_config_st((size_t)out_channels * sizeof(elem_t), act, scale);
-  for (int b0 = 0; b0 < batch_size; b0 += batches)
-    for (int orow0 = 0; orow0 < out_row_dim; orow0 += porows)
-      for (int ocol0 = 0; ocol0 < out_col_dim; ocol0 += pocols)
-        for (int och0 = 0; och0 < out_channels; och0 += pochs)
-          for (int krow0 = 0; krow0 < kernel_dim; krow0 += krows)
-            for (int kcol0 = 0; kcol0 < kernel_dim; kcol0 += kcols)
-              for (int kch0 = 0; kch0 < in_channels; kch0 += kchs)
-                gemmini_conv_loop_tile(&c, &t, b0, orow0, ocol0, och0, krow0, kcol0, kch0);
+  gemmini_conv_run(&c, &t, tiled_conv_type);
 }
 
 /* The same convolution issued instruction by instruction from the core (no LOOP_CONV_WS): double-buffered
@@ -421,6 +431,55 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
              trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
              t.kchs, input, weights, bias, output, act, scale, pool_size, pool_stride, pool_padding,
              tiled_conv_type);
+}
+
+/* tiled_conv_auto for tensors that are slices of wider ones (upstream's argument list): in_stride elements
+ * between input pixels, weight_stride between weight-matrix rows, out_stride between output pixels. */
+static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in_col_dim, int in_channels,
+                                          int out_channels, int out_row_dim, int out_col_dim, int stride,
+                                          int input_dilation, int kernel_dilation, int padding, int kernel_dim,
+                                          int in_stride, int weight_stride, int out_stride, bool wrot180,
+                                          bool trans_output_1203, bool trans_input_3120, bool trans_weight_1203,
+                                          bool trans_weight_0132, const elem_t *input, const elem_t *weights,
+                                          const acc_t *bias, elem_t *output, int act, acc_scale_t scale,
+                                          int pool_size, int pool_stride, int pool_padding,
+                                          enum tiled_matmul_type_t tiled_conv_type) {
+  if (in_stride < in_channels || weight_stride < out_channels || out_stride < out_channels)
+    gemmini_library_error("tiled_conv_stride_auto", "a stride is smaller than its channel count");
+  struct gemmini_conv_tiles t;
+  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
+                          kernel_dilation, &t);
+  struct gemmini_conv_args c = gemmini_conv_prepare(
+      batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
+      input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
+      trans_weight_1203, trans_weight_0132, &t, input, weights, bias, output, act, scale, pool_size, pool_stride,
+      pool_padding, tiled_conv_type);
+  c.in_stride = in_stride;
+  c.weight_stride = weight_stride;
+  c.out_stride = out_stride;
+  gemmini_conv_run(&c, &t, tiled_conv_type);
+}
+
+/* Depthwise convolution (upstream's argument list): every channel is convolved with its own
+ * kernel_dim x kernel_dim filter, weights[channel][krow][kcol], NHWC input and output, bias[channel]. Each
+ * channel runs as a one-channel convolution whose pixels are `channels` elements apart. */
+static inline void tiled_conv_dw_auto(int batch_size, int in_row_dim, int in_col_dim, int channels, int out_row_dim,
+                                      int out_col_dim, int stride, int padding, int kernel_dim, const elem_t *input,
+                                      const elem_t *weights, const acc_t *bias, elem_t *output, int act,
+                                      acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
+                                      enum tiled_matmul_type_t tiled_conv_type) {
+  struct gemmini_conv_tiles t;
+  gemmini_conv_auto_tiles(batch_size, 1, 1, out_row_dim, out_col_dim, kernel_dim, stride, 1, &t);
+  for (int ch = 0; ch < channels; ch++) {
+    struct gemmini_conv_args c = gemmini_conv_prepare(
+        batch_size, in_row_dim, in_col_dim, 1, 1, out_row_dim, out_col_dim, stride, 1, 1, padding, kernel_dim,
+        false, false, false, false, false, &t, input + ch, weights + (size_t)ch * kernel_dim * kernel_dim,
+        bias ? bias + ch : NULL, output + ch, act, scale, pool_size, pool_stride, pool_padding, tiled_conv_type);
+    c.in_stride = channels;
+    c.weight_stride = 1;
+    c.out_stride = channels;
+    gemmini_conv_run(&c, &t, tiled_conv_type);
+  }
 }
 
 #endif /* SPEEDPATCH_GEMMINI_CONV_H */

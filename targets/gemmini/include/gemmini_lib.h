@@ -379,6 +379,35 @@ static inline void tiled_matmul_auto(size_t dim_I, size_t dim_J, size_t dim_K, c
                transpose_A, transpose_B, full_C, low_D, weightA, tiled_matmul_type);
 }
 
+/* Global average pooling (upstream's argument list): input NHWC [batches][dim][dim][channels], output
+ * [batches][channels]. On Gemmini each batch is a 1 x (dim*dim) row of ones times its pixels, read out of the
+ * accumulator with the scale 1/(dim*dim) (float, round half to even, saturate); type CPU computes
+ * upstream's integer reference, (sum + count/2) / count, which rounds negative halves differently. */
+static inline void tiled_global_average_auto(const elem_t *input, elem_t *output, int batches, int channels, int dim,
+                                             enum tiled_matmul_type_t type) {
+  const size_t count = (size_t)dim * (size_t)dim;
+  if (batches <= 0 || channels <= 0 || dim <= 0) gemmini_library_error("tiled_global_average_auto", "empty input");
+  if (type == CPU) {
+    for (int b = 0; b < batches; b++)
+      for (int ch = 0; ch < channels; ch++) {
+        int64_t sum = 0;
+        for (size_t p = 0; p < count; p++) sum += input[((size_t)b * count + p) * channels + ch];
+        output[(size_t)b * channels + ch] = gemmini_saturate_elem((sum + (int64_t)count / 2) / (int64_t)count);
+      }
+    return;
+  }
+  elem_t *ones = (elem_t *)malloc(count * sizeof(elem_t));
+  if (ones == NULL) gemmini_library_error("tiled_global_average_auto", "out of memory");
+  for (size_t p = 0; p < count; p++) ones[p] = 1;
+  for (int b = 0; b < batches; b++)
+    tiled_matmul_auto(1, (size_t)channels, count, ones, input + (size_t)b * count * channels, NULL,
+                      output + (size_t)b * channels, count, (size_t)channels, 0, (size_t)channels,
+                      MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, NO_ACTIVATION,
+                      (acc_scale_t)(1.0f / (float)count), 0, false, false, false, false, false, 0, type);
+  gemmini_fence(); /* the loop reads `ones` until it is done */
+  free(ones);
+}
+
 #include "gemmini_conv.h"
 
 #endif /* SPEEDPATCH_GEMMINI_LIB_H */

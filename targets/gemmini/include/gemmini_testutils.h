@@ -53,13 +53,43 @@ static inline void matmul_short(elem_t A[DIM][DIM], elem_t B[DIM][DIM], elem_t D
     }
 }
 
-static inline void matmul_full(elem_t A[DIM][DIM], elem_t B[DIM][DIM], acc_t D[DIM][DIM], full_t C_full[DIM][DIM]) {
+/* The same with a full-width (64-bit) bias, as upstream declares it. */
+static inline void matmul_full(elem_t A[DIM][DIM], elem_t B[DIM][DIM], full_t D[DIM][DIM], full_t C_full[DIM][DIM]) {
   for (size_t r = 0; r < DIM; r++)
     for (size_t c = 0; c < DIM; c++) {
       C_full[r][c] = D[r][c];
       for (size_t k = 0; k < DIM; k++) C_full[r][c] += (full_t)A[r][k] * B[k][c];
     }
 }
+
+/* Transposed-operand references: A^T*B, A*B^T and A^T*B^T (+ D), in the three result widths of the plain
+ * helpers above (full_t; elem_t wrapping; full_t with a full_t bias). */
+static inline full_t gemmini_test_dot(elem_t A[DIM][DIM], elem_t B[DIM][DIM], size_t r, size_t c, bool a_t, bool b_t) {
+  full_t sum = 0;
+  for (size_t k = 0; k < DIM; k++) sum += (full_t)(a_t ? A[k][r] : A[r][k]) * (b_t ? B[c][k] : B[k][c]);
+  return sum;
+}
+
+#define GEMMINI_TEST_TRANSPOSED_MATMULS(suffix, a_t, b_t)                                                     \
+  static inline void matmul_##suffix(elem_t A[DIM][DIM], elem_t B[DIM][DIM], elem_t D[DIM][DIM],             \
+                                     full_t C_full[DIM][DIM]) {                                              \
+    for (size_t r = 0; r < DIM; r++)                                                                         \
+      for (size_t c = 0; c < DIM; c++) C_full[r][c] = D[r][c] + gemmini_test_dot(A, B, r, c, a_t, b_t);      \
+  }                                                                                                          \
+  static inline void matmul_short_##suffix(elem_t A[DIM][DIM], elem_t B[DIM][DIM], elem_t D[DIM][DIM],       \
+                                           elem_t C[DIM][DIM]) {                                             \
+    for (size_t r = 0; r < DIM; r++)                                                                         \
+      for (size_t c = 0; c < DIM; c++) C[r][c] = (elem_t)(D[r][c] + gemmini_test_dot(A, B, r, c, a_t, b_t)); \
+  }                                                                                                          \
+  static inline void matmul_full_##suffix(elem_t A[DIM][DIM], elem_t B[DIM][DIM], full_t D[DIM][DIM],        \
+                                          full_t C_full[DIM][DIM]) {                                         \
+    for (size_t r = 0; r < DIM; r++)                                                                         \
+      for (size_t c = 0; c < DIM; c++) C_full[r][c] = D[r][c] + gemmini_test_dot(A, B, r, c, a_t, b_t);      \
+  }
+GEMMINI_TEST_TRANSPOSED_MATMULS(A_transposed, true, false)
+GEMMINI_TEST_TRANSPOSED_MATMULS(B_transposed, false, true)
+GEMMINI_TEST_TRANSPOSED_MATMULS(AB_transposed, true, true)
+#undef GEMMINI_TEST_TRANSPOSED_MATMULS
 
 static inline void matadd(full_t sum[DIM][DIM], full_t m1[DIM][DIM], full_t m2[DIM][DIM]) {
   for (size_t r = 0; r < DIM; r++)
@@ -115,12 +145,17 @@ static inline void printMatrixAcc(acc_t m[DIM][DIM]) {
   }
 }
 
-static inline void full_printMatrix(elem_t *m, size_t rows, size_t cols) {
-  for (size_t r = 0; r < rows; r++) {
-    for (size_t c = 0; c < cols; c++) printf("%d ", (int)m[r * cols + c]);
-    printf("\n");
-  }
-}
+/* Element-wise equality of two dim_i x dim_j arrays (any element type), as an expression. No
+ * full_printMatrix / full_is_equal here: upstream programs define those themselves, for their own sizes. */
+#define MAT_IS_EQUAL(dim_i, dim_j, x, y)                                        \
+  ({                                                                            \
+    int gemmini_mat_equal_ = 1;                                                 \
+    for (size_t gemmini_i_ = 0; gemmini_i_ < (size_t)(dim_i); gemmini_i_++)     \
+      for (size_t gemmini_j_ = 0; gemmini_j_ < (size_t)(dim_j); gemmini_j_++)   \
+        if ((x)[gemmini_i_][gemmini_j_] != (y)[gemmini_i_][gemmini_j_])         \
+          gemmini_mat_equal_ = 0;                                               \
+    gemmini_mat_equal_;                                                         \
+  })
 
 /* A small deterministic generator (splitmix64), so test data never depends on the C library. */
 static uint64_t gemmini_test_rng_state __attribute__((unused)) = 0x853c49e6748fea9bULL;

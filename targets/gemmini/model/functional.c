@@ -115,7 +115,14 @@ void gm_config(uint64_t rs1, uint64_t rs2) {
     uint32_t bits = (uint32_t)(rs1 >> 32);
     G.ld_stride[slot] = rs2;
     G.ld_block_stride[slot] = (rs1 >> 16) & 0xFFFF;
-    G.ld_scale[slot] = bits == 0 ? 1.0f : float_from_bits(bits);
+#ifdef HAS_MVIN_SCALE
+    /* The scale as sent, 0.0 included (a zero scale loads zeros, as on the hardware and in upstream's
+     * functional model). */
+    G.ld_scale[slot] = float_from_bits(bits);
+#else
+    (void)bits; /* a configuration without mvin scaling ignores the field */
+    G.ld_scale[slot] = 1.0f;
+#endif
     G.ld_shrunk[slot] = (rs1 >> 2) & 1;
     G.ld_pixels[slot] = (rs1 >> 8) & 0xFF;
     if (G.ld_pixels[slot] == 0) G.ld_pixels[slot] = 1;
@@ -428,3 +435,100 @@ void gm_compute(uint64_t a_op, uint64_t bd_op, int preload) {
 }
 
 void gm_flush(void) { tm_schedule(U_EX, T_EX_CMD_OVERHEAD, 0, 0); }
+
+/* ------------------------------------------------------------------------ PERFORMANCE COUNTERS */
+
+/* The counter module (funct 126, rs1 = command, rd = value), as Gemmini's counter file decodes it:
+ * rs1[0] resets every counter, rs1[1] ends a snapshot, rs1[2] takes a snapshot (reads then return the
+ * values frozen at that moment), rs1[3] configures counter rs1[6:4] to count event rs1[17:12] (rs1[31]
+ * set: an "external" count instead of a per-cycle event) and clears it; rd is always counter rs1[6:4].
+ *
+ * The model counts what it models: the busy cycles of its load, execute and store units and the
+ * commands and DMA bytes they handled. Because every command is scheduled when it is issued, a value
+ * already includes work still in flight; after gemmini_fence() it is exact. Any other event stops the
+ * run with an error that names it, rather than reading 0. */
+#define GM_COUNTERS 8
+#define GM_COUNTER_EVENTS 45
+
+static const char *const counter_event_names[GM_COUNTER_EVENTS] = {
+    "DISABLE", "MAIN_LD_CYCLES", "MAIN_ST_CYCLES", "MAIN_EX_CYCLES", "MAIN_LD_ST_CYCLES", "MAIN_LD_EX_CYCLES",
+    "MAIN_ST_EX_CYCLES", "MAIN_LD_ST_EX_CYCLES", "LOAD_DMA_WAIT_CYCLE", "LOAD_ACTIVE_CYCLE",
+    "LOAD_SCRATCHPAD_WAIT_CYCLE", "STORE_DMA_WAIT_CYCLE", "STORE_ACTIVE_CYCLE", "STORE_POOLING_CYCLE",
+    "STORE_SCRATCHPAD_WAIT_CYCLE", "DMA_TLB_MISS_CYCLE", "DMA_TLB_HIT_REQ", "DMA_TLB_TOTAL_REQ",
+    "RDMA_ACTIVE_CYCLE", "RDMA_TLB_WAIT_CYCLES", "RDMA_TL_WAIT_CYCLES", "WDMA_ACTIVE_CYCLE",
+    "WDMA_TLB_WAIT_CYCLES", "WDMA_TL_WAIT_CYCLES", "EXE_ACTIVE_CYCLE", "EXE_FLUSH_CYCLE",
+    "EXE_CONTROL_Q_BLOCK_CYCLE", "EXE_PRELOAD_HAZ_CYCLE", "EXE_OVERLAP_HAZ_CYCLE", "SCRATCHPAD_A_WAIT_CYCLE",
+    "SCRATCHPAD_B_WAIT_CYCLE", "SCRATCHPAD_D_WAIT_CYCLE", "ACC_A_WAIT_CYCLE", "ACC_B_WAIT_CYCLE",
+    "ACC_D_WAIT_CYCLE", "A_GARBAGE_CYCLES", "B_GARBAGE_CYCLES", "D_GARBAGE_CYCLES", "IM2COL_MEM_CYCLES",
+    "IM2COL_ACTIVE_CYCLES", "IM2COL_TRANSPOSER_WAIT_CYCLE", "RESERVATION_STATION_FULL_CYCLES",
+    "RESERVATION_STATION_ACTIVE_CYCLES", "LOOP_MATMUL_ACTIVE_CYCLES", "TRANSPOSE_PRELOAD_UNROLLER_ACTIVE_CYCLES"};
+#define GM_COUNTER_EXTERNALS 8
+static const char *const counter_external_names[GM_COUNTER_EXTERNALS] = {
+    "DISABLE", "RESERVATION_STATION_LD_COUNT", "RESERVATION_STATION_ST_COUNT", "RESERVATION_STATION_EX_COUNT",
+    "RDMA_BYTES_REC", "WDMA_BYTES_SENT", "RDMA_TOTAL_LATENCY", "WDMA_TOTAL_LATENCY"};
+
+static struct {
+  int external;
+  uint32_t event;
+  uint64_t base; /* the source's value when the counter was last cleared */
+} counters[GM_COUNTERS];
+static int snapshot_active;
+static uint64_t snapshot_values[GM_COUNTERS];
+
+/* The running total an event counts, or stops the run for one the model does not count. */
+static uint64_t counter_source(int external, uint32_t event) {
+  if (event == 0) return 0;
+  if (external) {
+    switch (event) {
+    case 1: return S.executed[F_MVIN] + S.executed[F_MVIN2] + S.executed[F_MVIN3];
+    case 2: return S.executed[F_MVOUT];
+    case 3: return S.executed[F_PRELOAD] + S.executed[F_COMPUTE_PRELOADED] + S.executed[F_COMPUTE_ACCUMULATE];
+    case 4: return S.dram_read_bytes;
+    case 5: return S.dram_write_bytes;
+    default: break;
+    }
+    gm_fail("performance counter %s (external event %u) is not modelled; this model counts "
+            "LOAD_ACTIVE_CYCLE, RDMA_ACTIVE_CYCLE, EXE_ACTIVE_CYCLE, STORE_ACTIVE_CYCLE, WDMA_ACTIVE_CYCLE, "
+            "RESERVATION_STATION_LD/ST/EX_COUNT, RDMA_BYTES_REC and WDMA_BYTES_SENT",
+            event < GM_COUNTER_EXTERNALS ? counter_external_names[event] : "(unknown)", event);
+  }
+  switch (event) {
+  case 9:  /* LOAD_ACTIVE_CYCLE */
+  case 18: /* RDMA_ACTIVE_CYCLE: the load unit is the model's only DRAM reader */
+    return T.busy[U_LOAD];
+  case 12: /* STORE_ACTIVE_CYCLE */
+  case 21: /* WDMA_ACTIVE_CYCLE: the store unit is the model's only DRAM writer */
+    return T.busy[U_STORE];
+  case 24: /* EXE_ACTIVE_CYCLE */
+    return T.busy[U_EX];
+  default: break;
+  }
+  gm_fail("performance counter %s (event %u) is not modelled; this model counts LOAD_ACTIVE_CYCLE, "
+          "RDMA_ACTIVE_CYCLE, EXE_ACTIVE_CYCLE, STORE_ACTIVE_CYCLE, WDMA_ACTIVE_CYCLE, "
+          "RESERVATION_STATION_LD/ST/EX_COUNT, RDMA_BYTES_REC and WDMA_BYTES_SENT",
+          event < GM_COUNTER_EVENTS ? counter_event_names[event] : "(not an event of Gemmini's counter file)",
+          event);
+}
+
+static uint64_t counter_value(int i) {
+  return counter_source(counters[i].external, counters[i].event) - counters[i].base;
+}
+
+uint64_t gm_counter(uint64_t rs1) {
+  const int index = (int)((rs1 >> 4) & 7);
+  if (rs1 & 1) { /* reset the module */
+    for (int i = 0; i < GM_COUNTERS; i++) counters[i].base = counter_source(counters[i].external, counters[i].event);
+    snapshot_active = 0;
+  }
+  if (rs1 & 2) snapshot_active = 0;
+  if (rs1 & 4) {
+    for (int i = 0; i < GM_COUNTERS; i++) snapshot_values[i] = counter_value(i);
+    snapshot_active = 1;
+  }
+  if (rs1 & 8) {
+    counters[index].external = (int)((rs1 >> 31) & 1);
+    counters[index].event = (uint32_t)((rs1 >> 12) & 0x3F);
+    counters[index].base = counter_source(counters[index].external, counters[index].event);
+  }
+  return snapshot_active ? snapshot_values[index] : counter_value(index);
+}
