@@ -6,7 +6,7 @@ import secrets
 import threading
 from dataclasses import asdict
 
-from speedpatch import targets
+from speedpatch import redact, targets
 from speedpatch.config import Config, config_from_dict
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
@@ -21,6 +21,7 @@ from speedpatch.menu import load_menu
 from speedpatch.model import Evaluation, Kernel, Problem, source_hash
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import FAILED, FINISHED, QUEUED, RUNNING
+from speedpatch.targets import sandbox
 from speedpatch.targets.base import Backend, Target
 
 MAX_FILE_BYTES = 2_000_000  # bigger files are not kernels we can send to an LLM
@@ -111,14 +112,24 @@ def _require_usable(backend: Backend, config: Config) -> None:
     available = backend.availability(config.backend_settings.get(backend.name, {}))
     if not available.usable:
         raise UserError(f"backend {backend.name} is not usable here: {available.reason}")
+    if config.sandbox.required and not sandbox.status().active:
+        raise UserError(f"[sandbox] required = true in speedpatch.toml, but {sandbox.status().describe()}")
+
+
+def _protect_secrets(config: Config) -> None:
+    """The LLM key may come from the editor or a variable of any name: make both known to the scrub."""
+    redact.register(config.llm.api_key, "llm.api_key")
+    redact.register_env_name(config.llm.api_key_env)
 
 
 def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
     target, backend = _target_backend(problem)
     _require_usable(backend, config)
+    _protect_secrets(config)
     pool = EvaluationPool(
         target, backend, problem, config.backend_settings.get(backend.name, {}), workers=1,
-        timeout=config.search.eval_timeout, seed=config.search.seed,
+        timeout=config.search.eval_timeout, seed=config.search.seed, limits=config.sandbox.limits(),
+        sandbox_required=config.sandbox.required,
     )
     try:
         return pool.submit(problem.source if source is None else source).result()
@@ -148,10 +159,11 @@ def _session(
         found = store.find_by_hash(run_id, key)
         return found.evaluation if found else None
 
+    _protect_secrets(config)
     pool = EvaluationPool(
         target, backend, problem, config.backend_settings.get(backend.name, {}),
         workers=config.search.workers, timeout=config.search.eval_timeout, seed=config.search.seed,
-        cached=cached,
+        cached=cached, limits=config.sandbox.limits(), sandbox_required=config.sandbox.required,
     )
     cancel = cancel or threading.Event()
     if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
@@ -164,6 +176,8 @@ def _session(
             except Exception:  # a display problem must never stop a search
                 pass
 
+    if not sandbox.status().active:  # said on every run, by every front end
+        emit(ev.Event(ev.WARNING, run_id, {"message": sandbox.status().describe()}))
     if config.use_llm:
         proposer = LLMProposer(config, target, problem.kernel, menu, store, run_id, budget, cancel.is_set)
         plan_models = config.llm.plan_models or config.llm.models
@@ -224,6 +238,7 @@ def resume(
         if config.llm.base_url:
             stored.llm.base_url = config.llm.base_url
         stored.workspace = config.workspace or stored.workspace
+        stored.sandbox = config.sandbox  # isolation is this machine's policy now, not the stored one's
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again
     budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0),
                     seconds=record.seconds)

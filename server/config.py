@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.errors import ConfigError
+from speedpatch.targets.sandbox import Limits
 
 try:
     import tomllib
@@ -71,10 +72,31 @@ class BudgetConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """[sandbox]: how candidates are isolated (targets/sandbox.py, docs/threat-model.md)."""
+
+    required: bool = False  # true: refuse to run candidates where bubblewrap cannot isolate them
+    memory_gib: float = 4.0  # address space per candidate process (GiB); 0 = unlimited
+    processes: int = 1024  # processes of your user while a candidate runs (RLIMIT_NPROC); 0 = unlimited
+    file_size_mib: int = 1024  # largest file a candidate process may write (MiB); 0 = unlimited
+    cpu_seconds: int = 0  # CPU seconds per candidate process; 0 = the evaluation timeout
+
+    def limits(self) -> Limits:
+        """These settings as the rlimits run_process applies (0 = unlimited)."""
+        return Limits(
+            memory_bytes=int(self.memory_gib * (1 << 30)) or None,
+            processes=self.processes or None,
+            file_bytes=self.file_size_mib * (1 << 20) or None,
+            cpu_seconds=self.cpu_seconds or None,
+        )
+
+
+@dataclass
 class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     offline: bool = False
     backends: dict[str, str] = field(default_factory=dict)  # target -> backend name
     backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend -> table
@@ -92,7 +114,7 @@ class Config:
         return data
 
 
-_SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig}
+_SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig, "sandbox": SandboxConfig}
 
 
 def _check(key: str, value: Any, default: Any) -> Any:
@@ -163,7 +185,7 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 config.backend_settings.setdefault(backend, {}).update(table)
         else:
             raise ConfigError(
-                f"{origin}: unknown key {name!r} (known: search, llm, budget, offline, backends, backend, menus)"
+                f"{origin}: unknown key {name!r} (known: search, llm, budget, sandbox, offline, backends, backend, menus)"
             )
 
 

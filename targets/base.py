@@ -2,18 +2,13 @@
 
 A Target knows a kernel language: it finds kernels in a file, splices rewritten kernel code back in,
 supplies prompt knowledge (its menu) and offline moves. A Backend runs a whole candidate file and
-measures it. Backends must run candidate code only in subprocesses with a time limit inside
-`ctx.workdir` (a fresh scratch directory); `evaluate` must never raise for a bad candidate: a compile
+measures it. Backends must run candidate code only through `run_process` (sandbox.py: bubblewrap, a
+time limit, rlimits) inside `ctx.workdir` (a fresh scratch directory); `evaluate` must never raise for a bad candidate: a compile
 error, crash, hang or wrong answer is an Evaluation with the matching status.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import threading
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +16,19 @@ from typing import Any
 
 from speedpatch.model import TIMEOUT, Evaluation, Kernel
 
-LOG_LIMIT = 20_000  # characters of output kept per evaluation
-LINE_LIMIT = 400  # characters kept per output line (the method's fix prompt does the same)
+# The process runner lives in sandbox.py; these names stay importable from here for every caller.
+from speedpatch.targets.sandbox import (  # noqa: F401  (re-exported)
+    LINE_LIMIT,
+    LOG_LIMIT,
+    ProcResult,
+    _running,
+    _running_lock,
+    _scope,
+    kill_processes,
+    run_process,
+    set_process_scope,
+    truncate_output,
+)
 
 
 @dataclass(frozen=True)
@@ -129,93 +135,6 @@ class Target(ABC):
                 return b
         names = ", ".join(b.name for b in self.backends())
         raise KeyError(f"unknown backend {name!r} for target {self.name}; known: {names}")
-
-
-_scope = threading.local()  # which evaluation pool the current thread works for
-_running: dict[object, set[subprocess.Popen]] = {}
-_running_lock = threading.Lock()
-
-
-def set_process_scope(owner: object | None) -> None:
-    """Processes this thread starts from now on belong to `owner` (see kill_processes)."""
-    _scope.owner = owner
-
-
-def kill_processes(owner: object) -> None:
-    """Kill every process group started on behalf of `owner` that is still running (cancellation)."""
-    with _running_lock:
-        procs = list(_running.get(owner, ()))
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-@dataclass
-class ProcResult:
-    returncode: int | None  # None when it timed out
-    output: str  # stdout + stderr, truncated
-    seconds: float
-    timed_out: bool
-
-
-def truncate_output(text: str, limit: int = LOG_LIMIT, line_limit: int = LINE_LIMIT) -> str:
-    lines = []
-    for line in text.splitlines():
-        lines.append(line if len(line) <= line_limit else line[:line_limit] + " [...]")
-    out = "\n".join(lines)
-    if len(out) > limit:
-        half = limit // 2
-        out = out[:half] + f"\n[... {len(out) - limit} characters cut ...]\n" + out[-half:]
-    return out
-
-
-def run_process(
-    argv: list[str],
-    cwd: Path,
-    timeout: float,
-    env: dict[str, str] | None = None,
-    input_text: str | None = None,
-    max_output: int = 4_000_000,
-) -> ProcResult:
-    """Run untrusted code: own process group (killed whole on timeout), bounded output kept."""
-    start = time.monotonic()
-    out_path = Path(cwd) / f".out-{os.getpid()}-{time.monotonic_ns()}.txt"
-    with open(out_path, "w+b") as out:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return ProcResult(127, f"cannot start {argv[0]}: {exc}", 0.0, False)
-        owner = getattr(_scope, "owner", None)
-        with _running_lock:
-            _running.setdefault(owner, set()).add(proc)
-        timed_out = False
-        try:
-            proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-        finally:
-            with _running_lock:
-                _running.get(owner, set()).discard(proc)
-        out.seek(0)
-        data = out.read(max_output)
-    out_path.unlink(missing_ok=True)
-    text = data.decode("utf-8", "replace")
-    return ProcResult(None if timed_out else proc.returncode, truncate_output(text), time.monotonic() - start, timed_out)
 
 
 def timeout_evaluation(what: str, seconds: float, output: str) -> Evaluation:

@@ -21,6 +21,7 @@ from speedpatch.config import Config, load_config
 from speedpatch.errors import UserError
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import CANCELLED, FAILED, INTERRUPTED
+from speedpatch.targets import sandbox
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -163,6 +164,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                whole_program=True)
     if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
         err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
+    if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
+        err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
     ev = api.evaluate(problem, None, config)
     if args.json:
         print(json.dumps({
@@ -243,6 +246,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_backends(args: argparse.Namespace) -> int:
     config = load_config(_workspace(args))
+    isolation = sandbox.status()
     rows = []
     for target in targets.all_targets():
         for backend in target.backends():
@@ -253,7 +257,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
                 usable, reason = False, f"availability check failed: {exc}"
             rows.append({"target": target.name, "backend": backend.name, "usable": usable,
                          "measures_speed": backend.measures_speed, "default": backend.name == target.default_backend,
-                         "reason": reason})
+                         "reason": reason, "sandbox": isolation.active, "sandbox_reason": isolation.reason})
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -267,7 +271,18 @@ def cmd_backends(args: argparse.Namespace) -> int:
         table.add_row(r["target"], name, "yes" if r["usable"] else "no", "yes" if r["measures_speed"] else "no",
                       escape(r["reason"]))
     out.print(table)
+    _print_sandbox(config, out)
     return 0
+
+
+def _print_sandbox(config: Config, console: Console) -> None:
+    """Whether candidates run isolated here, and what [sandbox] required = true would do about it."""
+    isolation = sandbox.status()
+    if isolation.active:
+        console.print(escape(isolation.describe()))
+    else:
+        refuse = " ([sandbox] required = true: runs are refused)" if config.sandbox.required else ""
+        console.print(f"[yellow]{escape(isolation.describe())}[/yellow]{refuse}")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

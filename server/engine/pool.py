@@ -19,6 +19,7 @@ from pathlib import Path
 
 from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation, Problem, source_hash
 from speedpatch.targets.base import Backend, EvalContext, Target, kill_processes, set_process_scope
+from speedpatch.targets.sandbox import Limits
 
 
 def default_workers() -> int:
@@ -36,9 +37,12 @@ class EvaluationPool:
         timeout: float = 120.0,
         seed: int = 0,
         cached: Callable[[str], Evaluation | None] | None = None,
+        limits: Limits | None = None,
+        sandbox_required: bool = False,
     ) -> None:
         self.target, self.backend, self.problem = target, backend, problem
         self.settings, self.timeout, self.seed = settings, timeout, seed
+        self.limits, self.sandbox_required = limits, sandbox_required  # how candidates run (targets/sandbox.py)
         self._cached = cached
         self._executor = ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="eval")
         self._futures: dict[str, Future[Evaluation]] = {}
@@ -68,13 +72,14 @@ class EvaluationPool:
             return self._futures[key]
 
     def _evaluate(self, source: str) -> Evaluation:
-        set_process_scope(self)
+        self._scope(None)
         start = time.monotonic()
         kernel = self.problem.kernel
         reasons = self.target.static_check(source, kernel)
         if reasons:
             return Evaluation(status=REJECTED, message="; ".join(reasons), seconds=time.monotonic() - start)
         workdir = Path(tempfile.mkdtemp(prefix="speedpatch-eval-"))
+        self._scope(workdir)
         try:
             ctx = EvalContext(
                 kernel=kernel,
@@ -99,6 +104,12 @@ class EvaluationPool:
         # every figure says where it comes from (hardware, a model, an emulator), for the verdict's wording
         ev.receipt = {"measured_on": self.backend.measured_on, **(ev.receipt or {})}
         return ev
+
+    def _scope(self, workdir: Path | None) -> None:
+        """This thread's processes belong to the pool; in the sandbox they may write only `workdir` and
+        see the source file's folder (its includes) read-only."""
+        folder = [Path(self.problem.path).resolve().parent] if self.problem.path else []
+        set_process_scope(self, workdir, folder, self.limits, self.sandbox_required)
 
     def shutdown(self, wait: bool = True, kill: bool = False) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

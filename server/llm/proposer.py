@@ -18,6 +18,7 @@ from speedpatch.llm.client import ChatClient
 from speedpatch.llm.ensemble import code_model, plan_model
 from speedpatch.menu import Menu
 from speedpatch.model import Candidate, Kernel
+from speedpatch.redact import redact
 from speedpatch.store import Store
 from speedpatch.targets.base import Target, truncate_output
 
@@ -64,6 +65,7 @@ class LLMProposer:
 
     # one stored-or-fresh call ---------------------------------------------------------------------
     def _ask(self, key: str, phase: str, model: str, prompt: str) -> str:
+        prompt = redact(prompt)  # prompts carry candidate output: no known secret leaves this machine
         stored = self.store.get_llm_call(self.run_id, key)
         if stored is not None and stored["prompt"] == prompt:
             return stored["reply"]

@@ -2,7 +2,7 @@
 
 WAL mode and one connection per thread, so the engine's worker threads, the language server and a CLI
 process can all use the same file. Every write bumps meta.version, which readers poll to notice changes
-made by other processes.
+made by other processes. Every text written passes speedpatch.redact first: no known secret is stored.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from speedpatch.errors import NotFoundError
 from speedpatch.model import Candidate, Evaluation, Problem
+from speedpatch.redact import known_secrets, redact, redact_data
 from speedpatch.store.records import INTERRUPTED, QUEUED, RUNNING, RunRecord
 
 SCHEMA = """
@@ -154,8 +155,8 @@ class Store:
                 " WHERE runs.status=? AND runs.pid=excluded.pid AND runs.host=excluded.host",
                 (
                     run_id, stamp, stamp, problem.path, problem.kernel.name, problem.target, problem.backend,
-                    status, iterations, json.dumps(problem.to_dict()), json.dumps(config), os.getpid(),
-                    os.uname().nodename, QUEUED,
+                    status, iterations, json.dumps(redact_data(problem.to_dict())), json.dumps(redact_data(config)),
+                    os.getpid(), os.uname().nodename, QUEUED,
                 ),
             ).rowcount
             if written != 1:  # the id is taken by a run that is not our own queued placeholder
@@ -175,7 +176,9 @@ class Store:
         if bad:
             raise ValueError(f"cannot update run fields {bad}")
         if "config" in fields:
-            fields["config"] = json.dumps(fields["config"])
+            fields["config"] = json.dumps(redact_data(fields["config"]))
+        if "message" in fields:
+            fields["message"] = redact(fields["message"])
         fields["updated"] = now()
         cols = ", ".join(f"{k}=?" for k in fields)
         with self._tx() as db:
@@ -246,7 +249,7 @@ class Store:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO plans VALUES (?,?,?,?,?,?)",
-                (run_id, plan_id, parent_id, iteration, model, text),
+                (run_id, plan_id, parent_id, iteration, model, redact(text)),
             )
 
     def plans(self, run_id: str) -> list[dict[str, Any]]:
@@ -255,14 +258,15 @@ class Store:
 
     def save_candidate(self, cand: Candidate) -> None:
         ev = cand.evaluation
+        secrets = known_secrets()
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    cand.run_id, cand.id, cand.parent_id, cand.iteration, cand.plan, cand.source,
-                    cand.source_hash, cand.model, int(cand.fixed), ev.status if ev else None,
-                    ev.value if ev else None, ev.unit if ev else None,
-                    json.dumps(ev.to_dict()) if ev else None, now(),
+                    cand.run_id, cand.id, cand.parent_id, cand.iteration, redact(cand.plan, secrets),
+                    redact(cand.source, secrets), cand.source_hash, cand.model, int(cand.fixed),
+                    ev.status if ev else None, ev.value if ev else None, ev.unit if ev else None,
+                    json.dumps(redact_data(ev.to_dict(), secrets)) if ev else None, now(),
                 ),
             )
 
@@ -330,7 +334,8 @@ class Store:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, key, phase, model, prompt, reply, prompt_tokens, completion_tokens, seconds, now()),
+                (run_id, key, phase, model, redact(prompt), redact(reply), prompt_tokens, completion_tokens, seconds,
+                 now()),
             )
 
     def llm_usage(self, run_id: str) -> list[dict[str, Any]]:

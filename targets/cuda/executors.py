@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from speedpatch.targets.base import ProcResult, run_process
+from speedpatch.targets.sandbox import DEVICES
 
 
 class Executor(Protocol):
@@ -37,7 +38,7 @@ class LocalExecutor:
 
     def run(self, argv: list[str], timeout: float) -> ProcResult:
         assert self.dir is not None, "upload first"
-        return run_process(argv, cwd=self.dir, timeout=timeout)
+        return run_process(argv, cwd=self.dir, timeout=timeout, devices=DEVICES["nvidia"])
 
     def fetch(self, name: str, timeout: float) -> str | None:
         assert self.dir is not None, "upload first"
@@ -62,14 +63,16 @@ class SshExecutor:
         self.where = f"host {self.host}"
 
     def _ssh(self, command: str, timeout: float) -> ProcResult:
-        return run_process([*self.ssh, self.host, command], cwd=self.scratch, timeout=timeout)
+        # trusted: ssh/scp need the network and your keys; the candidate runs on the host, outside our sandbox
+        return run_process([*self.ssh, self.host, command], cwd=self.scratch, timeout=timeout, trusted=True)
 
     def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
         made = self._ssh(f"mkdir -p {shlex.quote(self.remote)}", timeout)
         if made.returncode != 0:
             return made
         files = sorted(str(p) for p in local_dir.iterdir() if p.is_file())
-        copied = run_process([*self.scp, "-q", *files, f"{self.host}:{self.remote}/"], cwd=self.scratch, timeout=timeout)
+        copied = run_process([*self.scp, "-q", *files, f"{self.host}:{self.remote}/"], cwd=self.scratch, timeout=timeout,
+                             trusted=True)
         return None if copied.returncode == 0 else copied
 
     def run(self, argv: list[str], timeout: float) -> ProcResult:
@@ -78,7 +81,7 @@ class SshExecutor:
     def fetch(self, name: str, timeout: float) -> str | None:
         local = self.scratch / f"fetched-{name}"
         copied = run_process([*self.scp, "-q", f"{self.host}:{self.remote}/{name}", str(local)], cwd=self.scratch,
-                             timeout=timeout)
+                             timeout=timeout, trusted=True)
         if copied.returncode != 0:
             return None
         try:

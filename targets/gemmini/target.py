@@ -96,6 +96,11 @@ class GemminiTarget(Target):
         return "\n\n".join(p.rstrip() for p in parts)
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
+        if kernel.reason == WHOLE_PROGRAM:  # the program as it is, or nothing
+            mains = [f for f in csource.functions(source) if f.name == "main"]
+            if len(mains) != 1 or mains[0].text != kernel.text:
+                return ["whole-program mode runs the program as it is: its main() may not be rewritten"]
+            return []
         try:
             return checks.static_check(source, kernel)
         except Exception as exc:  # a guard bug must not hide the candidate's real result
@@ -114,11 +119,6 @@ class GemminiTarget(Target):
 def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
-        if kernel.reason == WHOLE_PROGRAM:  # the program as it is, or nothing
-            mains = [f for f in csource.functions(source) if f.name == "main"]
-            if len(mains) != 1 or mains[0].text != kernel.text:
-                return ["whole-program mode runs the program as it is: its main() may not be rewritten"]
-            return []
 
 def feedback_text(fb: dict[str, Any]) -> str:
     """A hardware-feedback paragraph for the plan prompt."""

@@ -8,10 +8,16 @@ speedpatch.toml:
     command = "ssh chipyard run-firesim {binary}"                                            # required
     cycles_regex = "Cycles taken: (\\d+)"   # optional; default: the speedpatch harness result line
     timeout = 3600                           # optional, seconds (default: the evaluation timeout)
+    sandbox = false                          # optional: run `command` outside speedpatch's sandbox
 
 Placeholders (each shell-quoted): {source} the candidate file, {binary} where the build puts its output
 ({source} when there is no build step), {workdir} the scratch folder, {include} speedpatch's Gemmini
 include folder, {include_root} its parent (for "include/gemmini.h"), {seed} the harness seed.
+
+Both commands run in speedpatch's sandbox (no network, nothing of $HOME, only the scratch folder
+writable: targets/sandbox.py). A command that needs ssh, the network or your home (FireSim managers,
+remote hosts) must say `sandbox = false`; the candidate then runs wherever that command sends it, outside
+speedpatch's sandbox. The build step is always sandboxed.
 
 Correctness: the harness result line when the output has one (correct=1 and exit status 0), otherwise
 exit status 0 and a cycles_regex match.
@@ -89,7 +95,8 @@ class CommandBackend(Backend):
             if built.returncode != 0:
                 return Evaluation(status=COMPILE_ERROR, message=f"build command failed (exit {built.returncode})",
                                   log=built.output, receipt=rec)
-        run = run_process(["/bin/sh", "-c", run_cmd], cwd=ctx.workdir, timeout=timeout)
+        run = run_process(["/bin/sh", "-c", run_cmd], cwd=ctx.workdir, timeout=timeout,
+                          trusted=settings.get("sandbox") is False)
         if run.timed_out:
             ev = timeout_evaluation("the command", timeout, run.output)
             ev.receipt = rec

@@ -152,13 +152,13 @@ uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   gm_cur_funct = funct, gm_cur_rs1 = rs1, gm_cur_rs2 = rs2;
   gm_in_loop = NULL;
   S.host_issued[funct < NUM_FUNCTS ? funct : NUM_FUNCTS - 1]++;
+  if (funct != F_COUNTER) work_insns++;
   if (funct < NUM_FUNCTS && funct != F_LOOP_WS && funct != F_LOOP_CONV_WS) S.executed[funct]++;
   in_model = 1;
   tm_host_begin();
   uint64_t rd = 0;
   switch (funct) {
   case F_CONFIG: gm_config(rs1, rs2); break;
-  if (funct != F_COUNTER) work_insns++;
   case F_MVIN: gm_mvin(rs1, rs2, 0); break;
   case F_MVIN2: gm_mvin(rs1, rs2, 1); break;
   case F_MVIN3: gm_mvin(rs1, rs2, 2); break;
@@ -202,6 +202,13 @@ uint64_t gemmini_model_cycles(void) {
   init();
   S.cycle_reads++;
   S.last_cycles = T.host;
+  if (S.cycle_reads % 2) {
+    region_start = T.host, region_start_work = work_insns, region_start_macs = S.macs;
+  } else if (work_insns > region_start_work) {
+    regions++;
+    region_cycles += T.host - region_start;
+    region_macs += S.macs - region_start_macs;
+  }
   return T.host;
 }
 
@@ -212,13 +219,6 @@ void gemmini_model_charge_host(uint64_t cycles) {
 
 uint64_t gemmini_model_accelerator_done(void) { return T.all_done; }
 
-  if (S.cycle_reads % 2) {
-    region_start = T.host, region_start_work = work_insns, region_start_macs = S.macs;
-  } else if (work_insns > region_start_work) {
-    regions++;
-    region_cycles += T.host - region_start;
-    region_macs += S.macs - region_start_macs;
-  }
 /* ---- DRAM access ---- */
 
 static void host_read(uint64_t addr, void *dst, uint64_t n) { memcpy(dst, (const void *)(uintptr_t)addr, n); }

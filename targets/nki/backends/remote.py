@@ -21,6 +21,7 @@ from typing import Any
 
 from speedpatch.targets.base import ProcResult, run_process
 from speedpatch.targets.nki.backends.common import RUNNER
+from speedpatch.targets.sandbox import DEVICES
 
 BOOTSTRAP = (
     "import json,os,sys,tempfile,shutil,importlib.util as u\n"
@@ -66,13 +67,19 @@ def environment(settings: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def isolation(settings: dict[str, Any]) -> dict[str, Any]:
+    """How run_process runs the command: locally in the sandbox with the Neuron devices; to a remote host
+    as a trusted ssh (it needs the network and your keys; the candidate then runs outside our sandbox)."""
+    return {"trusted": True} if settings.get("host") else {"devices": DEVICES["neuron"]}
+
+
 def where(settings: dict[str, Any]) -> str:
     return f"host {settings['host']}" if settings.get("host") else "this machine"
 
 
 def probe(settings: dict[str, Any], cwd: Path, timeout: float = 20.0) -> tuple[dict[str, Any] | None, str]:
     """What the Python that would run candidates can import: ({"nki": {...}, ...}, '') or (None, why)."""
-    proc = run_process(command(settings, PROBE), cwd, timeout, env=environment(settings))
+    proc = run_process(command(settings, PROBE), cwd, timeout, env=environment(settings), **isolation(settings))
     for line in proc.output.splitlines():
         if line.startswith("SPEEDPATCH-PROBE "):
             return json.loads(line[len("SPEEDPATCH-PROBE ") :]), ""
@@ -100,4 +107,5 @@ def real_nki(info: dict[str, Any], backend: str) -> tuple[dict[str, Any] | None,
 
 def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float) -> ProcResult:
     job = {"runner": RUNNER.read_text(encoding="utf-8"), "candidate": source, "argv": argv, "nonce": nonce}
-    return run_process(command(settings, BOOTSTRAP), cwd, timeout, env=environment(settings), input_text=json.dumps(job))
+    return run_process(command(settings, BOOTSTRAP), cwd, timeout, env=environment(settings), input_text=json.dumps(job),
+                       **isolation(settings))
