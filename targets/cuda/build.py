@@ -3,6 +3,8 @@
 main.cu       the trusted harness part of the BASELINE file (never the candidate's) plus main()
 baseline.cu   the baseline solution inside `namespace sp_baseline`
 candidate.cu  the candidate solution inside `namespace sp_candidate`
+harness_only.cu  the harness with an empty `sp_candidate` solution: never linked, compiled only as what the
+              candidate's object is compared with (objcheck.py: what the harness itself defines and runs)
 Each solution is its own translation unit, so its #defines, statics and kernels cannot collide with the
 other's. `#include` lines of a solution are hoisted out of the namespace; `#line` keeps compiler messages
 pointing at the lines of the original file.
@@ -10,6 +12,7 @@ pointing at the lines of the original file.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -26,6 +29,7 @@ INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b[^\n]*$", re.MULTILINE)
 # spd::elem is the harness's element type (float unless it defines SPEEDPATCH_ELEMENT): every unit agrees.
 LAUNCH_DECL = "void launch(const ::spd::elem* const* inputs, ::spd::elem* output);"
 BASE_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
+HARNESS_ONLY = "harness_only.cu"
 
 
 class ProblemError(ValueError):
@@ -81,6 +85,7 @@ def kit_units(candidate: str, baseline: str | None, path: str) -> Units:
     units.files["candidate.cu"] = _solution_unit(cand, "sp_candidate", name)
     units.files["baseline.cu"] = _solution_unit(base, "sp_baseline", name)
     units.files["main.cu"] = _main_unit()
+    units.files[HARNESS_ONLY] = _solution_unit(dataclasses.replace(cand, solution=""), "sp_candidate", name)
     return units
 
 

@@ -3,6 +3,7 @@ KernelBench run), run it with a time limit, read its result line."""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import sys
 import time
@@ -68,6 +69,12 @@ def checked_candidate(source: str, ctx: EvalContext) -> tuple[str, ProblemLayout
     return baseline, cand, static_rejection(source, ctx.path)
 
 
+def evaluation_seed(run_seed: int) -> int:
+    """The first input seed of one evaluation: fresh every time (the run's seed mixed with a random draw), so
+    a candidate cannot special-case the inputs it will be checked on. The receipt records it."""
+    return (int(run_seed) * 1_000_003 + secrets.randbits(31)) % (1 << 62)
+
+
 def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
     return ["--trials", str(int(settings.get("trials", 100))), "--warmup", str(int(settings.get("warmup", 3))),
             "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed)), "--result", RESULT_FILE]
@@ -129,7 +136,8 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         bench = ["./bench"]
         if isinstance(executor, LocalExecutor):
             includes = include_flags(ctx.path)
-            built = build_local(units, build, nvcc, flags, includes, default_cache_dir(settings), run.start + ctx.timeout)
+            built = build_local(units, build, nvcc, flags, includes, default_cache_dir(settings), run.start + ctx.timeout,
+                                cand)
             if built.evaluation is not None:
                 return built.evaluation
             compiler_output = built.compiler_output
@@ -151,14 +159,16 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         with gpu_lock(default_cache_dir(settings), key, max(0.0, run.left() - 1)) as held:
             if not held:
                 return timeout_evaluation("waiting for the GPU", ctx.timeout, run.log)
-            failure, output = run.step("run", [*bench, *timing_args(settings, ctx.seed)])
+            failure, output = run.step("run", [*bench, *timing_args(settings, evaluation_seed(ctx.seed))])
         if failure is not None:
             return failure
-        # The program output was cut to the log limits; the result file holds the whole line.
-        result = parse_result(executor.fetch(RESULT_FILE, max(5.0, run.left())) or "") or parse_result(output)
+        # The verdict comes from the harness's result file only, never from the program's output: the
+        # candidate runs in that process and could print a result line (its object may not do file I/O).
+        result = parse_result(executor.fetch(RESULT_FILE, max(5.0, run.left())) or "")
     finally:
         executor.cleanup()
-    evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds")
+    evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds",
+                               precision=cand.precision)
     if evaluation.status == OK and compiler_output:
         _add_resources(evaluation, compiler_output, build, cand, arch, run.left())
     evaluation.seconds = time.monotonic() - run.start

@@ -182,6 +182,10 @@ def check(
             col = m.start() - (code.rfind("\n", 0, m.start()) + 1)
             findings.append(Finding(rule, f"{message} (`{m.group(0).strip()}`)", line + line_offset, col))
     findings.extend(_side_stream_launches(code, line_offset, python))
+    if python:  # the Python around the inline CUDA, as a syntax tree (re-spelling does not hide a name there)
+        from speedpatch.targets.cuda import pycheck
+
+        findings.extend(pycheck.check(solution, line_offset))
     # The result marker inside a string is blanked above; look for it in the raw text.
     for m in re.finditer(r"SPEEDPATCH_RESULT", solution):
         line = solution.count("\n", 0, m.start())

@@ -17,7 +17,9 @@ import importlib.util
 import json
 import math
 import os
+import re
 import statistics
+import subprocess
 import sys
 from typing import Any
 
@@ -63,6 +65,59 @@ def load(path: str, name: str):  # type: ignore[no-untyped-def]
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# Ops ModelNew may dispatch: allocation, views, copies and queries; never the computation itself.
+ALLOWED_OPS = frozenset(f"aten::{op}" for op in (
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "zero_", "view", "_unsafe_view",
+    "reshape", "_reshape_alias", "as_strided", "expand", "permute", "transpose", "t", "unsqueeze", "squeeze",
+    "flatten", "detach", "alias", "slice", "select", "contiguous", "clone", "copy_", "_to_copy", "to", "lift_fresh",
+    "resize_", "split", "chunk", "narrow", "unbind", "size", "stride", "sym_size", "sym_stride", "sym_numel",
+    "is_contiguous", "_local_scalar_dense", "item", "record_stream"))
+# Symbols an extension may not import (it links libtorch, c10 and the CUDA runtime; these are not a kernel).
+FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cutlass|nccl|nvrtc)\w*|^dl(?:open|sym|vsym|mopen)$"
+                            r"|^pthread_create$|^cudaStream(?:Create|BeginCapture)\w*|^cudaEvent\w*|^cudaGraph\w*"
+                            r"|^cudaLaunchHostFunc$|^cu[A-Z]\w*|^f?open(?:64)?$|^fopen\w*|^system$|^popen$|^fork$|^exec[lv]\w*"
+                            r"|^getenv$|^PyRun_\w+|^Py_CompileString\w*|^PyEval_EvalCode\w*|^_ZNSt6thread\w+")
+
+
+def extension_symbols(folder: str) -> list[str]:
+    """Undefined dynamic symbols of the extensions built under `folder` that a kernel has no business with."""
+    found: set[str] = set()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if not name.endswith(".so"):
+                continue
+            try:
+                out = subprocess.run(["nm", "-D", "--undefined-only", os.path.join(root, name)], capture_output=True,
+                                     text=True, timeout=60).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            for line in out.splitlines():
+                symbol = line.split()[-1].split("@")[0] if line.split() else ""
+                if FOREIGN_SYMBOL.search(symbol):
+                    found.add(symbol)
+    return sorted(found)
+
+
+def foreign_ops(model: Any, inputs: list[Any]) -> list[str]:
+    """The aten ops outside ALLOWED_OPS that one call of `model` dispatches (from Python or C++)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: set[str] = set()
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            seen.add(str(func._schema.name))
+            return func(*args, **(kwargs or {}))
+
+    fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    with torch.no_grad(), Record():
+        model(*fresh)
+    torch.cuda.synchronize()
+    return sorted(op for op in seen if op not in ALLOWED_OPS)
 
 
 def tolerance(dtype: Any) -> float:
@@ -137,9 +192,23 @@ def main() -> int:
         count = int(bad.sum())
         return f"{count} of {w.numel()} outputs differ (max abs err {float((g - w).abs().max()):.3g})" if count else ""
 
+    # What the candidate runs, not how it spells it: its extension's linked symbols and the torch ops it
+    # dispatches (a reference op called from Python or from C++ inside the extension is seen either way).
+    foreign = extension_symbols(os.path.abspath("torch_ext_candidate"))
+    if foreign:
+        emit("rejected", "the candidate's compiled extension calls " + ", ".join(foreign[:8]) +
+             ": reference libraries, streams/events, threads, dynamic loading and I/O are not a kernel")
+        return 1
+    ops = foreign_ops(models["candidate"], sets[0])
+    if ops:
+        emit("rejected", "ModelNew runs PyTorch ops instead of computing them in its own kernels: " + ", ".join(ops[:8]))
+        return 1
     wants = []
     try:
         for s, inputs in enumerate(sets):
+            # Both sides run before the reference computes this seed's answer: while the candidate runs on
+            # a seed for the first time, the gold output does not exist yet.
+            outs = {name: run(name, inputs) for name in ("baseline", "candidate")}
             want = run("reference", inputs)
             tol = tolerance(want.dtype)
             flat = want.float().flatten()
@@ -149,7 +218,7 @@ def main() -> int:
                     return 2
             wants.append(want)
             for name in ("baseline", "candidate"):
-                why = check(run(name, inputs), want)
+                why = check(outs[name], want)
                 if why:
                     emit("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} on seed {args.seed + s}: {why}")
                     return 1

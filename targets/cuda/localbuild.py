@@ -13,12 +13,14 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, TIMEOUT, Evaluation
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, REJECTED, TIMEOUT, Evaluation
 from speedpatch.targets.base import run_process
-from speedpatch.targets.cuda.build import INCLUDE_DIR, Units, nvcc_version, write_units
+from speedpatch.targets.cuda import objcheck
+from speedpatch.targets.cuda.build import HARNESS_ONLY, INCLUDE_DIR, Units, nvcc_version, write_units
+from speedpatch.targets.cuda.problem import ProblemLayout
 
 
 def default_cache_dir(settings: dict) -> Path:
@@ -43,6 +45,7 @@ class Built:
     evaluation: Evaluation | None  # set when the build failed
     compiler_output: str  # ptxas -v output of the candidate unit
     binary: Path | None
+    notes: list[str] = field(default_factory=list)  # what the object inspection could not check, and why
 
 
 def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list[str], includes: list[str],
@@ -69,10 +72,11 @@ def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list
 
 
 def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], includes: list[str], cache: Path,
-                deadline: float) -> Built:
-    """Compile the units (in parallel: they are independent), then link them into `bench`."""
+                deadline: float, layout: ProblemLayout | None = None) -> Built:
+    """Compile the units (in parallel: they are independent), inspect the candidate's object (objcheck.py;
+    `layout` gives the problem's precision and allowed libraries), then link them into `bench`."""
     write_units(units, build)
-    names = [u for u in ("main.cu", "baseline.cu", "candidate.cu") if u in units.files]
+    names = [u for u in ("main.cu", "baseline.cu", "candidate.cu", HARNESS_ONLY) if u in units.files]
     left = deadline - time.monotonic()
     if left <= 1:
         return Built(Evaluation(status=TIMEOUT, message="the build ran out of time"), "", None)
@@ -85,14 +89,28 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
         return Built(Evaluation(status=TIMEOUT, message="nvcc did not finish in time", log=candidate_output), "", None)
     if code != 0:
         return Built(Evaluation(status=COMPILE_ERROR, message="nvcc failed", log=candidate_output), candidate_output, None)
-    for unit in ("main.cu", "baseline.cu"):
+    for unit in ("main.cu", "baseline.cu", HARNESS_ONLY):
+        if unit not in results:
+            continue
         code, output, _ = results[unit]
         if code != 0:
-            what = "trusted harness" if unit == "main.cu" else "baseline"
+            what = "baseline" if unit == "baseline.cu" else "trusted harness"
             status = TIMEOUT if code is None else INFRA_ERROR
             return Built(Evaluation(status=status, message=f"the {what} did not compile", log=output), "", None)
+    notes: list[str] = []
+    linked_objects = [build / "main.o", build / "baseline.o"]
+    if HARNESS_ONLY in units.files:
+        seen = objcheck.inspect(build / "candidate.o", build / HARNESS_ONLY.replace(".cu", ".o"), linked_objects,
+                                precision=layout.precision if layout else "fp32", allow=layout.allow if layout else (),
+                                line=layout.solution_line if layout else 0,
+                                timeout=max(5.0, deadline - time.monotonic()))
+        notes = seen.notes
+        if seen.findings:
+            return Built(_rejection(seen.findings), candidate_output, None, notes)
     arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
-    objects = [u.replace(".cu", ".o") for u in names]
+    objects = [u.replace(".cu", ".o") for u in names if u != HARNESS_ONLY]
+    # main.o first: where the harness and the candidate both instantiate an inline function or template,
+    # the linker keeps the first copy, the harness's.
     linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
                          max(1.0, deadline - time.monotonic()))
     if linked.returncode != 0 or linked.timed_out:
@@ -100,4 +118,24 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
                    "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
                    "SPEEDPATCH_ELEMENT?)")
         return Built(Evaluation(status=COMPILE_ERROR, message=message, log=linked.output), candidate_output, None)
-    return Built(None, candidate_output, build / "bench")
+    if HARNESS_ONLY in units.files:
+        interposed = _interpositions(build, linked_objects)
+        if interposed:
+            return Built(_rejection([objcheck.Finding(
+                "object", "the linked program exports " + ", ".join(f"`{n}`" for n in interposed[:5])
+                + " from the solution to its shared libraries: it would replace the libraries' own",
+                layout.solution_line if layout else 0, 0)]), candidate_output, None, notes)
+    return Built(None, candidate_output, build / "bench", notes)
+
+
+def _interpositions(build: Path, harness_objects: list[Path]) -> list[str]:
+    cand = objcheck.symbols(build / "candidate.o") or []
+    harness = {s.name for obj in harness_objects for s in (objcheck.symbols(obj) or []) if not s.undefined}
+    only = {s.name for s in cand if not s.undefined and not s.local and s.name not in harness}
+    return objcheck.exported_interpositions(build / "bench", only)
+
+
+def _rejection(findings: list[objcheck.Finding]) -> Evaluation:
+    return Evaluation(status=REJECTED, message=findings[0].message,
+                      log="\n".join(f.message for f in findings),
+                      feedback={"guard_findings": [f.to_dict() for f in findings], "checked": "compiled object"})

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from speedpatch.model import INCORRECT, INFRA_ERROR, OK, REJECTED, RUNTIME_ERROR, Evaluation
+from speedpatch.targets.cuda import physics
 
 RESULT_LINE = re.compile(r"^SPEEDPATCH_RESULT (\{.*\})\s*$", re.MULTILINE)
 SUSPICIOUS_SPEEDUP = 10.0  # the field's experience: larger claims are usually measurement bugs
@@ -46,7 +47,8 @@ def _speedup_verdict(speedup: dict[str, Any]) -> str:
     return "faster" if low > 1.0 else "slower"
 
 
-def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[str, Any], no_device_hint: str = "") -> Evaluation:
+def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[str, Any], no_device_hint: str = "",
+                  precision: str = "fp32") -> Evaluation:
     if data is None:
         return Evaluation(status=RUNTIME_ERROR, message="the program crashed or printed no result line", log=output)
     status = STATUS.get(str(data.get("status")), RUNTIME_ERROR)
@@ -63,6 +65,10 @@ def to_evaluation(data: dict[str, Any] | None, output: str, receipt_base: dict[s
     median = cand.get("median")
     if median is None or median <= 0:
         return Evaluation(status=RUNTIME_ERROR, message="the harness reported no timing", log=output)
+    impossible = physics.violation(data, precision)
+    if impossible:  # faster than the hardware allows: never a speedup
+        return Evaluation(status=REJECTED, message=impossible, log=output,
+                          feedback={"median_ms": median, "physics": impossible})
     low, high = cand.get("low"), cand.get("high")
     spread = (high - low) / 2 / median if low is not None and high is not None else None
     device = data.get("device") or {}

@@ -80,7 +80,9 @@ def test_kernelbench_layout_is_recognised() -> None:
 def test_units_put_each_solution_in_its_own_namespace_with_original_line_numbers(matmul_source: str) -> None:
     candidate = matmul_source.replace("#define BLOCK 16", "#include <cstdint>\n#define BLOCK 32")
     units = kit_units(candidate, matmul_source, str(MATMUL))
-    assert set(units.files) == {"harness.cuh", "main.cu", "baseline.cu", "candidate.cu"}
+    # harness_only.cu: the harness with an empty solution, what objcheck compares the candidate's object with
+    assert set(units.files) == {"harness.cuh", "main.cu", "baseline.cu", "candidate.cu", "harness_only.cu"}
+    assert "namespace sp_candidate {" in units.files["harness_only.cu"] and "BLOCK" not in units.files["harness_only.cu"]
     cand = units.files["candidate.cu"]
     assert "namespace sp_candidate {" in cand and "#define BLOCK 32" in cand
     assert cand.index("#include <cstdint>") < cand.index("namespace sp_candidate")  # hoisted out

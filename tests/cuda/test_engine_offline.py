@@ -23,7 +23,7 @@ ratio=$(awk -v m="$ms" 'BEGIN { printf "%.6f", 4 / m }')
 cat > result.txt <<JSON
 SPEEDPATCH_RESULT {"status":"ok","message":"fake","seeds":3,"seed0":0,"warmup":3,"trials":10,"flush_bytes":1,"device":{"name":"Fake GPU","cc":"9.0"},"baseline_ms":{"median":4.0,"low":3.99,"high":4.01},"candidate_ms":{"median":$ms,"low":$ms,"high":$ms},"speedup":{"median":$ratio,"low":$ratio,"high":$ratio}}
 JSON
-printf '#!/bin/bash\ncat result.txt\n' > bench
+printf '#!/bin/bash\ncat result.txt\ncp result.txt "${@: -1}"\n' > bench  # the result file is the verdict
 chmod +x bench
 """
 

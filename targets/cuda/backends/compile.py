@@ -58,7 +58,7 @@ class CudaCompileBackend(Backend):
         build = ctx.workdir / "build"
         # The same A/B binary cuda-local would run: the link proves the candidate fits the harness.
         built = build_local(kit_units(source, baseline, ctx.path), build, nvcc, flags, includes,
-                            default_cache_dir(settings), start + ctx.timeout)
+                            default_cache_dir(settings), start + ctx.timeout, cand)
         if built.evaluation is not None:
             built.evaluation.seconds = time.monotonic() - start
             return built.evaluation

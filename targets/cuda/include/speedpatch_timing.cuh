@@ -234,20 +234,22 @@ class Bench {
       return 2;
     }
     make_inputs();
-    for (size_t s = 0; s < refs_.size(); ++s) {
+    Side a{"baseline", baseline}, b{"candidate", candidate};
+    alloc(a);
+    alloc(b);
+    // Correctness first, on every seed. The reference output of a seed is computed only after both sides
+    // have produced theirs: while the candidate runs on a seed for the first time, its gold result does not
+    // exist anywhere in the process. The baseline must pass its own harness, then the candidate.
+    for (int s = 0; s < int(pristine_.size()); ++s) {
+      call(a, s, nullptr);
+      call(b, s, nullptr);
+      compute_reference(s);
       if (is_degenerate(refs_[s].data(), refs_[s].size(), spec_.rtol, spec_.atol)) {
         emit("bad_problem", "the reference output for seed " + std::to_string(opt_.seed0 + s) +
                                 " is matched by a constant within tolerance, so it cannot tell a correct kernel from one writing that constant");
         return 2;
       }
-    }
-    Side a{"baseline", baseline}, b{"candidate", candidate};
-    alloc(a);
-    alloc(b);
-    // Correctness first, on every seed: the baseline must pass its own harness, then the candidate.
-    for (Side* side : {&a, &b}) {
-      for (int s = 0; s < int(pristine_.size()); ++s) {
-        call(*side, s, nullptr);
+      for (Side* side : {&a, &b}) {
         Check c = check(*side, s);
         if (!c.ok) {
           std::string status = side == &a ? "baseline_incorrect" : "incorrect";
@@ -283,9 +285,10 @@ class Bench {
   void make_inputs() {
     pristine_.resize(size_t(opt_.seeds));
     refs_.resize(size_t(opt_.seeds));
+    host_inputs_.resize(size_t(opt_.seeds));
     for (int s = 0; s < opt_.seeds; ++s) {
-      std::vector<std::vector<float>> host(spec_.inputs.size());
-      std::vector<const float*> ptrs;
+      std::vector<std::vector<float>>& host = host_inputs_[size_t(s)];
+      host.resize(spec_.inputs.size());
       for (size_t k = 0; k < spec_.inputs.size(); ++k) {
         const Input& in = spec_.inputs[k];
         host[k].resize(in.count);
@@ -296,20 +299,27 @@ class Bench {
           narrow[i] = to_elem(host[k][i]);
           host[k][i] = to_float(narrow[i]);
         }
-        ptrs.push_back(host[k].data());
         elem* dev = nullptr;
         SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(elem)), "allocating inputs");
         SPD_CHECK(cudaMemcpy(dev, narrow.data(), in.count * sizeof(elem), cudaMemcpyHostToDevice), "copying inputs");
         pristine_[s].push_back(dev);
       }
-      refs_[s].assign(spec_.output_count, 0.0f);
-      spec_.reference(ptrs.data(), refs_[s].data());
     }
     // At least 1.5x L2, so a trial never starts with the previous trial's data cached.
     flush_words_ = std::max<size_t>(size_t(dev_.prop.l2CacheSize) * 3 / 2, size_t(64) << 20) / sizeof(unsigned int);
     SPD_CHECK(cudaMalloc(&flush_, flush_words_ * sizeof(unsigned int)), "allocating the L2 flush buffer");
     SPD_CHECK(cudaEventCreate(&start_), "creating events");
     SPD_CHECK(cudaEventCreate(&stop_), "creating events");
+  }
+
+  // The host reference on the rounded inputs of seed `s` (run after both sides have produced that seed's output).
+  void compute_reference(int s) {
+    std::vector<const float*> ptrs;
+    for (const std::vector<float>& in : host_inputs_[size_t(s)]) ptrs.push_back(in.data());
+    refs_[size_t(s)].assign(spec_.output_count, 0.0f);
+    spec_.reference(ptrs.data(), refs_[size_t(s)].data());
+    host_inputs_[size_t(s)].clear();  // no longer needed
+    host_inputs_[size_t(s)].shrink_to_fit();
   }
 
   void alloc(Side& side) {
@@ -412,6 +422,7 @@ class Bench {
   const Device& dev_;
   std::vector<std::vector<elem*>> pristine_;  // [seed][input] device copies never handed to a kernel
   std::vector<std::vector<float>> refs_;       // [seed] host reference outputs
+  std::vector<std::vector<std::vector<float>>> host_inputs_;  // [seed][input] rounded host inputs, until the reference ran
   unsigned int* flush_ = nullptr;
   size_t flush_words_ = 0;
   unsigned int flush_value_ = 0;

@@ -1,0 +1,115 @@
+"""The solution part of a KernelBench `.py` problem, read as a Python syntax tree, not as text.
+
+Text rules fall to re-spelling (`getattr(torch, "re" + "lu")`, `__import__("os")`, `eval`). This check walks
+the tree and allows a small language: imports of torch, torch.nn, torch.utils.cpp_extension and math;
+definitions; `load_inline(...)` of the CUDA sources; a `ModelNew` whose methods compute with the extension.
+Rejected, with the line: any name or attribute that reaches code by a string or reflection (eval, exec,
+compile, __import__, importlib, getattr/setattr/delattr, globals/locals/vars, dunder attributes, open),
+other imports (os, sys, ctypes, subprocess, threading...), torch internals that change the measurement
+(torch.cuda streams/events/graphs/synchronize, torch.backends (allow_tf32), torch._C, torch.ops,
+torch.library, torch.compile/jit), assignments to anything but local names and `self.` attributes
+(monkeypatching the runner, torch or the timer), `global`/`nonlocal`, and try/except (a fallback to the
+reference op when the kernel fails).
+
+Which torch ops actually run is checked where they run: kernelbench_runner.py records the ops ModelNew
+dispatches (TorchDispatchMode) and rejects any outside allocation, views and copies.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from speedpatch.targets.cuda.guards import Finding
+
+ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.utils.cpp_extension", "math", "__future__", "typing"}
+FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
+                   "vars", "open", "breakpoint", "input", "__builtins__", "__loader__", "__spec__", "importlib",
+                   "memoryview", "exit", "quit"}
+ALLOWED_DUNDERS = {"__init__", "__name__"}
+# torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
+FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",
+                   "torch.fx", "torch.hub", "torch.load", "torch.save", "torch.manual_seed", "torch.autograd",
+                   "torch.utils.cpp_extension.load", "torch.distributed", "torch.multiprocessing")
+FORBIDDEN_TORCH_PREFIXES = ("torch._", "torch.set_", "torch.use_deterministic")
+ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def check(solution: str, line_offset: int = 0) -> list[Finding]:
+    """Findings for the solution part of a KernelBench file (its first line is line `line_offset`)."""
+    try:
+        tree = ast.parse(solution)
+    except SyntaxError as exc:
+        return [Finding("python", f"the solution is not valid Python: {exc.msg}", line_offset + (exc.lineno or 1) - 1, 0)]
+    findings: list[Finding] = []
+    aliases: dict[str, str] = {"torch": "torch", "nn": "torch.nn"}  # name -> module path it stands for
+
+    def add(node: ast.AST, message: str) -> None:
+        findings.append(Finding("python", message, line_offset + getattr(node, "lineno", 1) - 1,
+                                getattr(node, "col_offset", 0)))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in ALLOWED_IMPORTS:
+                    add(node, f"imports `{alias.name}`: a solution may import only {', '.join(sorted(ALLOWED_IMPORTS))}")
+                aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level or module not in ALLOWED_IMPORTS:
+                add(node, f"imports from `{module or '.'}`: a solution may import only {', '.join(sorted(ALLOWED_IMPORTS))}")
+            for alias in node.names:
+                if alias.name == "*":
+                    add(node, f"`from {module} import *` hides what the solution uses")
+                aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            add(node, f"uses `{node.id}`: it reaches code by a string or by reflection")
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("__") and node.attr not in ALLOWED_DUNDERS:
+                add(node, f"uses the attribute `{node.attr}`: reflection on objects, modules or frames")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            add(node, "`global`/`nonlocal` state outlives a call: results could be cached across calls")
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            add(node, "try/except: a fallback (to the reference op) when the kernel fails is not a solution")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, (ast.Attribute, ast.Subscript)) and not _own_state(sub):
+                        add(node, f"assigns to `{ast.unparse(sub)}`: only local names and `self.` attributes may "
+                                  "be assigned (no patching of torch, the runner or the timer)")
+                        break
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            path = _dotted(node)
+            head, _, rest = path.partition(".")
+            full = (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
+            if full.startswith("torch") and full not in ALLOWED_TORCH_CUDA and (
+                    any(full == p or full.startswith(p + ".") for p in FORBIDDEN_TORCH)
+                    or full.startswith(FORBIDDEN_TORCH_PREFIXES)):
+                add(node, f"uses `{full}`: streams, events, backend switches and torch internals change the "
+                          "measurement, not the kernel")
+    unique = {(f.line, f.column, f.message): f for f in findings}
+    return sorted(unique.values(), key=lambda f: (f.line, f.column))
+
+
+def _own_state(node: ast.AST) -> bool:
+    """`self.x = ...`, `self.x[i] = ...`, `local[i] = ...`: the model's or the function's own state."""
+    base = node
+    while isinstance(base, (ast.Attribute, ast.Subscript)):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return False
+    if base.id == "self":
+        return True
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)  # a local container
