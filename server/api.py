@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 from speedpatch import redact, targets
 from speedpatch.config import Config, config_from_dict
+from speedpatch.engine import boundary
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.pool import EvaluationPool
@@ -18,7 +19,7 @@ from speedpatch.llm.ensemble import ensemble_warnings
 from speedpatch.llm.offline import OfflineProposer
 from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import load_menu
-from speedpatch.model import Evaluation, Kernel, Problem, source_hash
+from speedpatch.model import Evaluation, Kernel, Problem
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import FAILED, FINISHED, QUEUED, RUNNING
 from speedpatch.targets import sandbox
@@ -179,7 +180,7 @@ def _session(
     if not sandbox.status().active:  # said on every run, by every front end
         emit(ev.Event(ev.WARNING, run_id, {"message": sandbox.status().describe()}))
     if config.use_llm:
-        proposer = LLMProposer(config, target, problem.kernel, menu, store, run_id, budget, cancel.is_set)
+        proposer = LLMProposer(config, target, problem, menu, store, run_id, budget, cancel.is_set)
         plan_models = config.llm.plan_models or config.llm.models
         code_models = config.llm.code_models or config.llm.models
         for warning in ensemble_warnings(plan_models, code_models, config.search.plans, config.search.codes):
@@ -254,7 +255,8 @@ def _kernel_named(target: Target, text: str, name: str) -> Kernel | None:
 
 
 def apply_text(record: RunRecord, current_text: str) -> str:
-    """current_text with the run's winner spliced in; StaleError if the kernel changed since the run."""
+    """current_text with the run's winning kernel region in place of its kernel; StaleError if the kernel
+    changed since the run. Only the region is written: the rest of the file stays the user's."""
     if record.best is None or record.baseline is None or record.best.id == record.baseline.id:
         raise UserError(f"run {record.run_id} has no candidate faster than the original")
     target = targets.get_target(record.target)
@@ -266,10 +268,12 @@ def apply_text(record: RunRecord, current_text: str) -> str:
             f"stale: kernel {record.kernel} in {record.path} changed since run {record.run_id} started; "
             "start a new run on the current code"
         )
-    winner = _kernel_named(target, record.best.source, record.kernel)
-    if winner is None:
-        raise UserError(f"run {record.run_id}: the winning candidate has no kernel {record.kernel}")
-    if source_hash(current_text) == source_hash(record.problem.source):
-        return record.best.source  # untouched file: the candidate is exactly the verified program
-    return target.splice(current_text, current, winner.text)
-
+    region = boundary.region_of(record.problem, record.best.source)
+    if region is None:  # never evaluated as such: the engine rejects these, but the store is a file
+        raise UserError(
+            f"run {record.run_id}: the winning candidate changes the file outside the kernel "
+            f"({boundary.outside_change(record.problem, record.best.source)}); it is not applied"
+        )
+    if current_text == record.problem.source:
+        return boundary.compose(record.problem, region)
+    return current_text[: current.start] + region + current_text[current.end :]

@@ -104,13 +104,44 @@ class Target(ABC):
         tail = "\n" if kernel.text.endswith("\n") else ""
         return text[: kernel.start] + new_code.rstrip("\n") + tail + text[kernel.end :]
 
-    def extract_kernel(self, code: str, kernel: Kernel) -> str:
-        """Given an LLM code block, the kernel code to splice in. When the reply is a whole file the
-        target cuts out the kernel by name, so that the harness is never taken from the LLM."""
+    def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
+        """Given an LLM code block, the kernel region to splice in: the kernel and the helpers it uses,
+        never a definition of one of `problem_names` (constants, harness, main: the trusted file has
+        them). The default cuts out the kernel by name, so that the harness is never taken from the LLM."""
         found = [k for k in self.find_kernels(code) if k.name == kernel.name]
         if found:
             return found[0].text
         return code
+
+    # --- the trust boundary: a candidate is the kernel region and nothing else ----------------------
+    def defined_names(self, code: str, kernel: Kernel) -> set[str]:
+        """File-scope names `code` defines, declares or undefines anywhere in it, in this target's
+        language (macros, functions, globals, types, imports). A target that cannot tell returns none."""
+        return set()
+
+    def harness_names(self, kernel: Kernel) -> set[str]:
+        """Names the target's trusted harness kit owns whether or not the problem file spells them (its
+        headers' macros and functions, the names its runner reads such as INPUTS or reference)."""
+        return set()
+
+    # Prefixes of names the harness kit owns or may add later (speedpatch_*): never a candidate's to define.
+    harness_prefixes: tuple[str, ...] = ()
+
+    def problem_names(self, source: str, kernel: Kernel) -> frozenset[str]:
+        """Names a candidate's kernel region may not (re)define: those the problem file defines outside
+        the kernel region and the harness kit's, less those the original region defines itself."""
+        outside = source[: kernel.start] + "\n" + source[kernel.end :]
+        names = self.defined_names(outside, kernel) | self.harness_names(kernel)
+        return frozenset(names - self.defined_names(kernel.text, kernel))
+
+    def kernel_names(self, region: str, kernel: Kernel) -> set[str]:
+        """Names whose definition marks a reply's code as holding the kernel (`region`: the parent's)."""
+        return {kernel.name}
+
+    def syntax_error(self, code: str, kernel: Kernel) -> str:
+        """'' when `code` parses in this target's language, else where it does not (tells code in a reply
+        without fences from prose)."""
+        return ""
 
     def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
         """Deterministic rewrites of `source` (the whole file) that may speed up `kernel`."""

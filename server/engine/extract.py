@@ -1,20 +1,90 @@
-"""Pull code out of LLM replies: the code is the LAST fenced block of the reply."""
+"""Pull the kernel out of an LLM reply.
+
+A reply may hold the whole file, the kernel alone, several fenced blocks (a sketch, the kernel, a usage
+snippet), or code without fences. The code taken is the last complete fenced block that DEFINES the kernel
+being optimized, by name, as the target's parser sees it; a reply without such a block is taken whole, or
+without its leading and trailing prose paragraphs, when that parses and defines the kernel. Anything else
+is unusable, and the reason says what was wrong so that one repair prompt can ask for it again.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from speedpatch.model import Kernel
+from speedpatch.targets.base import Target
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 _OPENING = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.M)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+EDGE_PARAGRAPHS = 3  # prose paragraphs tried away at each end of an unfenced reply
 
 
-def last_code_block(reply: str) -> str | None:
+@dataclass(frozen=True)
+class Block:
+    language: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Extracted:
+    code: str | None  # the code that defines the kernel; None when the reply is unusable
+    error: str = ""  # why it is unusable, said so that the model can fix it
+
+
+def code_blocks(reply: str) -> tuple[list[Block], bool]:
+    """The complete, non-empty fenced blocks of a reply in order, and whether a final block was left open
+    (a reply cut by max_tokens: that block's code is incomplete and is not among the blocks)."""
     text = (reply or "").replace("\r\n", "\n")
-    blocks = list(_FENCE.finditer(text))
-    tail = text[blocks[-1].end():] if blocks else text
-    if not blocks or _OPENING.search(tail):
-        # no block, or a final block left open (reply cut by max_tokens): its code is incomplete, and an
-        # earlier complete block is usually the quoted original - neither is the answer
+    matches = list(_FENCE.finditer(text))
+    tail = text[matches[-1].end():] if matches else text
+    blocks = [Block(m.group(2), m.group(3).strip("\n")) for m in matches if m.group(3).strip()]
+    return blocks, _OPENING.search(tail) is not None
+
+
+def _defines(target: Target, code: str, kernel: Kernel, names: set[str]) -> bool:
+    try:
+        return bool(target.defined_names(code, kernel) & names)
+    except Exception:  # a parser failure on junk: this code does not define the kernel
+        return False
+
+
+def _unfenced(reply: str, target: Target, kernel: Kernel, names: set[str]) -> str | None:
+    """The widest run of the reply's paragraphs, losing at most a few at each end, that parses and
+    defines the kernel."""
+    text = (reply or "").replace("\r\n", "\n").strip("\n")
+    if not text.strip():
         return None
-    code = blocks[-1].group(3).strip("\n")
-    return code if code.strip() else None
+    starts = [0] + [m.end() for m in _PARAGRAPH_BREAK.finditer(text)]
+    ends = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)] + [len(text)]
+    spans = [(a, b) for a in range(min(EDGE_PARAGRAPHS + 1, len(starts)))
+             for b in range(max(a, len(ends) - 1 - EDGE_PARAGRAPHS), len(ends))]
+    for a, b in sorted(spans, key=lambda ab: (ab[0] - ab[1], ab[0])):
+        code = text[starts[a] : ends[b]]
+        if _defines(target, code, kernel, names) and not target.syntax_error(code, kernel):
+            return code
+    return None
+
+
+def kernel_code(reply: str, target: Target, kernel: Kernel, region: str) -> Extracted:
+    """The code in `reply` that defines `kernel` (whose current region text is `region`)."""
+    names = target.kernel_names(region, kernel)
+    wanted = " or ".join(f"`{n}`" for n in sorted(names)) or f"`{kernel.name}`"
+    blocks, cut = code_blocks(reply)
+    if cut:  # the answer is the unfinished block; an earlier complete one is usually the quoted original
+        return Extracted(None, "the reply was cut off inside a code block (the block was never closed); "
+                               f"reply with the complete definition of {wanted} and keep it short")
+    defining = [b for b in blocks if _defines(target, b.code, kernel, names)]
+    if defining:
+        return Extracted(defining[-1].code)
+    unfenced = None if blocks else _unfenced(reply, target, kernel, names)
+    if unfenced is not None:
+        return Extracted(unfenced)
+    broken = [err for b in blocks if (err := target.syntax_error(b.code, kernel))]
+    if broken:
+        return Extracted(None, f"the code block does not parse ({broken[-1]}), so it defines no {wanted}")
+    if blocks:
+        return Extracted(None, f"none of the reply's {len(blocks)} code block(s) defines {wanted}")
+    return Extracted(None, f"the reply holds no fenced code block, and its text does not parse as code that "
+                           f"defines {wanted}")

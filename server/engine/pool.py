@@ -3,6 +3,8 @@
 Each evaluation gets a fresh scratch directory and the backend runs the candidate in subprocesses with a
 time limit (see targets/base.py), so nothing the LLM wrote runs in the engine's process. Identical sources
 are evaluated once. A backend that raises is a backend failure recorded as an Evaluation, never a crash.
+Before anything runs, every candidate must pass the trust boundary (engine/boundary.py): the problem file
+unchanged outside the kernel region, and no problem name redefined inside it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from speedpatch.engine import boundary
 from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation, Problem, source_hash
 from speedpatch.targets.base import Backend, EvalContext, Target, kill_processes, set_process_scope
 from speedpatch.targets.sandbox import Limits
@@ -75,7 +78,7 @@ class EvaluationPool:
         self._scope(None)
         start = time.monotonic()
         kernel = self.problem.kernel
-        reasons = self.target.static_check(source, kernel)
+        reasons = boundary.check(self.target, self.problem, source) or self.target.static_check(source, kernel)
         if reasons:
             return Evaluation(status=REJECTED, message="; ".join(reasons), seconds=time.monotonic() - start)
         workdir = Path(tempfile.mkdtemp(prefix="speedpatch-eval-"))

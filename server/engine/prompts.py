@@ -103,7 +103,9 @@ def plan_prompt(
 def code_rules(menu: Menu, language: str, kernel: str) -> list[str]:
     return list(menu.code_rules) + [
         "The new code must be semantically equivalent to the original: same results for every input.",
-        f"Only change the kernel `{kernel}`; never change the harness, its inputs, reference or timer.",
+        f"Only the kernel `{kernel}` (and new helpers it needs) may change. The problem's constants, macros, "
+        "includes and harness (inputs, reference, timer, main) are fixed: they are always taken from the "
+        "original file, and code that redefines them is rejected.",
         f"Reply with the complete new definition of `{kernel}` in ONE fenced ```{language} code block.",
     ]
 
@@ -132,3 +134,19 @@ def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, s
     rules = code_rules(menu, language, kernel)
     parts.append("Rules:\n" + numbered(rules))
     return "\n\n".join(parts)
+
+
+REPAIR_MARK = "Your previous reply could not be used"
+REPLY_SHOWN = 3000  # characters of the unusable reply quoted back to the model
+
+
+def repair_prompt(prompt: str, reply: str, error: str, kernel: str, language: str) -> str:
+    """The same request once more, with the unusable reply and what was wrong with it."""
+    shown = (reply or "").strip()
+    if len(shown) > REPLY_SHOWN:
+        shown = shown[:REPLY_SHOWN] + f"\n[... {len(shown) - REPLY_SHOWN} characters cut ...]"
+    return (
+        f"{prompt}\n\n{REPAIR_MARK}: {error}.\n\nYour previous reply was:\n~~~~\n{shown or '(empty)'}\n~~~~\n\n"
+        f"Reply again with the complete definition of `{kernel}` (and any new helpers it needs) in ONE fenced "
+        f"```{language} code block."
+    )

@@ -1,7 +1,10 @@
 """The LLM proposer: the method's two-phase prompts sent to an ensemble of models.
 
 Every reply is stored under a key that names its place in the search (iteration, parent, plan, sample),
-so a resumed run replays stored replies instead of asking again.
+so a resumed run replays stored replies instead of asking again. A reply becomes a candidate only through
+the trust boundary: the kernel (and its helpers) is taken from it by name and spliced into the parent's
+kernel region, never the reply's constants or harness. A reply with no usable kernel gets ONE repair
+prompt that says what was wrong (a counted, stored call like any other).
 """
 
 from __future__ import annotations
@@ -9,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from speedpatch.config import Config
-from speedpatch.engine import prompts
+from speedpatch.engine import boundary, prompts
 from speedpatch.engine.budget import Budget
-from speedpatch.engine.extract import last_code_block
+from speedpatch.engine.extract import kernel_code
 from speedpatch.engine.proposer import Code, Plan, Slot
 from speedpatch.errors import LLMError
 from speedpatch.llm.client import ChatClient
 from speedpatch.llm.ensemble import code_model, plan_model
 from speedpatch.menu import Menu
-from speedpatch.model import Candidate, Kernel
+from speedpatch.model import Candidate, Problem
 from speedpatch.redact import redact
 from speedpatch.store import Store
 from speedpatch.targets.base import Target, truncate_output
@@ -40,7 +43,7 @@ class LLMProposer:
         self,
         config: Config,
         target: Target,
-        kernel: Kernel,
+        problem: Problem,
         menu: Menu,
         store: Store,
         run_id: str,
@@ -48,7 +51,9 @@ class LLMProposer:
         cancelled: Callable[[], bool],
         client: ChatClient | None = None,
     ) -> None:
-        self.config, self.target, self.kernel, self.menu = config, target, kernel, menu
+        self.config, self.target, self.problem, self.menu = config, target, problem, menu
+        self.kernel = problem.kernel
+        self.problem_names = target.problem_names(problem.source, problem.kernel)
         self.store, self.run_id, self.budget, self.cancelled = store, run_id, budget, cancelled
         self.client = client or ChatClient(config.llm)
         self.plan_models = config.llm.plan_models or config.llm.models
@@ -80,18 +85,29 @@ class LLMProposer:
         )
         return reply.text
 
-    def _kernel_in(self, source: str) -> Kernel:
-        for k in self.target.find_kernels(source):
-            if k.name == self.kernel.name:
-                return k
-        return self.kernel
+    def _candidate(self, parent_source: str, reply: str) -> tuple[str | None, str]:
+        """The candidate file a reply makes from its parent, or None and why the reply is unusable."""
+        parent = boundary.region_kernel(self.problem, parent_source)
+        if parent is None:  # cannot happen: every parent passed the boundary before it was evaluated
+            return None, f"the parent is not a rewrite of {self.problem.path}"
+        found = kernel_code(reply, self.target, self.kernel, parent.text)
+        if found.code is None:
+            return None, found.error
+        code = self.target.extract_kernel(found.code, self.kernel, self.problem_names)
+        return self.target.splice(parent_source, parent, code), ""
 
-    def _to_source(self, parent_source: str, reply: str, model: str) -> Code:
-        block = last_code_block(reply)
-        if block is None:
-            return Code(None, model, "the reply holds no complete fenced code block")
-        code = self.target.extract_kernel(block, self.kernel)
-        return Code(self.target.splice(parent_source, self._kernel_in(parent_source), code), model)
+    def _code_from(self, key: str, phase: str, model: str, prompt: str, parent_source: str) -> Code:
+        """Ask, and when the reply is unusable ask once more with what was wrong."""
+        reply = self._ask(key, phase, model, prompt)
+        source, error = self._candidate(parent_source, reply)
+        if source is not None:
+            return Code(source, model)
+        repair = prompts.repair_prompt(prompt, reply, error, self.kernel.name, self.language)
+        again = self._ask(f"{key}:repair", "repair", model, repair)
+        source, second = self._candidate(parent_source, again)
+        if source is not None:
+            return Code(source, model)
+        return Code(None, model, f"{error}; after one repair prompt: {second}")
 
     # the three phases -----------------------------------------------------------------------------
     def plan(self, slot: Slot) -> Plan | None:
@@ -114,8 +130,7 @@ class LLMProposer:
     def code(self, slot: Slot, plan: Plan, sample: int) -> Code:
         model = code_model(self.code_models, sample)
         prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text)
-        reply = self._ask(f"{slot.key}:code{sample}", "code", model, prompt)
-        return self._to_source(slot.parent.source, reply, model)
+        return self._code_from(f"{slot.key}:code{sample}", "code", model, prompt, slot.parent.source)
 
     def fix(self, slot: Slot, plan: Plan, sample: int, child: Candidate) -> Code | None:
         ev = child.evaluation
@@ -126,5 +141,4 @@ class LLMProposer:
         prompt = prompts.fix_prompt(
             self.menu, self.language, child.source, self.kernel.name, plan.text, ev.status, output
         )
-        reply = self._ask(f"{slot.key}:fix{sample}", "fix", model, prompt)
-        return self._to_source(child.source, reply, model)
+        return self._code_from(f"{slot.key}:fix{sample}", "fix", model, prompt, child.source)

@@ -1,5 +1,10 @@
 """Accept on save: when a saved kernel is an applied winner, re-verify it on the run's backend.
 
+The saved file is checked as it is (its harness is the user's truth for correctness), but a speedup is
+only claimed against the run's baseline when the file is the run's problem outside the kernel region: a
+harness edited after the run (a smaller MAT_DIM_I) would otherwise make the kept rewrite look faster than
+it is.
+
 The evaluation runs on a one-thread executor (it spawns the backend's subprocesses and may take a
 while); its verdict is stored with the run id and shown by the lens, the inlay hint and, if the rewrite
 no longer holds, a Warning diagnostic and message.
@@ -11,14 +16,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from speedpatch.engine import boundary
 from speedpatch.model import source_hash
 
 from .engine import api
-from .formatting import measured
-from .verify import FAILED, Verification, judge
+from .formatting import measured, value_text
+from .verify import FAILED, HOLDS, Verification, judge
 from .views import APPLIED
 
 if TYPE_CHECKING:
+    from speedpatch.store import RunRecord
+
     from .folders import Folder
     from .session import Session
 
@@ -60,17 +68,22 @@ class AcceptOnSave:
                 backend=record.backend,
             )
             store.put(v)
-            self._executor.submit(self._verify, folder, v, path, text)
+            self._executor.submit(self._verify, folder, v, path, text, record)
             started = True
         if started:
             session.refresh_editor()
 
-    def _verify(self, folder: Folder, v: Verification, path: str, text: str) -> None:
+    def _verify(self, folder: Folder, v: Verification, path: str, text: str, record: RunRecord) -> None:
         session = self.session
         try:
             config = session.make_config(folder)
             problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
             judge(v, api().evaluate(problem, None, config))
+            changed = boundary.outside_change(record.problem, text)
+            if changed and v.state == HOLDS:  # a different problem: its figure is not comparable
+                v.speedup = None
+                v.message = (f"correct on re-verification ({value_text(v.value, v.unit)}, {v.backend}); not "
+                             f"compared with the run's baseline: the file changed outside the kernel ({changed})")
         except Exception as exc:  # an infrastructure failure is a verdict to show, never a server crash
             v.state, v.message = FAILED, f"re-verification could not run: {exc}"
         folder.verifications.put(v)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from pathlib import Path
 
 from speedpatch.model import Evaluation, Kernel
+from speedpatch.targets import cfamily, pynames
 from speedpatch.targets.base import Backend, Move, Target
 from speedpatch.targets.cuda import guards
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
@@ -20,13 +22,14 @@ from speedpatch.targets.cuda.build import find_nvcc
 from speedpatch.targets.cuda.detect import global_functions
 from speedpatch.targets.cuda.feedback import feedback_text
 from speedpatch.targets.cuda.moves import offline_moves
-from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
+from speedpatch.targets.cuda.problem import KERNELBENCH, KIT_INCLUDE, ProblemLayout, split_problem
 
 NO_HARNESS = ("no speedpatch harness in this file: add a trusted harness and a `// speedpatch: solution` line "
               "(see examples/cuda/)")
 SOLUTION_NAME = "launch"  # the region of a .cu problem: every kernel plus launch()
 KERNELBENCH_NAME = "ModelNew"
 KB_REFERENCE_NAMES = {"Model", "get_inputs", "get_init_inputs"}
+INCLUDE = Path(__file__).resolve().parent / "include"  # the timing kit problems include
 
 
 def _end_line(text: str, end: int) -> int:
@@ -85,22 +88,57 @@ class CudaTarget(Target):
         return [Kernel(KERNELBENCH_NAME, self.name, layout.solution_start, len(text),
                        layout.solution_line, _end_line(text, len(text)), line, layout.solution)]
 
-    def extract_kernel(self, code: str, kernel: Kernel) -> str:
-        """The code to splice in, taken from an LLM reply: what follows a solution marker; a whole solution
-        (kernels + launch / ModelNew) without harness; else just the reply's `__global__` functions, which
-        `splice` swaps by name into the parent's solution. The harness is never taken from the reply."""
-        python = "class ModelNew" in kernel.text or "load_inline" in kernel.text
+    def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
+        """The code to splice in, taken from an LLM reply (or the solution part of a whole-file reply): a
+        whole solution (with launch) as written, kernels alone with what they use (device helpers,
+        constants, includes), a KernelBench ModelNew with what it uses. Never the harness: a definition of
+        a problem name (ROWS, reference, Model...) is dropped, the trusted file has it. Kernels without
+        launch are swapped by name into the parent's solution by `splice`."""
+        python = _is_kernelbench(kernel)
         layout = split_problem(code, "x.py" if python else "x.cu")
         if layout is not None:
-            return layout.solution
+            code = layout.solution
         if python:
-            return _kernelbench_solution(code)
+            found = pynames.kernel_and_helpers(code, {KERNELBENCH_NAME}, problem_names)
+            return found if found is not None else _kernelbench_solution(code)
         if not kernel.runnable:
-            return super().extract_kernel(code, kernel)
-        if _defines_launch(code) and "spd::Spec" not in code and "speedpatch_timing" not in code:
+            return super().extract_kernel(code, kernel, problem_names)
+        items = cfamily.items(code, cfamily.CUDA)
+        defined = {name for item in items for name in item.names}
+        roots = {SOLUTION_NAME} if SOLUTION_NAME in defined else {f.name for f in global_functions(code)}
+        if not roots:
             return code
-        functions = global_functions(code)
-        return "\n\n".join(code[f.start : f.end] for f in functions) + "\n" if functions else code
+        allowed = [item for item in items if not KIT_INCLUDE.search(item.text) and (
+            item.names & roots or not item.names & problem_names)]
+        if SOLUTION_NAME in roots:  # a whole solution: as written, less what the harness owns
+            return cfamily.without(code, [item for item in items if item not in allowed])
+        used = cfamily.used_items(allowed, roots)  # kernels alone: with what they use
+        kept = [item for item in allowed if item.kind == "include" or item in used]
+        return "\n\n".join(item.text.rstrip() for item in kept) + "\n"
+
+    harness_prefixes = ("speedpatch_", "SPEEDPATCH_", "spd_", "SPD_")
+
+    def defined_names(self, code: str, kernel: Kernel) -> set[str]:
+        if _is_kernelbench(kernel):
+            return pynames.touched_names(code) or set()
+        return cfamily.touched_names(code, cfamily.CUDA)
+
+    def harness_names(self, kernel: Kernel) -> set[str]:
+        """KernelBench: the reference definitions; .cu: main and the timing kit's names (spd, SPD_*...)."""
+        if _is_kernelbench(kernel):
+            return set(KB_REFERENCE_NAMES)
+        return {"main"} | set(cfamily.header_names(str(INCLUDE), cfamily.CUDA))
+
+    def kernel_names(self, region: str, kernel: Kernel) -> set[str]:
+        """A reply holds the solution when it defines its entry point or one of the region's kernels."""
+        if _is_kernelbench(kernel):
+            return {KERNELBENCH_NAME}
+        return {kernel.name} | {f.name for f in global_functions(region)}
+
+    def syntax_error(self, code: str, kernel: Kernel) -> str:
+        if _is_kernelbench(kernel):
+            return pynames.syntax_error(code)
+        return cfamily.syntax_error(code, cfamily.CUDA)
 
     def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
         """A whole solution replaces the region; kernels alone replace the same-named kernels in it (the
@@ -138,6 +176,10 @@ class CudaTarget(Target):
     def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
         return offline_moves(source, kernel)
 
+
+
+def _is_kernelbench(kernel: Kernel) -> bool:
+    return kernel.name == KERNELBENCH_NAME
 
 
 def _defines_launch(code: str) -> bool:

@@ -7,20 +7,20 @@ from speedpatch_harness.h, see examples/gemmini/).
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 from typing import Any
 
 from speedpatch.model import Evaluation, Kernel
+from speedpatch.targets import cfamily
 from speedpatch.targets.base import Backend, Move, Target
 from speedpatch.targets.gemmini import checks, csource, moves
 
+INCLUDE = Path(__file__).resolve().parent / "include"  # the trusted headers problems include
 NO_MAIN = (
     "no main() in this file, so there is nothing to run: add the speedpatch harness "
     "(#include \"include/speedpatch_harness.h\" and a main() calling speedpatch_run_matmul/"
     "speedpatch_run_conv, see examples/gemmini/)"
 )
-
-
 # Whole-program mode: a program that does its Gemmini work in main() itself (upstream gemmini-rocc-tests
 # style) is run as it is. Its verdict is its exit status and its figure the model's cycles between its own
 # read_cycles() calls; main() holds the program's checks, so it is never rewritten.
@@ -29,6 +29,8 @@ WHOLE_PROGRAM = (
     "(speedpatch evaluate) but not optimized; move the accelerator code into a function of its own to "
     "optimize it"
 )
+
+
 class GemminiTarget(Target):
     name = "gemmini"
     extensions = (".c", ".h")
@@ -52,8 +54,6 @@ class GemminiTarget(Target):
             ))
         return kernels
 
-    def backends(self) -> list[Backend]:
-        from speedpatch.targets.gemmini.backends.command import CommandBackend
     def whole_program_kernel(self, text: str, path: str = "") -> Kernel | None:
         """main() as a run-only kernel, for a program without kernel functions whose main() uses Gemmini;
         None otherwise. Runnable (it can be evaluated) with a reason (it cannot be optimized)."""
@@ -69,31 +69,49 @@ class GemminiTarget(Target):
                       end_line=fn.end_line, signature_line=fn.signature_line, text=fn.text, runnable=True,
                       reason=WHOLE_PROGRAM)
 
+    def backends(self) -> list[Backend]:
+        from speedpatch.targets.gemmini.backends.command import CommandBackend
         from speedpatch.targets.gemmini.backends.native import NativeBackend
         from speedpatch.targets.gemmini.backends.spike import SpikeBackend
 
         return [NativeBackend(), SpikeBackend(), CommandBackend()]
 
-    def extract_kernel(self, code: str, kernel: Kernel) -> str:
-        """The kernel function from an LLM code block, with the helper functions and macros of the block
-        that it uses (transitively); never main() or the harness. A block without the kernel is used as
-        is (the compiler or the static check will say what is wrong with it)."""
-        items = csource.top_level_items(code)
-        fns = {name: text for kind, name, text in items if kind == "function" and name}
-        if kernel.name not in fns:
+    def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
+        """The kernel function from an LLM code block, with the helper functions, macros and declarations
+        of the block that it uses (transitively); never main(), an #include, or a definition of a problem
+        name (the trusted file has those: a reply's `#define MAT_DIM_I 32` is dropped, not obeyed). A
+        block without the kernel is used as is (the compiler or the static check will say what is wrong)."""
+        items = cfamily.items(code)
+        if not any(kernel.name in item.names for item in items):
             return code
-        defines = {name: text for kind, name, text in items if kind == "define" and name}
-        wanted: set[str] = set()
-        todo = [kernel.name]
-        while todo:
-            name = todo.pop()
-            if name in wanted or name == "main" or name.startswith("speedpatch_"):
-                continue
-            wanted.add(name)
-            body = fns.get(name) or defines.get(name) or ""
-            todo.extend(n for n in list(fns) + list(defines) if n not in wanted and _mentions(body, n))
-        parts = [text for kind, name, text in items if kind in ("function", "define") and name in wanted]
-        return "\n\n".join(p.rstrip() for p in parts)
+        allowed = [item for item in items if item.kind not in ("include", "comment", "other") and (
+            kernel.name in item.names or not item.names & (problem_names | {"main"}))]
+        kept = cfamily.used_items(allowed, {kernel.name})
+        return "\n\n".join(item.text.rstrip() for item in kept)
+
+    def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
+        """The kernel region replaced by new_code; helpers of the old region that new_code still uses but
+        does not define stay (a reply may send the kernel alone after an earlier step added helpers)."""
+        region_items = [item for item in cfamily.items(text[kernel.start : kernel.end])
+                        if item.kind not in ("include", "comment")]
+        new_names = {name for item in cfamily.items(new_code) for name in item.names}
+        needed = [item for item in cfamily.used_items(region_items, cfamily.words(new_code) - new_names)
+                  if not item.names & new_names]
+        if needed:
+            new_code = "\n\n".join(item.text.rstrip() for item in needed) + "\n\n" + new_code.lstrip("\n")
+        return super().splice(text, kernel, new_code)
+
+    harness_prefixes = ("speedpatch_", "SPEEDPATCH_", "gemmini_model_")
+
+    def defined_names(self, code: str, kernel: Kernel) -> set[str]:
+        return cfamily.touched_names(code, cfamily.C)
+
+    def harness_names(self, kernel: Kernel) -> set[str]:
+        """main and every name the shipped headers (gemmini.h, speedpatch_harness.h...) define."""
+        return {"main"} | set(cfamily.header_names(str(INCLUDE), cfamily.C))
+
+    def syntax_error(self, code: str, kernel: Kernel) -> str:
+        return cfamily.syntax_error(code, cfamily.C)
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
         if kernel.reason == WHOLE_PROGRAM:  # the program as it is, or nothing
@@ -114,10 +132,6 @@ class GemminiTarget(Target):
 
     def feedback_text(self, evaluation: Evaluation) -> str:
         return feedback_text(evaluation.feedback or {})
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
 def feedback_text(fb: dict[str, Any]) -> str:

@@ -24,11 +24,15 @@ import ast
 import re
 
 from speedpatch.model import Evaluation, Kernel
+from speedpatch.targets import pynames
 from speedpatch.targets.base import Backend, Move, Target
 from speedpatch.targets.nki import detect
 from speedpatch.targets.nki.backends.emulator import NkiEmulatorBackend
 from speedpatch.targets.nki.backends.neuron import NkiNeuronBackend
 from speedpatch.targets.nki.backends.simulate import NkiSimulateBackend
+
+# Names the trusted runner reads from a problem module (runner.py): a candidate never binds them.
+HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "reference")
 
 # Names a kernel has no business touching: the harness, the emulator's internals, process escape hatches.
 _FORBIDDEN = {
@@ -86,6 +90,24 @@ class NkiTarget(Target):
         from speedpatch.targets.nki.moves import offline_moves
 
         return offline_moves(source, kernel)
+
+    def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
+        """The decorated kernel and the module-level helpers it uses, from a reply's code; never INPUTS,
+        reference, the file's imports or anything else the problem binds (the trusted file has those)."""
+        found = pynames.kernel_and_helpers(code, {kernel.name}, problem_names)
+        return found if found is not None else super().extract_kernel(code, kernel, problem_names)
+
+    harness_prefixes = ("speedpatch_",)
+
+    def defined_names(self, code: str, kernel: Kernel) -> set[str]:
+        return pynames.touched_names(code) or set()
+
+    def harness_names(self, kernel: Kernel) -> set[str]:
+        """What the trusted runner reads from the module, whether or not this problem defines it."""
+        return set(HARNESS_NAMES)
+
+    def syntax_error(self, code: str, kernel: Kernel) -> str:
+        return pynames.syntax_error(code)
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
         current = [k for k in self.find_kernels(source) if k.name == kernel.name]

@@ -1,71 +1,119 @@
-"""Code extraction from LLM replies (speedpatch.engine.extract): the LAST fenced block is the code."""
+"""Code extraction from LLM replies (speedpatch.engine.extract): the block that defines the kernel, by name."""
 
 from __future__ import annotations
 
-from speedpatch.engine.extract import last_code_block
+import toy_target
+from speedpatch.engine.extract import code_blocks, kernel_code
+
+TARGET = toy_target.ToyTarget()
+KERNEL = next(k for k in TARGET.find_kernels(toy_target.EXAMPLE) if k.name == "kernel_sum")
+FAST = "def kernel_sum(xs):\n    return sum(xs)"
 
 
-def test_takes_the_last_fenced_block():
-    reply = "The old code:\n```c\nold();\n```\nThe new code:\n```c\nnew();\n```\nDone."
-    assert last_code_block(reply) == "new();"
+def codes(reply: str) -> list[str]:
+    return [b.code for b in code_blocks(reply)[0]]
+
+
+def extract(reply: str):
+    return kernel_code(reply, TARGET, KERNEL, KERNEL.text)
+
+
+# --- fenced blocks ---------------------------------------------------------------------------------------
+
+
+def test_blocks_are_listed_in_order():
+    assert codes("The old code:\n```c\nold();\n```\nThe new code:\n```c\nnew();\n```\nDone.") == ["old();", "new();"]
 
 
 def test_keeps_the_code_exactly_including_indentation_and_blank_lines():
     code = "def f(x):\n    y = x\n\n    return y"
-    assert last_code_block(f"```python\n{code}\n```") == code
+    assert codes(f"```python\n{code}\n```") == [code]
 
 
 def test_language_tags_are_accepted():
     for tag in ("python", "c", "cuda", "c++", "objective-c", "py3.11", ""):
-        assert last_code_block(f"```{tag}\nx = 1\n```") == "x = 1", tag
+        assert codes(f"```{tag}\nx = 1\n```") == ["x = 1"], tag
 
 
 def test_info_string_after_the_language_is_ignored():
-    assert last_code_block('```python title="k.py"\nx = 1\n```') == "x = 1"
+    assert codes('```python title="k.py"\nx = 1\n```') == ["x = 1"]
 
 
 def test_tilde_fences_are_accepted():
-    assert last_code_block("~~~python\nx = 1\n~~~") == "x = 1"
+    assert codes("~~~python\nx = 1\n~~~") == ["x = 1"]
 
 
 def test_a_backtick_fence_inside_a_tilde_block_stays_code():
-    reply = "~~~markdown\nSee:\n```\ninner\n```\n~~~"
-    assert last_code_block(reply) == "See:\n```\ninner\n```"
+    assert codes("~~~markdown\nSee:\n```\ninner\n```\n~~~") == ["See:\n```\ninner\n```"]
 
 
 def test_longer_fences_are_accepted():
-    assert last_code_block("````c\nint a;\n````") == "int a;"
-
-
-def test_no_fenced_block_gives_none():
-    assert last_code_block("I would tile the loop by 16, then unroll it.") is None
-
-
-def test_empty_reply_gives_none():
-    assert last_code_block("") is None
+    assert codes("````c\nint a;\n````") == ["int a;"]
 
 
 def test_inline_backticks_are_not_a_block():
-    assert last_code_block("Use ```x = 1``` here.") is None
+    assert codes("Use ```x = 1``` here.") == []
 
 
-def test_unterminated_block_gives_none():
-    assert last_code_block("```c\nint main() {\n  return 0;") is None
+def test_empty_blocks_are_not_code():
+    assert codes("```python\n```\n```python\n\n   \n```") == []
 
 
-def test_unterminated_last_block_after_a_complete_one_gives_none():
-    reply = "The original:\n```c\nold();\n```\nThe optimized version:\n```c\nnew_part_one();\nnew_part"
-    assert last_code_block(reply) is None
-
-
-def test_empty_block_gives_none():
-    assert last_code_block("```python\n```") is None
-    assert last_code_block("```python\n\n   \n```") is None
-
-
-def test_empty_last_block_gives_none_even_after_a_full_one():
-    assert last_code_block("```c\nold();\n```\nNew:\n```c\n```") is None
+def test_a_block_left_open_is_reported_as_cut_off():
+    blocks, cut = code_blocks("The original:\n```c\nold();\n```\nThe optimized version:\n```c\nnew_part")
+    assert [b.code for b in blocks] == ["old();"] and cut
 
 
 def test_a_reply_with_windows_line_endings_still_gives_its_code():
-    assert last_code_block("Here:\r\n```c\r\nint a;\r\n```\r\n") == "int a;"
+    assert codes("Here:\r\n```c\r\nint a;\r\n```\r\n") == ["int a;"]
+
+
+# --- which code is the kernel ----------------------------------------------------------------------------
+
+
+def test_the_block_that_defines_the_kernel_wins_over_a_later_usage_snippet():
+    reply = f"```python\n{FAST}\n```\nUse it like this:\n```python\nprint(kernel_sum([1, 2]))\n```"
+    assert extract(reply).code == FAST
+
+
+def test_of_several_blocks_defining_the_kernel_the_last_one_is_taken():
+    reply = f"Before:\n```python\n{KERNEL.text}```\nAfter:\n```python\n{FAST}\n```"
+    assert extract(reply).code == FAST
+
+
+def test_a_sketch_block_without_the_kernel_is_skipped():
+    reply = f"Sketch:\n```python\nfor x in xs: ...\n```\nCode:\n```python\n{FAST}\n```\nThat is all."
+    assert extract(reply).code == FAST
+
+
+def test_unfenced_code_that_parses_is_taken():
+    assert extract(FAST + "\n").code == FAST
+
+
+def test_prose_around_unfenced_code_is_dropped():
+    reply = f"Here is the faster kernel:\n\n{FAST}\n\nIt calls the builtin, which runs in C."
+    assert extract(reply).code == FAST
+
+
+def test_prose_only_says_no_code_was_found():
+    found = extract("I would tile the loop by 16, then unroll it.")
+    assert found.code is None and "no fenced code block" in found.error and "`kernel_sum`" in found.error
+
+
+def test_blocks_without_the_kernel_say_so_with_its_name():
+    found = extract("```python\ndef helper(x):\n    return x\n```")
+    assert found.code is None and found.error == "none of the reply's 1 code block(s) defines `kernel_sum`"
+
+
+def test_a_block_that_does_not_parse_says_where():
+    found = extract("```python\ndef kernel_sum(xs):\n    return sum(xs\n```")
+    assert found.code is None and "does not parse" in found.error and "line 2" in found.error
+
+
+def test_a_reply_cut_off_inside_its_block_is_unusable_even_after_a_quoted_original():
+    found = extract(f"Original:\n```python\n{KERNEL.text}```\nNew:\n```python\ndef kernel_sum(xs):\n    ret")
+    assert found.code is None and "cut off" in found.error
+
+
+def test_an_empty_reply_is_unusable():
+    assert extract("").code is None

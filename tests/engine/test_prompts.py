@@ -22,7 +22,7 @@ from speedpatch.engine.proposer import Plan, Slot
 from speedpatch.llm.client import Reply
 from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import OTHER, Menu
-from speedpatch.model import RUNTIME_ERROR, Candidate, Evaluation, source_hash
+from speedpatch.model import RUNTIME_ERROR, Candidate, Evaluation, Problem, source_hash
 from speedpatch.store import Store
 
 ITEMS = [f"optimization number {i}" for i in range(10)]
@@ -182,7 +182,8 @@ def proposer(tmp_path, client: RecordingClient) -> LLMProposer:
     config = Config()
     config.llm.models = ["model-a"]
     kernel = toy_target.ToyTarget().find_kernels(SOURCE)[0]
-    return LLMProposer(config, toy_target.ToyTarget(), kernel, MENU, Store(tmp_path), "run",
+    problem = Problem(path="sum.toy", source=SOURCE, kernel=kernel, target="toy", backend="toy-count")
+    return LLMProposer(config, toy_target.ToyTarget(), problem, MENU, Store(tmp_path), "run",
                        Budget(config.budget), lambda: False, client=client)
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import socket
 
+import toy_target
 from speedpatch import api
 from speedpatch.engine import events as ev
+from speedpatch.engine.prompts import REPAIR_MARK
 from speedpatch.store import Store
 from support.fake_openai import FakeOpenAI, phase_of
 from support.toys import toy_config, toy_problem
@@ -44,7 +46,7 @@ def test_llm_search_finds_the_faster_kernel(tmp_path):
     assert record.llm["prompt_tokens"] > 0 and record.llm["completion_tokens"] > 0
 
 
-def test_code_is_the_last_fenced_block_of_the_reply(tmp_path):
+def test_code_is_the_block_that_defines_the_kernel_not_a_sketch_before_it(tmp_path):
     with FakeOpenAI(scripted(code=FOREACH_REPLY)) as server:
         config = llm_config(tmp_path, server, iterations=1)
         record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
@@ -180,3 +182,87 @@ def test_api_key_is_sent_but_never_stored(tmp_path, monkeypatch):
     for path in (tmp_path / ".speedpatch").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+# replies of every shape, and the one repair an unusable reply gets ------------------------------------
+
+
+def repairing(first: str, second: str = FAST_REPLY):
+    """Code prompts get `first`; the repair prompt of a code prompt gets `second`."""
+
+    def script(request):
+        text = request["messages"][-1]["content"]
+        if phase_of(request) == "plan":
+            return "Use the builtin sum instead of the index loop."
+        return second if REPAIR_MARK in text else first
+
+    return script
+
+
+def one_sample(tmp_path, server, **search):
+    return llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1, fix_on_failure=False, **search)
+
+
+def test_a_whole_file_reply_with_other_inputs_is_measured_on_the_original_inputs(tmp_path):
+    original = toy_target.EXAMPLE
+    hostile = original.replace("list(range(30))", "[1]").replace(
+        original[original.index("def kernel_sum"): original.index("\n\n\nMOVES")], "def kernel_sum(xs):\n    return sum(xs)")
+    with FakeOpenAI(scripted(code=f"The whole file:\n```python\n{hostile}```\n")) as server:
+        config = one_sample(tmp_path, server)
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    assert "list(range(30))" in record.best.source and "[1]" not in record.best.source
+    assert record.best.source.count("INPUTS = ") == 1 and record.best.evaluation.value == 3
+
+
+def test_a_kernel_region_that_rebinds_the_inputs_is_rejected_naming_them(tmp_path):
+    reply = "```python\ndef kernel_sum(xs):\n    global INPUTS\n    INPUTS = []\n    return sum(xs)\n```"
+    with FakeOpenAI(scripted(code=reply)) as server:
+        config = one_sample(tmp_path, server)
+        store = Store(tmp_path)
+        record = api.optimize(toy_problem(tmp_path, config), config, store)
+    (child,) = [c for c in store.candidates(record.run_id) if c.iteration == 1]
+    assert child.evaluation.status == "rejected" and "redefines INPUTS" in child.evaluation.message
+    assert record.best.id == "base" and record.speedup == 1.0
+
+
+def test_an_unfenced_reply_that_parses_is_used_without_a_repair(tmp_path):
+    reply = "Here it is:\n\ndef kernel_sum(xs):\n    return sum(xs)\n\nThe builtin is faster."
+    with FakeOpenAI(scripted(code=reply)) as server:
+        config = one_sample(tmp_path, server)
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    assert record.best.evaluation.value == 3 and "return sum(xs)" in record.best.source
+    assert not [r for r in server.requests if REPAIR_MARK in r["messages"][-1]["content"]]
+
+
+def test_an_unusable_reply_gets_one_repair_prompt_that_says_what_was_wrong(tmp_path):
+    with FakeOpenAI(repairing("I would call the builtin sum.")) as server:
+        config = one_sample(tmp_path, server)
+        store = Store(tmp_path)
+        record = api.optimize(toy_problem(tmp_path, config), config, store)
+    repairs = [r["messages"][-1]["content"] for r in server.requests if REPAIR_MARK in r["messages"][-1]["content"]]
+    assert len(repairs) == 1
+    assert "no fenced code block" in repairs[0] and "I would call the builtin sum." in repairs[0]
+    assert record.best.evaluation.value == 3
+    assert {u["phase"] for u in store.llm_usage(record.run_id)} == {"plan", "code", "repair"}
+    assert record.llm["calls"] == len(server.requests) == 3
+
+
+def test_a_reply_still_unusable_after_its_repair_is_rejected_with_both_reasons(tmp_path):
+    with FakeOpenAI(repairing("No code.", "```python\ndef helper(xs):\n    return 0\n```")) as server:
+        config = one_sample(tmp_path, server)
+        store = Store(tmp_path)
+        record = api.optimize(toy_problem(tmp_path, config), config, store)
+    (child,) = [c for c in store.candidates(record.run_id) if c.iteration == 1]
+    assert child.evaluation.status == "rejected"
+    assert "no fenced code block" in child.evaluation.message
+    assert "after one repair prompt: none of the reply's 1 code block(s) defines `kernel_sum`" in child.evaluation.message
+    assert len([r for r in server.requests if REPAIR_MARK in r["messages"][-1]["content"]]) == 1
+
+
+def test_repair_prompts_count_against_the_llm_call_budget(tmp_path):
+    with FakeOpenAI(repairing("No code.")) as server:
+        config = one_sample(tmp_path, server)
+        config.budget.max_llm_calls = 2
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    assert len(server.requests) == 2 and record.llm["calls"] == 2
+    assert "2 LLM calls" in record.message

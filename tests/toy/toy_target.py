@@ -16,6 +16,7 @@ from typing import Any
 
 from speedpatch import targets
 from speedpatch.model import COMPILE_ERROR, INCORRECT, OK, RUNTIME_ERROR, Evaluation, Kernel
+from speedpatch.targets import pynames
 from speedpatch.targets.base import (
     Availability,
     Backend,
@@ -120,6 +121,19 @@ class ToyTarget(Target):
 
     def backends(self) -> list[Backend]:
         return self._backends
+
+    def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
+        found = pynames.kernel_and_helpers(code, {kernel.name}, problem_names)
+        return found if found is not None else super().extract_kernel(code, kernel, problem_names)
+
+    def defined_names(self, code: str, kernel: Kernel) -> set[str]:
+        return pynames.touched_names(code) or set()
+
+    def harness_names(self, kernel: Kernel) -> set[str]:
+        return {"INPUTS", "reference"}  # what RUNNER reads from the module
+
+    def syntax_error(self, code: str, kernel: Kernel) -> str:
+        return pynames.syntax_error(code)
 
     def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
         try:

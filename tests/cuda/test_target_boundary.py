@@ -1,0 +1,91 @@
+"""The trust boundary on CUDA: a reply contributes the solution (kernels + launch, or ModelNew) only; the
+harness above `speedpatch: solution`, its constants and the timing kit always come from the original."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from speedpatch.engine import boundary
+from speedpatch.targets import get_target
+from support.replies import problem_of, propose
+
+from .conftest import EXAMPLES, MATMUL
+
+SOURCE = MATMUL.read_text()
+MARKER = "// speedpatch: solution\n"
+HARNESS, SOLUTION = SOURCE.split(MARKER)
+BIGGER = SOLUTION.replace("#define BLOCK 16", "#define BLOCK 32")
+KB_PATH = EXAMPLES / "kernelbench_relu.py"
+KB = KB_PATH.read_text()
+
+
+@pytest.fixture(scope="module")
+def target():
+    return get_target("cuda")
+
+
+@pytest.fixture
+def problem():
+    return problem_of(MATMUL, "launch")
+
+
+def fenced(code: str, language: str = "cuda") -> str:
+    return f"```{language}\n{code}\n```\n"
+
+
+def test_problem_names_are_the_harness_and_the_timing_kit(target, problem) -> None:
+    names = target.problem_names(problem.source, problem.kernel)
+    assert {"N", "reference", "problem", "main", "spd"} <= names
+    assert not {"launch", "matmul_kernel", "BLOCK"} & names
+
+
+def test_a_whole_file_reply_with_a_smaller_n_keeps_the_harness_n(tmp_path, problem) -> None:
+    reply = HARNESS.replace("constexpr int N = 1024;", "constexpr int N = 64;") + MARKER + BIGGER
+    code, _ = propose(tmp_path, problem, fenced(reply))
+    assert code.source == HARNESS + MARKER + BIGGER
+
+
+def test_a_solution_reply_that_restates_n_drops_it(tmp_path, problem) -> None:
+    code, _ = propose(tmp_path, problem, fenced("constexpr int N = 64;\n" + BIGGER))
+    assert code.source == HARNESS + MARKER + BIGGER
+
+
+def test_a_solution_that_redefines_n_as_a_macro_is_rejected_naming_it(target, problem) -> None:
+    (reason,) = boundary.check(target, problem, HARNESS + MARKER + "#undef N\n#define N 64\n" + BIGGER)
+    assert "redefines N" in reason
+
+
+def test_a_solution_that_reopens_the_kit_namespace_is_rejected_naming_it(target, problem) -> None:
+    sneaky = "namespace spd { inline double now_ms() { return 0; } }\n" + BIGGER
+    (reason,) = boundary.check(target, problem, HARNESS + MARKER + sneaky)
+    assert "redefines spd" in reason
+
+
+def test_a_change_above_the_marker_is_rejected_with_the_line(target, problem) -> None:
+    candidate = SOURCE.replace("s.atol = ", "s.atol = 1e9 + ")
+    (reason,) = boundary.check(target, problem, candidate)
+    assert "before the kernel region" in reason and "1e9" in reason
+
+
+def test_kernelbench_solution_redefining_the_inputs_is_rejected_naming_them(target) -> None:
+    problem = problem_of(KB_PATH, "ModelNew")
+    region = problem.kernel.text + "\n\ndef get_inputs():\n    return []\n"
+    (reason,) = boundary.check(target, problem, boundary.compose(problem, region))
+    assert "redefines get_inputs" in reason
+
+
+def test_kernelbench_whole_file_reply_keeps_the_reference_model(tmp_path, target) -> None:
+    problem = problem_of(KB_PATH, "ModelNew")
+    reply = KB.replace("torch.randn(4096, 4096)", "torch.randn(4, 4)").replace("256>>>", "512>>>")
+    code, _ = propose(tmp_path, problem, fenced(reply, "python"))
+    assert "torch.randn(4096, 4096)" in code.source and "torch.randn(4, 4)" not in code.source
+    assert "512>>>" in code.source
+    assert boundary.check(target, problem, code.source) == []
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.cu")), ids=lambda p: p.name)
+def test_offline_moves_of_every_example_stay_inside_the_kernel_region(target, path: Path) -> None:
+    problem = problem_of(path, "launch")
+    for move in target.offline_moves(problem.source, problem.kernel):
+        assert boundary.check(target, problem, move.source) == [], move.plan
