@@ -38,6 +38,8 @@ def _examples(args: argparse.Namespace) -> list[Path]:
 
 
 def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if getattr(args, "paper", False):
+        return run_paper_bench(args, out, err)
     rows = []
     for path in _examples(args):
         started = time.monotonic()
@@ -81,5 +83,114 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"{util:.1%}" if isinstance(util, (int, float)) else (str(util) if util else "-"),
             f"{r['seconds']:.1f}", r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
         )
+    out.print(table)
+    return 0 if all(r.get("status") == "finished" for r in rows) else 1
+
+
+# ----------------------------------------------------------------------------------- --paper (Gemmini)
+PAPER_DRAM_BYTES_PER_CYCLE = 8  # the cycle model's DRAM rate (timing_params.h: T_DRAM_BYTES_PER_CYCLE)
+PAPER_PEAK_MACS_PER_CYCLE = 16 * 16
+
+
+def paper_roofline(text: str) -> dict[str, float] | None:
+    """MACs, the fewest DRAM bytes (every operand read once, the output written once) and the utilization
+    the roofline allows: compute cycles / max(compute cycles, DRAM cycles)."""
+    from speedpatch.targets.gemmini.moves import eval_int, int_defines
+
+    d = int_defines(text)
+
+    def val(name: str) -> int | None:
+        return eval_int(name, d) if name in d else None
+
+    i, j, k = val("MAT_DIM_I"), val("MAT_DIM_J"), val("MAT_DIM_K")
+    if i and j and k:
+        macs, nbytes = i * j * k, i * k + k * j + i * j
+    else:
+        batch, dim, ich, och = val("BATCH_SIZE"), val("IN_DIM"), val("IN_CHANNELS"), val("OUT_CHANNELS")
+        kdim, out_dim = val("KERNEL_DIM"), val("OUT_DIM")
+        if not (batch and dim and ich and och and kdim and out_dim):
+            return None
+        macs = batch * out_dim * out_dim * och * kdim * kdim * ich
+        nbytes = batch * dim * dim * ich + kdim * kdim * ich * och + 4 * och + batch * out_dim * out_dim * och
+    compute = macs / PAPER_PEAK_MACS_PER_CYCLE
+    memory = nbytes / PAPER_DRAM_BYTES_PER_CYCLE
+    return {"macs": macs, "min_bytes": nbytes, "roof_util": compute / max(compute, memory)}
+
+
+def _util(ev: object | None) -> float | None:
+    fb = getattr(ev, "feedback", None) or {}
+    u = fb.get("utilization")
+    return float(u) if isinstance(u, (int, float)) else None
+
+
+def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """The Autocomp paper's setup on Gemmini: for each of its problems, the library call as the baseline, the
+    unoptimized explicit code as the search's start, the best the (offline) search finds from that start,
+    utilization, and the roofline (peak compute vs. the fewest DRAM bytes)."""
+    if args.target != "gemmini":
+        raise UserError("--paper is defined for the gemmini target only")
+    folder = Path(args.examples) if args.examples else REPO_EXAMPLES / "gemmini" / "paper"
+    starts = sorted(folder.glob("*_explicit.c"))
+    if args.only:
+        starts = [p for p in starts if p.name in args.only or p.stem in args.only
+                  or p.name.replace("_explicit", "") in args.only or p.stem.replace("_explicit", "") in args.only]
+    if not starts:
+        raise UserError(f"{folder}: no *_explicit.c starting points (the paper's problems)")
+    rows = []
+    for start in starts:
+        base = start.with_name(start.name.replace("_explicit", ""))
+        started = time.monotonic()
+        row: dict[str, object] = {"problem": base.stem}
+        with tempfile.TemporaryDirectory(prefix="speedpatch-bench-") as ws:
+            config = load_config(None, {"offline": True, "search": {"iterations": args.iterations}})
+            config.workspace = ws
+            try:
+                lib_text = base.read_text(encoding="utf-8")
+                lib_kernels = [k for k in api.find_kernels(str(base), lib_text) if k.runnable]
+                lib_problem = api.make_problem(str(base), lib_text, lib_kernels[0].name if lib_kernels else None, config)
+                lib = api.evaluate(lib_problem, None, config)
+                text = start.read_text(encoding="utf-8")
+                kernels = [k for k in api.find_kernels(str(start), text) if k.runnable]
+                problem = api.make_problem(str(start), text, kernels[0].name if kernels else None, config)
+                record = api.optimize(problem, config, Store(ws))
+                first = record.baseline.evaluation if record.baseline else None
+                best = record.best.evaluation if record.best else None
+                roof = paper_roofline(lib_text) or {}
+                row.update({
+                    "unit": lib.unit, "library": lib.value if lib.correct else None, "library_util": _util(lib),
+                    "start": first.value if first else None, "start_util": _util(first),
+                    "best": best.value if best else None, "best_util": _util(best),
+                    "vs_library": (lib.value / best.value) if (lib.correct and lib.value and best and best.value) else None,
+                    "vs_start": (first.value / best.value) if (first and first.value and best and best.value) else None,
+                    "roof_util": roof.get("roof_util"), "status": record.status,
+                    "message": record.message.splitlines()[0] if record.message else "",
+                })
+            except UserError as exc:
+                row.update({"status": "error", "message": str(exc)})
+        row["seconds"] = round(time.monotonic() - started, 1)
+        rows.append(row)
+        if not args.json:
+            err.print(f"{base.name}: {row.get('status')}")
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+
+    def pct(x: object) -> str:
+        return f"{x:.1%}" if isinstance(x, (int, float)) else "-"
+
+    def ratio(x: object) -> str:
+        return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
+
+    table = Table(title=f"speedpatch bench gemmini --paper (offline proposer, {args.iterations} iterations; "
+                        "start = unoptimized explicit code, as in the paper)")
+    for col in ("problem", "library", "util", "explicit start", "best found", "util", "vs library", "vs start",
+                "roofline util", "status"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        unit = str(r.get("unit") or "")
+        table.add_row(str(r["problem"]), fmt_value(r.get("library"), unit), pct(r.get("library_util")),
+                      fmt_value(r.get("start"), unit), fmt_value(r.get("best"), unit), pct(r.get("best_util")),
+                      ratio(r.get("vs_library")), ratio(r.get("vs_start")), pct(r.get("roof_util")),
+                      str(r.get("status", "")) + (f": {r['message']}" if r.get("message") else ""))
     out.print(table)
     return 0 if all(r.get("status") == "finished" for r in rows) else 1

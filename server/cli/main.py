@@ -361,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", help="folder of example problems (default: examples/<target>)")
     p.add_argument("--iterations", "-T", type=int, default=3)
     p.add_argument("--only", action="append", help="example file name (repeatable)")
+    p.add_argument("--paper", action="store_true",
+                   help="gemmini: the Autocomp paper's setup (examples/gemmini/paper: library baseline, "
+                        "explicit start, best found, utilization, roofline)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
 
