@@ -24,7 +24,8 @@ def test_values_of_credential_like_variables_are_replaced_by_their_name():
 
 
 def test_short_values_are_not_treated_as_secrets():
-    assert redact.known_secrets({"USE_TOKEN": "true", "API_KEY": "1234567"}) == {}
+    found = redact.known_secrets({"USE_TOKEN": "true", "API_KEY": "1234567"})
+    assert "true" not in found and "1234567" not in found
 
 
 def test_a_registered_value_is_a_secret_whatever_its_variable_is_called(monkeypatch):
