@@ -225,9 +225,15 @@ def run_native(exe: Path, workdir: Path, timeout: float, stats_path: Path | None
     Exit status 3 with a `gemmini-model: error:` line means the program used the accelerator illegally."""
     env = dict(os.environ)
     env.pop("GEMMINI_MODEL_STATS", None)
+    # The sandbox lets the program write only inside workdir: the model writes its statistics there and
+    # they are moved to stats_path afterwards.
+    inside = Path(workdir).resolve() / f".gemmini-stats-{os.getpid()}-{time.monotonic_ns()}.json"
     if stats_path is not None:
-        env["GEMMINI_MODEL_STATS"] = str(stats_path)
-    return run_process([str(Path(exe).resolve())], cwd=Path(workdir), timeout=timeout, env=env)
+        env["GEMMINI_MODEL_STATS"] = str(inside)
+    res = run_process([str(Path(exe).resolve())], cwd=Path(workdir), timeout=timeout, env=env)
+    if stats_path is not None and inside.exists():
+        shutil.move(str(inside), str(stats_path))
+    return res
 
 
 def read_stats(stats_path: Path) -> dict[str, Any] | None:
@@ -360,10 +366,14 @@ def run_spike(
         return built
     env = dict(os.environ)
     env.pop("GEMMINI_MODEL_STATS", None)
+    inside = Path(workdir).resolve() / f".gemmini-stats-{os.getpid()}-{time.monotonic_ns()}.json"  # see run_native
     if stats_path is not None:
-        env["GEMMINI_MODEL_STATS"] = str(stats_path)
+        env["GEMMINI_MODEL_STATS"] = str(inside)
     argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(Path(elf).resolve())]
-    return run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
+    res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
+    if stats_path is not None and inside.exists():
+        shutil.move(str(inside), str(stats_path))
+    return res
 
 
 def spike_model_cycles(stats: dict[str, Any]) -> dict[str, int]:
@@ -373,3 +383,239 @@ def spike_model_cycles(stats: dict[str, Any]) -> dict[str, int]:
         "host_instructions": int(stats.get("host_external_cycles", 0)),
         "model_cycles": max(int(stats.get("host_cycles_at_exit", 0)), int(stats.get("accelerator_done_cycle", 0))),
     }
+
+
+# ---- The trusted build: the kernel region as its own translation unit, inspected before it is linked ----
+#
+# The harness translation unit is the trusted problem file with the kernel region replaced by the
+# original kernel's declaration; the kernel translation unit is the file's trusted preamble (everything
+# before the region) + the candidate's region. What the kernel object links and executes is read from the
+# object itself (undefined symbols, relocations, sections, instructions), so no spelling of a call gets
+# past it. Then every symbol of the kernel object but the kernel's entry becomes local: nothing it defines
+# can stand in for a libc, model or harness function, and the harness shares no data with it.
+
+KERNEL_TU_CFLAGS = [
+    "-DSPEEDPATCH_KERNEL_TU=1",  # the harness header shows the kernel only the types it needs
+    "-fno-jump-tables",  # a switch must not compile into an indirect jump (indirect branches are refused)
+    "-fno-common",
+]
+HARNESS_TU_CFLAGS = ["-DSPEEDPATCH_TRUSTED=1"]
+
+# Functions the kernel object may call: the accelerator (what the gemmini.h API expands to), host
+# copies that the model charges (linked through --wrap), printing (a log; the verdict does not come from
+# stdout), ending the program (which leaves no verdict, so it can only fail), heap memory, pure math.
+ALLOWED_CALLS = frozenset({
+    "__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd", "gemmini_model_fence",
+    "memcpy", "memmove", "memset",
+    "printf", "puts", "putchar", "fputs", "fputc", "fprintf", "fwrite", "fflush", "putc",
+    "exit", "abort", "__stack_chk_fail",
+    "malloc", "free", "aligned_alloc",
+    "sqrt", "sqrtf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "rint", "rintf",
+    "nearbyint", "nearbyintf", "lround", "lroundf", "fmin", "fminf", "fmax", "fmaxf", "expf", "exp", "logf", "log",
+    "powf", "pow", "tanhf", "erff",
+})
+# Data the kernel object may refer to: the standard streams, for printing.
+ALLOWED_DATA = frozenset({"stdout", "stderr", "_GLOBAL_OFFSET_TABLE_"})
+# libgcc helpers gcc calls for wide arithmetic.
+LIBGCC_HELPER = re.compile(r"^__(?:u?(?:div|mod)[tdsq]i3|popcount[dst]i2|clz[dst]i2|ctz[dst]i2|mul[sdx]c3|"
+                           r"(?:fix|float)\w+|ashl[dt]i3|ashr[dt]i3|lshr[dt]i3|bswap[sd]i2)$")
+# Names a kernel must not define: it would stand in for the model's own hooks inside its object.
+RESERVED_DEFINITION = re.compile(r"^(?:__sanitizer_\w+|__wrap_\w+|__real_\w+|gemmini_model_\w+)$")
+FORBIDDEN_SECTION = re.compile(r"^\.(?:init_array|fini_array|preinit_array|ctors|dtors|init|fini)(?:\..*)?$")
+# Instructions that reach the OS, read a clock or identify the machine, or change protection keys.
+FORBIDDEN_INSN = re.compile(r"^(?:syscall|sysenter|sysexit|int|into|rdtsc|rdtscp|rdpid|rdpmc|cpuid|wrpkru|rdpkru|"
+                            r"xgetbv|rdrand|rdseed|vmcall|vmmcall|iret\w*|lcall|ljmp|in|out|ins\w?|outs\w?)$")
+# x86 string instructions move any number of bytes as one "instruction" of the host-work model.
+REP_STRING = re.compile(r"^rep\w*\s+(?:movs|stos|cmps|scas|lods)")
+# Packed (SIMD) arithmetic: many MACs per host instruction, which the host-work model charges as one.
+# (Bitwise and shuffle instructions are left out: scalar float code uses andps/xorps for fabs and negation.)
+PACKED_SIMD = re.compile(r"^v?(?:p(?:add|sub|mul|madd|sad|avg|min|max|dp|hadd|hsub|sign|abs|sll|srl|sra)\w*|"
+                         r"(?:add|sub|mul|div|min|max|sqrt|rcp|rsqrt|dp|hadd|hsub|addsub|round)p[sdh]|"
+                         r"vfn?m(?:add|sub)\w*p[sdh]|vfmaddsub\w*|vfmsubadd\w*|vpdp\w*|vp\w+)$")
+WIDE_REGISTER = re.compile(r"%[yz]mm\d+|%k[0-7]\b")
+
+
+def kernel_object_problems(obj: Path, entry: str, timeout: float = 60) -> list[str]:
+    """Why the kernel object may not be linked with the harness (empty: it may). Each reason names what
+    the object contains."""
+    problems: list[str] = []
+    # -- sections: no code that runs before or after main, no code outside .text, no executable stack
+    sections = subprocess.run(["readelf", "-SW", str(obj)], capture_output=True, text=True, timeout=timeout).stdout
+    for m in re.finditer(r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)",
+                         sections, re.MULTILINE):
+        name, flags = m.group(1), m.group(2)
+        if FORBIDDEN_SECTION.match(name):
+            problems.append(f"the kernel has code that runs before or after main (section {name}: a constructor, "
+                            "destructor or init hook)")
+        elif "X" in flags and not (name == ".text" or name.startswith(".text.")):
+            problems.append(f"the kernel puts code in section {name} (only .text is allowed)")
+        elif name == ".note.GNU-stack" and "X" in flags:
+            problems.append("the kernel needs an executable stack (a nested function's trampoline)")
+    if not sections:
+        return ["readelf could not read the kernel object"]
+    # -- symbols: what it links from outside, what it defines
+    undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, timeout=timeout).stdout.split()
+    undefined = [u for u in undefined if u != "U"]
+    bad = sorted(u for u in undefined
+                 if u not in ALLOWED_CALLS and u not in ALLOWED_DATA and not LIBGCC_HELPER.match(u))
+    if bad:
+        problems.append(f"the kernel links {', '.join(bad)}: kernel code may only call the Gemmini API, "
+                        "memcpy/memmove/memset, printing, malloc/free and pure math")
+    defined = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True, text=True,
+                             timeout=timeout).stdout.splitlines()
+    reserved = sorted({parts[-1] for parts in (d.split() for d in defined) if parts and RESERVED_DEFINITION.match(parts[-1])})
+    if reserved:
+        problems.append(f"the kernel defines {', '.join(reserved)}, a name the model or the link uses")
+    # -- instructions
+    try:
+        dump = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(obj)], capture_output=True,
+                              text=True, timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [*problems, f"objdump could not disassemble the kernel object: {exc}"]
+    problems += _instruction_problems(dump, set(undefined))
+    return problems
+
+
+def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
+    found: dict[str, set[str]] = {}  # problem kind -> where
+    instrumented: dict[str, bool] = {}
+    function = "?"
+    last_insn = ""
+    for line in dump.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            function = header.group(1)
+            instrumented.setdefault(function, False)
+            continue
+        reloc = re.match(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\s+(\S+?)(?:[-+]0x[0-9a-f]+)?$", line)
+        if reloc:
+            kind, symbol = reloc.groups()
+            if symbol == "__sanitizer_cov_trace_pc" and kind == "R_X86_64_PLT32" and last_insn.startswith("call"):
+                instrumented[function] = True
+            elif symbol in undefined and symbol not in ALLOWED_DATA:
+                # an outside function may be called, never have its address taken (no computed calls into
+                # the model or libc from an allowed symbol's address)
+                if not (kind == "R_X86_64_PLT32" and re.match(r"^(?:call|jmp)\w*\s", last_insn)):
+                    found.setdefault(f"takes the address of {symbol} instead of calling it", set()).add(function)
+            continue
+        head, sep, insn = line.partition(":\t")
+        if not sep or not re.match(r"^\s*[0-9a-f]+$", head):
+            continue
+        insn = insn.strip()
+        last_insn = insn
+        words = insn.split()
+        if not words:
+            continue
+        mnemonic = words[0]
+        if mnemonic in ("notrack", "bnd", "lock", "data16", "cs", "ds") and len(words) > 1:
+            mnemonic = words[1]
+        if FORBIDDEN_INSN.match(mnemonic):
+            found.setdefault(f"executes the instruction {mnemonic} (system calls, clocks and machine identification "
+                             "are the harness's)", set()).add(function)
+        if re.match(r"^(?:notrack\s+|bnd\s+)?(?:call|jmp)\w*\s+\*", insn):
+            found.setdefault("makes an indirect call or jump (function pointers are not allowed in kernel code: "
+                             "what they reach cannot be checked)", set()).add(function)
+        if REP_STRING.match(insn):
+            found.setdefault("uses an x86 string instruction (rep movs/stos), which the host-work model cannot "
+                             "charge per byte", set()).add(function)
+        if WIDE_REGISTER.search(insn) or PACKED_SIMD.match(mnemonic):
+            found.setdefault(f"uses host SIMD ({mnemonic}): host work is charged per scalar instruction, so "
+                             "vector code would be undercharged", set()).add(function)
+    problems = [f"the kernel {what} (in {', '.join(sorted(where))})" for what, where in found.items()]
+    hidden = sorted(f for f, ok in instrumented.items() if not ok)
+    if hidden:
+        problems.append(f"{', '.join(hidden)} is not instrumented for host work (no_sanitize_coverage, an "
+                        "optimize attribute or pragma): host work must be charged")
+    return problems
+
+
+def kernel_declaration(kernel_text: str) -> str:
+    """The original kernel's prototype (its definition up to the body), without static/inline, so the
+    harness translation unit can call the kernel defined in the other one."""
+    from speedpatch.targets.gemmini import csource
+
+    parsed = csource._parse(kernel_text)
+    if parsed is None:
+        return ""
+    tree, to_char = parsed
+    for node in tree.root_node.children:
+        if node.type == "function_definition":
+            body = node.child_by_field_name("body")
+            if body is None:
+                return ""
+            head = kernel_text[to_char(node.start_byte):to_char(body.start_byte)]
+            return re.sub(r"\b(?:static|inline|__inline__|__inline)\b", "", head).strip()
+    return ""
+
+
+def build_trusted(
+    prefix: str,
+    region: str,
+    suffix: str,
+    kernel_name: str,
+    declaration: str,
+    name: str,
+    workdir: Path,
+    include_dirs: Sequence[Path] = (),
+    params_dir: Path | None = None,
+    timeout: float = 60,
+) -> tuple[ProcResult, Path | None, list[str]]:
+    """Build the harness and the kernel as two translation units, inspect the kernel object and link.
+    Returns (compiler output, executable or None, reasons the kernel object was refused)."""
+    start = time.monotonic()
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    params_dir = Path(params_dir).resolve() if params_dir else None
+    res, archive = model_archive(params_dir, timeout=timeout)
+    if archive is None:
+        return res, None, []
+
+    def left() -> float:
+        return max(1.0, timeout - (time.monotonic() - start))
+
+    incs: list[str] = []
+    for d in [*_config_include_dirs(workdir, params_dir), *[Path(x).resolve() for x in include_dirs]]:
+        incs += ["-I", str(d)]
+    stem = Path(name).stem
+    kernel_src = workdir / name  # the candidate's line numbers: preamble + region, as in the file
+    kernel_src.write_text(f"{prefix}{region}\n\n/* speedpatch: the kernel's entry, with the original prototype */\n"
+                          f"{declaration};\n__attribute__((used)) static const void *const speedpatch_entry_keep_ = "
+                          f"(const void *){kernel_name};\n", encoding="utf-8", errors="replace")
+    harness_src = workdir / f"{stem}.harness.c"
+    harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
+    kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
+    jobs = [
+        [compiler(), *USER_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
+        # The harness is not instrumented: none of its work is the kernel's, and the model's figure for the
+        # timed region then equals the harness's own read_cycles difference exactly.
+        [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *incs, "-I", str(MODEL_DIR), "-c", str(harness_src), "-o",
+         str(harness_obj)],
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        kernel_res, harness_res = pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs)
+    output = "\n".join(o for o in (kernel_res.output, harness_res.output) if o)
+    for r in (kernel_res, harness_res):
+        if r.returncode != 0:
+            return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
+    problems = kernel_object_problems(kernel_obj, kernel_name, timeout=left())
+    if problems:
+        return ProcResult(0, output, time.monotonic() - start, False), None, problems
+    global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
+    # A static kernel becomes global first (objcopy takes the two options only in separate runs; each writes
+    # a new file, since files named on a sandboxed command line are shown read-only).
+    for argv in (["objcopy", f"--globalize-symbol={kernel_name}", str(kernel_obj), str(global_obj)],
+                 ["objcopy", f"--keep-global-symbol={kernel_name}", str(global_obj), str(local_obj)]):
+        res = run_process(argv, cwd=workdir, timeout=left())
+        if res.returncode != 0:
+            return ProcResult(res.returncode, f"objcopy failed:\n{res.output}", time.monotonic() - start,
+                              res.timed_out), None, []
+    exe = workdir / f"{stem}.native"
+    link = run_process([compiler(), str(harness_obj), str(local_obj), str(archive), *LINK_LIBS, "-o", str(exe)],
+                       cwd=workdir, timeout=left())
+    output = "\n".join(o for o in (output, link.output) if o)
+    if link.returncode != 0:
+        return ProcResult(link.returncode, output, time.monotonic() - start, link.timed_out), None, []
+    problem = write_block_table(exe, timeout=left())
+    if problem:
+        output = "\n".join(o for o in (output, f"warning: {problem}; host blocks cost a constant") if o)
+    return ProcResult(0, output, time.monotonic() - start, False), exe, []

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import INFRA_ERROR, Evaluation
+from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResult, run_process
-from speedpatch.targets.gemmini.backends import common, upstream
+from speedpatch.targets.gemmini.backends import common, trusted, upstream
 
 STATS_FILE = "gemmini-stats.json"
 # How build.model_archive's failures begin (as opposed to the candidate's own compile errors).
@@ -107,7 +107,18 @@ class NativeBackend(Backend):
         src = ctx.workdir / source_name(ctx)
         src.write_text(source, encoding="utf-8", errors="replace")
         params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
-        if settings.get("include_dir"):
+        original = ctx.baseline_source if ctx.baseline_source is not None else source
+        trusted_path = not settings.get("include_dir") and common.uses_harness(original)
+        rejections: list[str] = []
+        if trusted_path:
+            # The harness's own program: kernel region and harness as two translation units (trusted.py).
+            split = trusted.split_candidate(source, original, ctx.kernel)
+            if isinstance(split, str):
+                return Evaluation(status=REJECTED, message=split)
+            result, exe, rejections = build.build_trusted(
+                split.prefix, split.region, split.suffix, ctx.kernel.name, split.declaration, source_name(ctx),
+                ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
+        elif settings.get("include_dir"):
             root = Path(str(settings["include_dir"])).expanduser()
             result, exe = build_with_upstream(build, src, ctx, root, params_dir)
         else:
@@ -122,6 +133,8 @@ class NativeBackend(Backend):
             flags=" ".join(build.USER_CFLAGS),
             seed=ctx.seed or 1,
         )
+        if rejections:
+            return Evaluation(status=REJECTED, message="; ".join(rejections), log=result.output, receipt=rec)
         if exe is None and result.output.startswith(MODEL_BUILD_FAILURES):
             # Not the candidate's fault: the model itself did not build (a broken install or parameter file).
             return Evaluation(status=INFRA_ERROR, message="the Gemmini model did not build", log=result.output,
@@ -132,6 +145,13 @@ class NativeBackend(Backend):
             return ev
         stats_path = ctx.workdir / STATS_FILE
         remaining = max(5.0, ctx.timeout - result.seconds)
+        if trusted_path:
+            secret = trusted.Secret.new()
+            rec = dict(rec, inputs=f"random per evaluation (input seed {secret.seed}), {secret.trials} trials, fresh "
+                                   "inputs and a poisoned output per trial",
+                       verdict="from the trusted harness through a private channel, with the model's own counters")
+            run, record = trusted.run_with_channel(exe, ctx.workdir, remaining, stats_path, secret)
+            return trusted.evaluation(run, record, secret, remaining, common.read_stats(stats_path), rec)
         run = run_program(exe, ctx.workdir, remaining, stats_path, ctx.seed)
         return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec,
                                         whole_program_fallback=not common.uses_harness(source))

@@ -1,18 +1,30 @@
 /* speedpatch's trusted harness for Gemmini kernels.
  *
  * A kernel file = kernel function(s) + a main() that hands the kernel to one of the runners below. The
- * runner owns everything a candidate must not touch: deterministic inputs from a seed, the gold result
- * computed on the CPU, the timing (gemmini_flush(0) + fence, read_cycles, kernel, fence, read_cycles),
- * the exact comparison, and the one result line every speedpatch backend parses:
+ * runner owns everything a candidate must not touch: inputs from a seed, the gold result computed on the
+ * CPU, the timing (gemmini_flush(0) + fence, read_cycles, kernel, fence, read_cycles), the exact
+ * comparison, and the verdict.
+ *
+ * Each trial uses fresh inputs (one seed per trial) and a poisoned output buffer, so a kernel that caches
+ * results or writes nothing fails. The inputs are generated again from the seed after the kernel returns
+ * and only then is the gold result computed: the kernel can neither read the gold result (it does not
+ * exist yet) nor change what it is compared against by writing its inputs. The cycles reported are those
+ * of the first trial (the model is deterministic); every trial must be correct.
+ *
+ * Three ways to build this header:
+ * - SPEEDPATCH_KERNEL_TU (gemmini-native compiles the kernel region as its own translation unit): only
+ *   the types a kernel sees; nothing of the harness is there for it to call.
+ * - SPEEDPATCH_TRUSTED (gemmini-native's harness translation unit): the seed, the trial count and a
+ *   per-evaluation nonce come on stdin (read before any kernel runs), and the verdict goes back through
+ *   the result pipe the backend opened (SPEEDPATCH_RESULT_FD), with the model's own figures for the timed
+ *   region (array MACs, DMA bytes, cycles). The line printed on stdout is only a log.
+ * - otherwise (gemmini-spike, the command backend, hand builds): the seed is SPEEDPATCH_SEED (environment
+ *   on native builds, or -DSPEEDPATCH_SEED=n), trials SPEEDPATCH_TRIALS (default 2), and the verdict is
+ *   the one line those backends parse:
  *
  *     speedpatch: correct=1 cycles=123456 macs=2097152 trials=2
  *
- * Each trial uses fresh inputs (seed, seed+1, ...) and a poisoned output buffer, so a kernel that caches
- * results or writes nothing fails. The cycles reported are those of the first trial (the model is
- * deterministic); every trial must be correct. Exit status: 0 correct, 1 incorrect.
- *
- * Seed: SPEEDPATCH_SEED (environment, native builds) or -DSPEEDPATCH_SEED=n; trials: SPEEDPATCH_TRIALS
- * likewise (default 2).
+ * Exit status: 0 correct, 1 incorrect.
  */
 #ifndef SPEEDPATCH_HARNESS_H
 #define SPEEDPATCH_HARNESS_H
@@ -25,6 +37,15 @@
 
 #include "gemmini.h"
 #include "gemmini_testutils.h"
+
+/* What a kernel may see of the harness: the shapes of the kernels it runs. */
+typedef void (*speedpatch_matmul_kernel)(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C);
+typedef void (*speedpatch_conv_kernel)(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);
+struct speedpatch_conv_shape {
+  int batch_size, in_dim, in_channels, out_channels, kernel_dim, stride, padding;
+};
+
+#ifndef SPEEDPATCH_KERNEL_TU
 
 #ifndef SPEEDPATCH_SEED
 #define SPEEDPATCH_SEED 1
@@ -94,10 +115,104 @@ SPEEDPATCH_UNCOUNTED static inline acc_scale_t speedpatch_scale_for(size_t terms
   return scale;
 }
 
-SPEEDPATCH_UNCOUNTED static inline void speedpatch_report(bool correct, uint64_t cycles, uint64_t macs, unsigned trials) {
+/* ---- the verdict ---- */
+#ifdef SPEEDPATCH_TRUSTED
+#include <unistd.h>
+
+#include "trusted_region.h"
+#else
+typedef struct {
+  uint64_t cycles, array_macs, dram_read_bytes, dram_write_bytes, host_cycles, rocc;
+  uint32_t dim, dram_bytes_per_cycle;
+} gemmini_model_region_t;
+#endif
+
+/* What the runner knows about the problem and what each trial measured. */
+struct speedpatch_verdict {
+  int fd;          /* SPEEDPATCH_TRUSTED: the result pipe to the backend */
+  char nonce[40];  /* ... and its per-evaluation nonce, echoed with the verdict */
+  uint64_t seed;
+  unsigned trials;
+  uint64_t required_macs, min_read_bytes, min_write_bytes; /* the problem's work, from its own constants */
+  char record[8192];
+  size_t used;
+  char why[256]; /* the first mismatch */
+};
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_open(struct speedpatch_verdict *v) {
+  memset(v, 0, sizeof *v);
+  v->fd = -1;
+#ifdef SPEEDPATCH_TRUSTED
+  /* The secret arrives on stdin (read whole before any kernel runs); the verdict leaves through the
+   * result pipe the backend opened for this run. */
+  const char *text = getenv("SPEEDPATCH_RESULT_FD");
+  char buf[256];
+  unsigned long long seed = 0;
+  if (text == NULL || *text == '\0' || fgets(buf, sizeof buf, stdin) == NULL ||
+      sscanf(buf, "speedpatch-secret nonce=%39s seed=%llu trials=%u", v->nonce, &seed, &v->trials) != 3) {
+    printf("speedpatch: this harness was built for gemmini-native's verdict channel (secret on stdin, "
+           "SPEEDPATCH_RESULT_FD)\n");
+    exit(2);
+  }
+  v->fd = atoi(text);
+  v->seed = seed;
+#else
+  v->seed = speedpatch_setting("SPEEDPATCH_SEED", SPEEDPATCH_SEED);
+  v->trials = (unsigned)speedpatch_setting("SPEEDPATCH_TRIALS", SPEEDPATCH_TRIALS);
+#endif
+  if (v->trials == 0) v->trials = 1;
+}
+
+/* The problem's work, sent before any kernel runs: the backend checks that the verdict repeats it, so a
+ * kernel that shrinks the harness's sizes on the stack is caught. */
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_problem(struct speedpatch_verdict *v) {
+#ifdef SPEEDPATCH_TRUSTED
+  char line[256];
+  int n = snprintf(line, sizeof line, "speedpatch-problem required_macs=%llu min_read_bytes=%llu min_write_bytes=%llu\n",
+                   (unsigned long long)v->required_macs, (unsigned long long)v->min_read_bytes,
+                   (unsigned long long)v->min_write_bytes);
+  if (n <= 0 || write(v->fd, line, (size_t)n) != n) {
+    printf("speedpatch: cannot write to the verdict channel\n");
+    exit(2);
+  }
+#else
+  (void)v;
+#endif
+}
+
+/* One trial's figures; `seed` is the one the gold result was computed from (the backend checks it is its
+ * own, so a kernel that rewrote the harness's seed is caught). */
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_trial(struct speedpatch_verdict *v, unsigned t, bool correct,
+                                                                uint64_t seed, uint64_t harness_cycles,
+                                                                const gemmini_model_region_t *r) {
+  if (v->used >= sizeof v->record) return;
+  int n = snprintf(v->record + v->used, sizeof v->record - v->used,
+                   "trial %u correct=%d seed=%llu cycles=%llu harness_cycles=%llu array_macs=%llu dram_read=%llu "
+                   "dram_write=%llu host_cycles=%llu rocc=%llu dim=%u dram_bpc=%u\n",
+                   t, correct ? 1 : 0, (unsigned long long)seed, (unsigned long long)r->cycles, (unsigned long long)harness_cycles,
+                   (unsigned long long)r->array_macs, (unsigned long long)r->dram_read_bytes,
+                   (unsigned long long)r->dram_write_bytes, (unsigned long long)r->host_cycles,
+                   (unsigned long long)r->rocc, r->dim, r->dram_bytes_per_cycle);
+  if (n > 0) v->used += (size_t)n;
+}
+
+/* The log line (every build) and, on the trusted build, the verdict through the channel. */
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_close(struct speedpatch_verdict *v, bool correct,
+                                                                uint64_t cycles, unsigned trials_run) {
   printf("speedpatch: correct=%d cycles=%llu macs=%llu trials=%u\n", correct ? 1 : 0, (unsigned long long)cycles,
-         (unsigned long long)macs, trials);
+         (unsigned long long)v->required_macs, trials_run);
   fflush(stdout);
+#ifdef SPEEDPATCH_TRUSTED
+  char head[512];
+  int n = snprintf(head, sizeof head,
+                   "speedpatch-verdict nonce=%s correct=%d cycles=%llu trials=%u required_macs=%llu "
+                   "min_read_bytes=%llu min_write_bytes=%llu why=%s\n",
+                   v->nonce, correct ? 1 : 0, (unsigned long long)cycles, trials_run,
+                   (unsigned long long)v->required_macs, (unsigned long long)v->min_read_bytes,
+                   (unsigned long long)v->min_write_bytes, v->why);
+  if (n > 0 && write(v->fd, head, (size_t)n < sizeof head ? (size_t)n : sizeof head - 1) > 0)
+    (void)!write(v->fd, v->record, v->used);
+#endif
 }
 
 /* ---- gold results: plain C, independent of the library's implementation ---- */
@@ -159,20 +274,40 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_d
   free(acc);
 }
 
-/* The timed region: drain and flush before, wait for the accelerator after. */
-#define SPEEDPATCH_TIMED(cycles_out, call)         \
-  do {                                             \
-    gemmini_flush(0);                              \
-    gemmini_fence();                               \
-    const uint64_t speedpatch_start_ = read_cycles(); \
-    call;                                          \
-    gemmini_fence();                               \
-    (cycles_out) = read_cycles() - speedpatch_start_; \
+/* The timed region: drain and flush before, wait for the accelerator after. On the trusted build the model
+ * measures the same region itself (gemmini_model_region_*), so a kernel that changes the harness's start
+ * value on the stack does not change the figure. */
+#ifdef SPEEDPATCH_TRUSTED
+#define SPEEDPATCH_REGION_BEGIN() gemmini_model_region_begin()
+#define SPEEDPATCH_REGION_END(region) gemmini_model_region_end(region)
+#else
+#define SPEEDPATCH_REGION_BEGIN() ((void)0)
+#define SPEEDPATCH_REGION_END(region) memset((region), 0, sizeof *(region))
+#endif
+#define SPEEDPATCH_TIMED_REGION(cycles_out, region, call) \
+  do {                                                    \
+    gemmini_flush(0);                                     \
+    gemmini_fence();                                      \
+    const uint64_t speedpatch_start_ = read_cycles();     \
+    SPEEDPATCH_REGION_BEGIN();                            \
+    call;                                                 \
+    gemmini_fence();                                      \
+    SPEEDPATCH_REGION_END(region);                        \
+    (cycles_out) = read_cycles() - speedpatch_start_;     \
+  } while (0)
+#define SPEEDPATCH_TIMED(cycles_out, call)                       \
+  do {                                                           \
+    gemmini_model_region_t speedpatch_region_;                   \
+    SPEEDPATCH_TIMED_REGION(cycles_out, &speedpatch_region_, call); \
   } while (0)
 
-SPEEDPATCH_UNCOUNTED static inline bool speedpatch_compare(const elem_t *got, const elem_t *want, size_t n, const char *what, size_t row_len) {
+SPEEDPATCH_UNCOUNTED static inline bool speedpatch_compare(struct speedpatch_verdict *v, const elem_t *got,
+                                                          const elem_t *want, size_t n, const char *what,
+                                                          size_t row_len) {
   for (size_t i = 0; i < n; i++)
     if (got[i] != want[i]) {
+      snprintf(v->why, sizeof v->why, "%s[%zu][%zu]:got=%d,expected=%d", what, i / row_len, i % row_len,
+               (int)got[i], (int)want[i]);
       printf("speedpatch: mismatch in %s at [%zu][%zu]: got %d, expected %d\n", what, i / row_len, i % row_len,
              (int)got[i], (int)want[i]);
       return false;
@@ -180,82 +315,122 @@ SPEEDPATCH_UNCOUNTED static inline bool speedpatch_compare(const elem_t *got, co
   return true;
 }
 
+/* The figure: the model's cycles for the region where it measured them, else the harness's own. */
+SPEEDPATCH_UNCOUNTED static inline uint64_t speedpatch_figure(uint64_t harness_cycles, const gemmini_model_region_t *r) {
+#ifdef SPEEDPATCH_TRUSTED
+  (void)harness_cycles;
+  return r->cycles;
+#else
+  (void)r;
+  return harness_cycles;
+#endif
+}
+
 /* ---- GEMM: C[I][J] = scale * (A[I][K] * B[K][J] + bias[J]) with activation, saturated to int8 ---- */
-typedef void (*speedpatch_matmul_kernel)(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C);
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_matmul_inputs(uint64_t seed, elem_t *A, elem_t *B, acc_t *bias,
+                                                                size_t dim_I, size_t dim_J, size_t dim_K) {
+  speedpatch_seed_inputs(seed);
+  speedpatch_fill_elem(A, dim_I * dim_K, -16, 15);
+  speedpatch_fill_elem(B, dim_K * dim_J, -16, 15);
+  if (bias) speedpatch_fill_acc(bias, dim_J, -512, 511);
+}
 
 /* `scale` and `act` are the problem's: the kernel must apply the same ones (examples define them as
  * constants shared by main() and the kernel). */
 SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_t dim_J, size_t dim_K, bool with_bias, int act,
                                  acc_scale_t scale, speedpatch_matmul_kernel kernel) {
-  const uint64_t seed = speedpatch_setting("SPEEDPATCH_SEED", SPEEDPATCH_SEED);
-  const unsigned trials = (unsigned)speedpatch_setting("SPEEDPATCH_TRIALS", SPEEDPATCH_TRIALS);
+  struct speedpatch_verdict v;
+  speedpatch_verdict_open(&v);
+  v.required_macs = (uint64_t)dim_I * dim_J * dim_K;
+  v.min_read_bytes = (uint64_t)(dim_I * dim_K + dim_K * dim_J) * sizeof(elem_t);
+  v.min_write_bytes = (uint64_t)dim_I * dim_J * sizeof(elem_t);
+  speedpatch_verdict_problem(&v);
   elem_t *A = (elem_t *)speedpatch_alloc(dim_I * dim_K * sizeof(elem_t));
   elem_t *B = (elem_t *)speedpatch_alloc(dim_K * dim_J * sizeof(elem_t));
   acc_t *bias = with_bias ? (acc_t *)speedpatch_alloc(dim_J * sizeof(acc_t)) : NULL;
   elem_t *C = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
-  elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
   bool correct = true;
   uint64_t first_cycles = 0;
-  for (unsigned t = 0; t < trials && correct; t++) {
-    speedpatch_seed_inputs(seed + t);
-    speedpatch_fill_elem(A, dim_I * dim_K, -16, 15);
-    speedpatch_fill_elem(B, dim_K * dim_J, -16, 15);
-    if (bias) speedpatch_fill_acc(bias, dim_J, -512, 511);
-    speedpatch_gold_matmul(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act);
+  unsigned t = 0;
+  for (; t < v.trials && correct; t++) {
+    speedpatch_matmul_inputs(v.seed + t, A, B, bias, dim_I, dim_J, dim_K);
     memset(C, 0x5a, dim_I * dim_J * sizeof(elem_t));
     uint64_t cycles = 0;
-    SPEEDPATCH_TIMED(cycles, kernel(A, B, bias, C));
-    if (t == 0) first_cycles = cycles;
-    correct = speedpatch_compare(C, gold, dim_I * dim_J, "C", dim_J);
+    gemmini_model_region_t region;
+    SPEEDPATCH_TIMED_REGION(cycles, &region, kernel(A, B, bias, C));
+    if (t == 0) first_cycles = speedpatch_figure(cycles, &region);
+    /* Only now: the inputs again (whatever the kernel wrote into them) and the gold result. */
+    const uint64_t gold_seed = v.seed + t;
+    speedpatch_matmul_inputs(gold_seed, A, B, bias, dim_I, dim_J, dim_K);
+    elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
+    speedpatch_gold_matmul(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act);
+    correct = speedpatch_compare(&v, C, gold, dim_I * dim_J, "C", dim_J);
+    free(gold);
+    speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
-  speedpatch_report(correct, first_cycles, (uint64_t)dim_I * dim_J * dim_K, trials);
-  free(A), free(B), free(bias), free(C), free(gold);
+  v.required_macs = (uint64_t)dim_I * dim_J * dim_K; /* from the sizes as they are now */
+  speedpatch_verdict_close(&v, correct, first_cycles, t);
+  free(A), free(B), free(bias), free(C);
   return correct ? 0 : 1;
 }
 
 /* ---- Convolution, NHWC input/output, weights [krow][kcol][in_ch][out_ch], bias[out_ch] ---- */
-typedef void (*speedpatch_conv_kernel)(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);
-
-struct speedpatch_conv_shape {
-  int batch_size, in_dim, in_channels, out_channels, kernel_dim, stride, padding;
-};
 
 SPEEDPATCH_UNCOUNTED static inline int speedpatch_conv_out_dim(const struct speedpatch_conv_shape *s) {
   return (s->in_dim + 2 * s->padding - s->kernel_dim) / s->stride + 1;
 }
 
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_conv_inputs(uint64_t seed, elem_t *input, size_t in_n, elem_t *weights,
+                                                              size_t w_n, acc_t *bias, size_t out_ch) {
+  speedpatch_seed_inputs(seed);
+  speedpatch_fill_elem(input, in_n, -16, 15);
+  speedpatch_fill_elem(weights, w_n, -16, 15);
+  speedpatch_fill_acc(bias, out_ch, -512, 511);
+}
+
 SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_conv(struct speedpatch_conv_shape s, int act, acc_scale_t scale,
                                speedpatch_conv_kernel kernel) {
-  const uint64_t seed = speedpatch_setting("SPEEDPATCH_SEED", SPEEDPATCH_SEED);
-  const unsigned trials = (unsigned)speedpatch_setting("SPEEDPATCH_TRIALS", SPEEDPATCH_TRIALS);
+  struct speedpatch_verdict v;
+  speedpatch_verdict_open(&v);
   const int out_dim = speedpatch_conv_out_dim(&s);
   const size_t in_n = (size_t)s.batch_size * s.in_dim * s.in_dim * s.in_channels;
   const size_t w_n = (size_t)s.kernel_dim * s.kernel_dim * s.in_channels * s.out_channels;
   const size_t out_n = (size_t)s.batch_size * out_dim * out_dim * s.out_channels;
+  v.required_macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
+  /* Every weight is used; every input pixel too unless the stride skips some. */
+  v.min_read_bytes = (uint64_t)w_n + (s.stride <= s.kernel_dim ? (uint64_t)in_n : 0);
+  v.min_write_bytes = (uint64_t)out_n;
+  speedpatch_verdict_problem(&v);
   elem_t *input = (elem_t *)speedpatch_alloc(in_n);
   elem_t *weights = (elem_t *)speedpatch_alloc(w_n);
   acc_t *bias = (acc_t *)speedpatch_alloc((size_t)s.out_channels * sizeof(acc_t));
   elem_t *output = (elem_t *)speedpatch_alloc(out_n);
-  elem_t *gold = (elem_t *)speedpatch_alloc(out_n);
   bool correct = true;
   uint64_t first_cycles = 0;
-  for (unsigned t = 0; t < trials && correct; t++) {
-    speedpatch_seed_inputs(seed + t);
-    speedpatch_fill_elem(input, in_n, -16, 15);
-    speedpatch_fill_elem(weights, w_n, -16, 15);
-    speedpatch_fill_acc(bias, (size_t)s.out_channels, -512, 511);
-    speedpatch_gold_conv(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
-                         s.padding, input, weights, bias, gold, scale, act);
+  unsigned t = 0;
+  for (; t < v.trials && correct; t++) {
+    speedpatch_conv_inputs(v.seed + t, input, in_n, weights, w_n, bias, (size_t)s.out_channels);
     memset(output, 0x5a, out_n);
     uint64_t cycles = 0;
-    SPEEDPATCH_TIMED(cycles, kernel(input, weights, bias, output));
-    if (t == 0) first_cycles = cycles;
-    correct = speedpatch_compare(output, gold, out_n, "output", (size_t)s.out_channels);
+    gemmini_model_region_t region;
+    SPEEDPATCH_TIMED_REGION(cycles, &region, kernel(input, weights, bias, output));
+    if (t == 0) first_cycles = speedpatch_figure(cycles, &region);
+    const uint64_t gold_seed = v.seed + t;
+    speedpatch_conv_inputs(gold_seed, input, in_n, weights, w_n, bias, (size_t)s.out_channels);
+    elem_t *gold = (elem_t *)speedpatch_alloc(out_n);
+    speedpatch_gold_conv(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
+                         s.padding, input, weights, bias, gold, scale, act);
+    correct = speedpatch_compare(&v, output, gold, out_n, "output", (size_t)s.out_channels);
+    free(gold);
+    speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
-  const uint64_t macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
-  speedpatch_report(correct, first_cycles, macs, trials);
-  free(input), free(weights), free(bias), free(output), free(gold);
+  v.required_macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
+  speedpatch_verdict_close(&v, correct, first_cycles, t);
+  free(input), free(weights), free(bias), free(output);
   return correct ? 0 : 1;
 }
+
+#endif /* !SPEEDPATCH_KERNEL_TU */
 
 #endif /* SPEEDPATCH_HARNESS_H */

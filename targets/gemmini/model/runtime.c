@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gemmini_model.h"
+#include "guard.h"
 #include "model_internal.h"
 
 gm_stats_t S;
@@ -42,7 +43,9 @@ static const char *funct_name(uint64_t f) {
 
 static void write_stats(void) {
   const char *path = getenv("GEMMINI_MODEL_STATS");
-  if (!path || !*path || !initialized) return;
+  if (!initialized) return;
+  gm_guard_check("exit"); /* a run whose counters were forged must not end normally */
+  if (!path || !*path) return;
   in_model = 1;
   FILE *f = fopen(path, "w");
   if (!f) return;
@@ -125,6 +128,7 @@ static void init(void) {
   sigaction(SIGBUS, &sa, NULL);
   atexit(write_stats);
   load_block_table();
+  gm_guard_init();
   initialized = 1;
   in_model = 0;
 }
@@ -143,11 +147,13 @@ void gm_fail(const char *fmt, ...) {
           gm_in_loop ? " inside " : "", gm_in_loop ? gm_in_loop : "", (unsigned long long)gm_insn_no,
           (unsigned long long)gm_cur_funct, (unsigned long long)gm_cur_rs1, (unsigned long long)gm_cur_rs2);
   in_model = 0;
+  gm_guard_seal(); /* the model stops itself mid-instruction: its own state, not tampering */
   exit(3);
 }
 
 uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   init();
+  gm_guard_check("a Gemmini instruction");
   gm_insn_no++;
   gm_cur_funct = funct, gm_cur_rs1 = rs1, gm_cur_rs2 = rs2;
   gm_in_loop = NULL;
@@ -185,6 +191,7 @@ uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   tm_host_end();
   in_model = 0;
   gm_in_loop = NULL;
+  gm_guard_seal();
   return rd;
 }
 
@@ -194,12 +201,15 @@ void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) { (void)gemm
  * everything outstanding has completed. */
 void gemmini_model_fence(void) {
   init();
+  gm_guard_check("a fence");
   S.fences++;
   tm_fence();
+  gm_guard_seal();
 }
 
 uint64_t gemmini_model_cycles(void) {
   init();
+  gm_guard_check("read_cycles");
   S.cycle_reads++;
   S.last_cycles = T.host;
   if (S.cycle_reads % 2) {
@@ -213,8 +223,10 @@ uint64_t gemmini_model_cycles(void) {
 }
 
 void gemmini_model_charge_host(uint64_t cycles) {
+  gm_guard_check("host work");
   S.host_external_cycles += cycles;
   tm_charge_host(cycles);
+  gm_guard_seal();
 }
 
 uint64_t gemmini_model_accelerator_done(void) { return T.all_done; }
@@ -301,6 +313,13 @@ static void load_block_table(void) {
   fclose(f);
 }
 
+uint64_t gm_block_table_digest(void) {
+  uint64_t h = block_mask + 1;
+  if (block_keys)
+    for (uint64_t i = 0; i <= block_mask; i++) h = hash64(h ^ block_keys[i] ^ ((uint64_t)block_sizes[i] << 40)) + i;
+  return h;
+}
+
 static uint64_t block_cost(uintptr_t return_address) {
   if (block_keys) {
     uint64_t k = (uint64_t)(return_address - (uintptr_t)&__executable_start) + 1;
@@ -319,7 +338,7 @@ void __sanitizer_cov_trace_pc(void) {
   const uint64_t cycles = block_cost((uintptr_t)__builtin_return_address(0));
   S.host_blocks++;
   S.host_block_cycles += cycles;
-  T.host += cycles;
+  gm_guard_host_add(cycles);
 }
 
 #ifdef GEMMINI_MODEL_WRAP_LIBC
@@ -330,7 +349,7 @@ void *__real_memmove(void *dst, const void *src, size_t n);
 void *__real_memset(void *dst, int value, size_t n);
 
 static void charge_libc(size_t n, unsigned bytes_per_cycle) {
-  if (!in_model && initialized) T.host += T_HOST_CALL_CYCLES + n / bytes_per_cycle;
+  if (!in_model && initialized) gm_guard_host_add(T_HOST_CALL_CYCLES + n / bytes_per_cycle);
 }
 void *__wrap_memcpy(void *dst, const void *src, size_t n) {
   charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);

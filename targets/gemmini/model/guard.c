@@ -1,0 +1,104 @@
+/* Tamper evidence for the model's clock and counters, and the trusted harness's region API.
+ *
+ * Natively the candidate's code shares the model's address space, so it could write the host clock or
+ * the work counters through a stray pointer. The model keeps a seal of that state keyed by a secret drawn
+ * from the operating system when the run starts: its entry points check the seal on entry (the state must
+ * be what the model left) and seal again on exit; the trace-pc hook does the same for the host clock. A
+ * mismatch stops the run at once with a `gemmini-model: error: tampering` line and exit status 4, so no
+ * verdict is ever reported for it. This is evidence, not isolation: code that finds the secret too can
+ * forge the seal (docs/threat-model.md; gemmini-spike keeps the model outside the program's memory). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "trusted_region.h"
+
+uint64_t gm_guard_key, gm_guard_host_seal;
+static uint64_t state_seal, table_digest;
+static int guard_ready;
+
+/* Where the last region began (sealed with the rest). */
+static uint64_t r_host, r_macs, r_read, r_write, r_host_cycles, r_insns;
+static int r_open;
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdULL;
+  return h ^ (h >> 29);
+}
+
+static uint64_t state_digest(void) {
+  uint64_t h = gm_guard_key;
+  const uint64_t fields[] = {T.next_issue, T.all_done, T.busy[0], T.busy[1], T.busy[2], S.macs,
+                             S.dram_read_bytes, S.dram_write_bytes, S.fences, S.host_external_cycles,
+                             gm_insn_no, r_host, r_macs, r_read, r_write,
+                             r_host_cycles, r_insns, (uint64_t)r_open};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) h = mix(h, fields[i]);
+  return h;
+}
+
+void gm_guard_tampered(const char *what, const char *where) {
+  char msg[256];
+  int n = snprintf(msg, sizeof msg,
+                   "gemmini-model: error: tampering: %s changed outside the model (noticed at %s); "
+                   "the run is void\n", what, where);
+  fflush(stdout);
+  if (n > 0) {
+    ssize_t ignored = write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    (void)ignored;
+  }
+  _exit(4);
+}
+
+void gm_guard_init(void) {
+  uint64_t key = 0;
+  if (getrandom(&key, sizeof key, 0) != (ssize_t)sizeof key) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    key = mix((uint64_t)ts.tv_nsec, (uint64_t)getpid()) ^ (uint64_t)(uintptr_t)&key;
+  }
+  gm_guard_key = key | 1;
+  table_digest = gm_block_table_digest();
+  guard_ready = 1;
+  gm_guard_seal();
+}
+
+void gm_guard_seal(void) {
+  if (!guard_ready) return;
+  gm_guard_host_seal = T.host + gm_guard_key;
+  state_seal = state_digest();
+}
+
+void gm_guard_check(const char *where) {
+  if (!guard_ready) return;
+  if (T.host + gm_guard_key != gm_guard_host_seal) gm_guard_tampered("the host clock", where);
+  if (state_digest() != state_seal) gm_guard_tampered("the accelerator's clock or work counters", where);
+}
+
+void gemmini_model_region_begin(void) {
+  gm_guard_check("the start of the timed region");
+  r_host = T.host, r_macs = S.macs, r_read = S.dram_read_bytes, r_write = S.dram_write_bytes;
+  r_host_cycles = S.host_block_cycles + S.host_external_cycles, r_insns = gm_insn_no;
+  r_open = 1;
+  gm_guard_seal();
+}
+
+void gemmini_model_region_end(gemmini_model_region_t *out) {
+  gm_guard_check("the end of the timed region");
+  if (!r_open || T.host < r_host || S.macs < r_macs) gm_guard_tampered("the timed region's start", "its end");
+  if (gm_block_table_digest() != table_digest) gm_guard_tampered("the host-work block table", "the end of the timed region");
+  out->cycles = T.host - r_host;
+  out->array_macs = S.macs - r_macs;
+  out->dram_read_bytes = S.dram_read_bytes - r_read;
+  out->dram_write_bytes = S.dram_write_bytes - r_write;
+  out->host_cycles = S.host_block_cycles + S.host_external_cycles - r_host_cycles;
+  out->rocc = gm_insn_no - r_insns;
+  out->dim = DIM;
+  out->dram_bytes_per_cycle = T_DRAM_BYTES_PER_CYCLE;
+  r_open = 0;
+  gm_guard_seal();
+}

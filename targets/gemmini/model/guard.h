@@ -1,0 +1,25 @@
+/* Tamper evidence for the model's clock and counters (see guard.c). */
+#ifndef GEMMINI_MODEL_GUARD_H
+#define GEMMINI_MODEL_GUARD_H
+
+#include <stdint.h>
+
+#include "model_internal.h"
+
+extern uint64_t gm_guard_key, gm_guard_host_seal;
+
+void gm_guard_init(void);               /* draws the secret and seals the current state */
+void gm_guard_check(const char *where); /* stops the run when the state changed since the last seal */
+void gm_guard_seal(void);               /* the model changed its state itself: seal the new one */
+__attribute__((noreturn)) void gm_guard_tampered(const char *what, const char *where);
+uint64_t gm_block_table_digest(void); /* runtime.c: a hash of the host-work block table */
+
+/* The host clock moves on every basic block of the program (trace-pc): a cheap seal of just that value.
+ * The model's other state moves only inside the model's own entry points (check on entry, seal on exit). */
+static inline void gm_guard_host_add(uint64_t cycles) {
+  if (__builtin_expect(T.host + gm_guard_key != gm_guard_host_seal, 0)) gm_guard_tampered("the host clock", "host work");
+  T.host += cycles;
+  gm_guard_host_seal = T.host + gm_guard_key;
+}
+
+#endif /* GEMMINI_MODEL_GUARD_H */

@@ -1,0 +1,214 @@
+"""gemmini-native's trust boundary, at the backend: the trusted side owns the inputs, the gold result, the
+clock and the verdict; the kernel object may link and execute only what a kernel needs; a figure below the
+hardware's bound or with less array work than the problem needs is refused with the numbers.
+
+Each hostile kernel is spliced into the trusted matmul_128 problem as its kernel region (what the engine
+does with any reply) and evaluated with the real build and run; the static source checks of the search
+(checks.py) are not involved, so each case shows what the compiled-object checks and the harness hold."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from speedpatch.model import OK, REJECTED
+from speedpatch.targets import get_target
+from speedpatch.targets.base import EvalContext
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gemmini"
+QUICK_PATH = EXAMPLES / "matmul_128.c"
+QUICK = QUICK_PATH.read_text()
+SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C)"
+LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
+                "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
+                "false, false, false, 0, WS);")
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+
+@pytest.fixture(scope="module")
+def target():
+    return get_target("gemmini")
+
+
+def evaluate(target, tmp_path: Path, region: str, original: str = QUICK):
+    (kernel,) = target.find_kernels(original)
+    source = target.splice(original, kernel, region)
+    work = tmp_path / f"w{len(list(tmp_path.iterdir()))}"
+    work.mkdir()
+    ctx = EvalContext(kernel=kernel, path=str(QUICK_PATH), workdir=work, timeout=120, baseline_source=original, seed=1)
+    return target.backend("gemmini-native").evaluate(source, ctx)
+
+
+def kernel(body: str, before: str = "") -> str:
+    return f"{before}\n{SIGNATURE} {{\n{body}\n}}"
+
+
+# ---- the baseline is measured, with the model's own work figures -----------------------------------------
+def test_the_baseline_is_measured_with_the_models_work_figures(target, tmp_path):
+    ev = evaluate(target, tmp_path, kernel(LIBRARY_CALL))
+    assert ev.status == OK, ev.message + ev.log
+    assert ev.feedback["array_macs"] >= 128 ** 3
+    assert "array MACs (the problem needs 2097152)" in ev.receipt["work"]
+    assert "random per evaluation" in ev.receipt["inputs"]
+
+
+def test_each_evaluation_draws_its_own_inputs(target, tmp_path):
+    body = f'  printf("first inputs %d %d %d %d\\n", A[0], A[1], B[0], B[1]);\n  {LIBRARY_CALL}'
+    logs = [evaluate(target, tmp_path, kernel(body)).log for _ in range(2)]
+    firsts = [next(line for line in log.splitlines() if line.startswith("first inputs")) for log in logs]
+    assert firsts[0] != firsts[1]
+
+
+# ---- the verdict does not come from what the program prints -----------------------------------------------
+def test_a_forged_result_line_and_exit_is_no_verdict(target, tmp_path):
+    body = '  printf("speedpatch: correct=1 cycles=1 macs=2097152 trials=2\\n");\n  exit(0);'
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status != OK and "no verdict" in ev.message
+
+
+def test_a_correct_kernel_that_prints_more_than_4_mb_is_still_measured(target, tmp_path):
+    body = f'  for (int i = 0; i < 120000; i++) printf("log line %06d of a chatty kernel\\n", i);\n  {LIBRARY_CALL}'
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status == OK, ev.message
+
+
+# ---- the gold result and the inputs ----------------------------------------------------------------------
+def test_the_gold_result_is_not_in_memory_while_the_kernel_runs(target, tmp_path):
+    # Where the old harness kept the gold buffer: right after C on the heap. Copying from there is wrong now.
+    body = "  for (int i = 0; i < MAT_DIM_I * MAT_DIM_J; i++) C[i] = C[i + MAT_DIM_I * MAT_DIM_J + 64];"
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status != OK
+
+
+def test_a_kernel_that_rewrites_its_inputs_is_checked_against_the_real_ones(target, tmp_path):
+    # Zero inputs would make the gold result the scaled bias, if the gold were computed from them.
+    body = ("  memset((elem_t *)A, 0, MAT_DIM_I * MAT_DIM_K);\n  memset((elem_t *)B, 0, MAT_DIM_K * MAT_DIM_J);\n"
+            f"  {LIBRARY_CALL}")
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status != OK and "mismatch" in ev.message
+
+
+def test_a_result_cached_between_trials_is_incorrect(target, tmp_path):
+    body = ("  static elem_t saved[MAT_DIM_I * MAT_DIM_J];\n  static int have;\n"
+            "  if (have) { memcpy(C, saved, sizeof saved); return; }\n"
+            f"  {LIBRARY_CALL}\n  gemmini_fence();\n  memcpy(saved, C, sizeof saved);\n  have = 1;")
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status != OK and "mismatch" in ev.message
+
+
+def test_a_smaller_loop_bound_is_incorrect(target, tmp_path):
+    ev = evaluate(target, tmp_path, kernel(LIBRARY_CALL.replace("tiled_matmul_auto(MAT_DIM_I", "tiled_matmul_auto(32")))
+    assert ev.status != OK
+
+
+def test_a_region_that_redefines_a_problem_constant_does_not_change_the_problem(target, tmp_path):
+    ev = evaluate(target, tmp_path, kernel(LIBRARY_CALL, before="#undef MAT_DIM_I\n#define MAT_DIM_I 32"))
+    assert ev.status != OK
+
+
+def test_a_candidate_that_changes_the_file_outside_its_region_is_rejected(target, tmp_path):
+    (k,) = target.find_kernels(QUICK)
+    source = QUICK.replace("#define MAT_DIM_I 128", "#define MAT_DIM_I 32")
+    work = tmp_path / "w"
+    work.mkdir()
+    ctx = EvalContext(kernel=k, path=str(QUICK_PATH), workdir=work, timeout=60, baseline_source=QUICK)
+    ev = target.backend("gemmini-native").evaluate(source, ctx)
+    assert ev.status == REJECTED and "before the kernel region" in ev.message
+
+
+# ---- what the kernel object links and executes -------------------------------------------------------------
+OBJECT_CHEATS = {
+    "host work hidden from the charge": (
+        kernel("  dot(A, B, bias, C);", before="__attribute__((no_sanitize_coverage)) static void dot(const elem_t *A, "
+               "const elem_t *B, const acc_t *bias, elem_t *C) { for (int i = 0; i < 16; i++) C[i] = A[i] * B[i]; }"),
+        "not instrumented"),
+    "an extern to the model's clock": (
+        kernel(f"  {LIBRARY_CALL}\n  T.host = 0;", before="extern struct {{ unsigned long host; }} T;".replace("{{", "{").replace("}}", "}")),
+        "links T"),
+    "the timer through an extern": (
+        kernel(f"  {LIBRARY_CALL}\n  (void)gemmini_model_cycles();"),
+        "links gemmini_model_cycles"),
+    "a constructor that precomputes": (
+        kernel(f"  pre();\n  {LIBRARY_CALL}", before="static volatile int ready;\n__attribute__((constructor)) static void pre(void) { ready = 1; }"),
+        "before or after main"),
+    "a file cache": (
+        kernel(f'  FILE *f = fopen("/tmp/cache", "r");\n  if (f) fclose(f);\n  {LIBRARY_CALL}'),
+        "fopen"),
+    "remove through a pointer": (
+        kernel(f'  int (*volatile rm)(const char *) = remove;\n  rm("/tmp/x");\n  {LIBRARY_CALL}', before="#include <stdio.h>"),
+        "remove"),
+    "an address computed from an allowed function": (
+        kernel(f"  volatile unsigned long p = (unsigned long)&gemmini_model_rocc + 4096;\n  (void)p;\n  {LIBRARY_CALL}"),
+        "takes the address of gemmini_model_rocc"),
+    "inline assembly reading the clock": (
+        kernel(f'  unsigned lo, hi;\n  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));\n  (void)lo; (void)hi;\n  {LIBRARY_CALL}'),
+        "instruction rdtsc"),
+    "a system call in assembly": (
+        kernel(f'  long r;\n  __asm__ volatile("syscall" : "=a"(r) : "a"(39L) : "rcx", "r11", "memory");\n  (void)r;\n  {LIBRARY_CALL}'),
+        "instruction syscall"),
+    "longjmp out of the kernel": (
+        kernel(f"  static jmp_buf env;\n  if (setjmp(env) == 0) longjmp(env, 1);\n  {LIBRARY_CALL}", before="#include <setjmp.h>"),
+        "setjmp"),
+    "a signal handler": (
+        kernel(f"  signal(SIGALRM, on_alarm);\n  {LIBRARY_CALL}",
+               before="#include <signal.h>\nstatic void on_alarm(int s) { (void)s; }"),
+        "signal"),
+    "forking": (
+        kernel(f"  if (fork() == 0) for (;;) {{}}\n  {LIBRARY_CALL}", before="#include <unistd.h>"),
+        "fork"),
+    "writing a file": (
+        kernel(f'  int fd = open("/tmp/out", 0101, 0600);\n  write(fd, C, 16);\n  {LIBRARY_CALL}',
+               before="#include <fcntl.h>\n#include <unistd.h>"),
+        "open"),
+    "a function pointer call": (
+        kernel(f"  void (*volatile f)(void) = helper;\n  f();\n  {LIBRARY_CALL}", before="static void helper(void) { }"),
+        "indirect call"),
+    "its own trace-pc hook": (
+        kernel(LIBRARY_CALL, before="void __sanitizer_cov_trace_pc(void) { }"),
+        "defines __sanitizer_cov_trace_pc"),
+    "memcpy past the charging wrapper": (
+        kernel(f"  __real_memcpy(C, A, 16);\n  {LIBRARY_CALL}", before="void *__real_memcpy(void *, const void *, unsigned long);"),
+        "__real_memcpy"),
+    "host SIMD": (
+        kernel(f"  avx(A, B);\n  {LIBRARY_CALL}",
+               before="__attribute__((target(\"avx2\"))) static void avx(const elem_t *a, const elem_t *b) {\n"
+                      "  typedef int v8 __attribute__((vector_size(32)));\n  volatile v8 x = *(const v8 *)a * *(const v8 *)b;\n"
+                      "  (void)x;\n}"),
+        "host SIMD"),
+    "the harness's runner": (
+        kernel(f"  speedpatch_run_matmul(1, 1, 1, false, 0, 1.0f, 0);\n  {LIBRARY_CALL}"),
+        "speedpatch_run_matmul"),
+}
+
+
+@pytest.mark.parametrize("name", list(OBJECT_CHEATS))
+def test_a_kernel_object_that_links_or_executes_what_a_kernel_may_not_is_refused(target, tmp_path, name):
+    region, why = OBJECT_CHEATS[name]
+    ev = evaluate(target, tmp_path, region)
+    assert ev.status != OK, f"{name}: {ev.message}"
+    assert why in ev.message or why in ev.log, f"{name}: {ev.status} {ev.message}\n{ev.log[-1500:]}"
+
+
+# ---- work and physics ----------------------------------------------------------------------------------------
+def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with_the_numbers(target, tmp_path):
+    half = LIBRARY_CALL.replace("tiled_matmul_auto(MAT_DIM_I", "tiled_matmul_auto(MAT_DIM_I / 2")
+    host = ("  for (int i = MAT_DIM_I / 2; i < MAT_DIM_I; i++)\n    for (int j = 0; j < MAT_DIM_J; j++) {\n"
+            "      long s = bias[j];\n      for (int k = 0; k < MAT_DIM_K; k++) s += (long)A[i * MAT_DIM_K + k] * B[k * MAT_DIM_J + j];\n"
+            "      float y = (float)s * MATMUL_SCALE;\n      long r = (long)__builtin_rintf(y);\n"
+            "      C[i * MAT_DIM_J + j] = r > 127 ? 127 : r < -128 ? -128 : (elem_t)r;\n    }")
+    ev = evaluate(target, tmp_path, kernel(f"  {half}\n  gemmini_fence();\n{host}"))
+    assert ev.status == REJECTED, ev.message + ev.log[-800:]
+    assert "1048576 multiply-accumulates, the problem needs 2097152" in ev.message
+
+
+def test_the_physics_bound_names_the_array_and_dram_limits():
+    from speedpatch.targets.gemmini.backends.trusted import physics_problems
+
+    trial = {"cycles": 100, "macs": 2097152, "dim": 16, "bpc": 8}
+    problems = physics_problems(2097152, 32768, 16384, trial)
+    assert any("below the array's bound" in p and "8192 cycles" in p for p in problems)
+    assert any("DRAM bound" in p and "4096 cycles" in p for p in problems)
+    assert physics_problems(2097152, 32768, 16384, dict(trial, cycles=0)) == ["the timed region took 0 cycles"]
+    assert physics_problems(2097152, 32768, 16384, dict(trial, cycles=10000)) == []
