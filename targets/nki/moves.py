@@ -196,8 +196,8 @@ def _affine_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[
         start, end = text.span(call.func)
         new_func = text.segment(call.func.value) + ".affine_range"
         plan = (f"The loop at line {loop.lineno} carries no values between iterations: make it nl.affine_range "
-                f"instead of nl.sequential_range so that iterations pipeline (DMA of the next tile overlaps "
-                f"compute on this one).")
+                f"instead of nl.sequential_range so that the compiler is free to reorder, unroll and pipeline "
+                f"its iterations.")
         moves.append(Move(plan=plan, source=_replace(source, [(start, end, new_func)])))
     return moves
 

@@ -241,7 +241,10 @@ def test_report_counts_engines_and_dma():
     unary_kernel(nl.exp)(rand(128, 64))
     report = last_report()
     assert report["engines"]["scalar"]["instructions"] == 1
-    assert report["dma_transfers"] == 2
+    assert report["engines"]["dma"]["instructions"] == 2  # one load, one store
+    # each spread over the 16 DMA engines, one descriptor per partition row (128 x 64 fp32 contiguous)
+    assert report["dma_transfers"] == 2 * 16
+    assert report["dma_descriptors"] == 2 * 128
     assert report["latency_us"] > 0
 
 

@@ -50,7 +50,7 @@ CASES = {
         "same dtype", RUNTIME_ERROR, BODY_LINE + 2),
     "compute on an HBM operand": (["t = nl.exp(x)"], "is in HBM", RUNTIME_ERROR, BODY_LINE),
     "DMA from PSUM": (
-        ["acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)", "nl.store(out[0:128, :], value=acc)"],
+        ["acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)", "nisa.dma_copy(dst=out[0:128, :], src=acc)"],
         "DMA cannot access PSUM", RUNTIME_ERROR, BODY_LINE + 1),
     "unavailable import": (["import torch"], "torch", RUNTIME_ERROR, BODY_LINE),
 }

@@ -57,7 +57,7 @@ def test_hoist_move_moves_the_weight_load_before_the_loop_and_is_faster(evaluate
 
 
 @pytest.mark.slow
-def test_affine_move_on_softmax_and_fusion_move_are_correct_and_faster(evaluate):
+def test_affine_move_on_softmax_is_correct_and_the_fusion_move_is_faster(evaluate):
     source = (EXAMPLES / "softmax.py").read_text()
     target = NkiTarget()
     (kernel,) = target.find_kernels(source)
@@ -67,9 +67,11 @@ def test_affine_move_on_softmax_and_fusion_move_are_correct_and_faster(evaluate)
     assert "nisa.activation(op=nl.exp, data=tile, bias=nl.negative(row_max))" in fused.source
     assert "shifted" not in fused.source
     base = evaluate(source)
-    for move in (affine, fused):
-        ev = evaluate(move.source)
-        assert ev.status == OK and ev.value < base.value, move.plan
+    fused_ev, affine_ev = evaluate(fused.source), evaluate(affine.source)
+    assert fused_ev.status == OK and fused_ev.value < base.value, fused.plan
+    # the cost model does not make sequential_range a barrier (independent iterations overlap either
+    # way), so the affine move is correct and never slower, but not modeled as faster
+    assert affine_ev.status == OK and affine_ev.value <= base.value, affine.plan
 
 
 def test_loops_with_carried_values_are_not_made_affine():

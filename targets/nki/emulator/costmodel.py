@@ -8,6 +8,7 @@ Parameters and what the model ignores: params.py.
 
 from __future__ import annotations
 
+import bisect
 import sys
 import weakref
 from collections import defaultdict
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 Region = tuple[tuple[int, int], ...]  # inclusive (lo, hi) per axis of an allocation
 Access = tuple["Allocation", Region]
 
+_DMA_SPAN_LIMIT = 64  # busy intervals of the DMA pool kept apart; older gaps are filled in
 _REGION_LIST_LIMIT = 128  # per allocation; older entries are folded into a conservative floor time
 
 
@@ -55,8 +57,45 @@ class RegionTimes:
             self.floor = max([self.floor] + [e for _, e in self.entries[:half]])
             self.entries = self.entries[half:]
 
+    def last(self) -> float:
+        return max([self.floor] + [e for _, e in self.entries])
+
     def drop_within(self, region: Region, before: float) -> None:
         self.entries = [(r, e) for r, e in self.entries if not (_contains(region, r) and e <= before)]
+
+
+class _Slot:
+    """The on-chip space of one allocation, as the allocator sees it (holds no reference to the tile)."""
+
+    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name")
+
+    def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str) -> None:
+        self.kind = kind
+        self.nbytes = nbytes
+        self.reads = reads
+        self.writes = writes
+        self.retired = False  # out of scope: its space may be reused once its last access is done
+        self.name = name
+
+    def retire(self) -> None:
+        self.retired = True
+
+    def last_access(self) -> float:
+        return max(self.reads.last(), self.writes.last())
+
+
+class _Loop:
+    """One running NKI loop: the tiles allocated in its current iteration go out of scope at the next."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self) -> None:
+        self.slots: list[_Slot] = []
+
+    def end_iteration(self) -> None:
+        for slot in self.slots:
+            slot.retired = True
+        self.slots = []
 
 
 class Trace:
@@ -65,43 +104,118 @@ class Trace:
     def __init__(self, kernel_file: str = "") -> None:
         self.kernel_file = kernel_file
         self.engine_free: dict[str, float] = {e: 0.0 for e in P.ENGINES if e != "dma"}
-        self.dma_free = [0.0] * P.DMA_QUEUES
+        self.dma_spans: list[list[float]] = []  # busy intervals of the DMA pool, sorted and merged
+        # VectorE and GpSimdE cannot access SBUF in parallel, nor VectorE and ScalarE PSUM ([ARCH])
+        self.port_free = {"sbuf_vector_gpsimd": 0.0, "psum_vector_scalar": 0.0}
         self.busy: dict[str, float] = defaultdict(float)
         self.count: dict[str, int] = defaultdict(int)
         self.instructions = 0
-        self.barrier = 0.0
         self.horizon = 0.0
         self.line_time: dict[int, float] = defaultdict(float)
         self.macs = 0
         self.dma_bytes = 0
         self.dma_transfers = 0
+        self.dma_descriptors = 0
+        self.slots: dict[str, list[_Slot]] = {"sbuf": [], "psum": []}
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
+        self.reuse_waits = 0
+        self.loops: list[_Loop] = []
+
+    # ---- loops and tile scope ----------------------------------------------------------------------
+    def enter_loop(self) -> _Loop:
+        loop = _Loop()
+        self.loops.append(loop)
+        return loop
+
+    def exit_loop(self, loop: _Loop) -> None:
+        loop.end_iteration()
+        if loop in self.loops:
+            self.loops.remove(loop)
 
     # ---- memory -------------------------------------------------------------------------------
     def allocate(self, alloc: Allocation) -> None:
+        """Place an on-chip tile: in free space, else in the space of the oldest out-of-scope tiles,
+        after their last access (the reuse dependency that limits how far iterations overlap)."""
         kind = alloc.buffer.kind
         if kind not in self.live:
             return
         nbytes = alloc.bytes_per_partition
         limit = P.SBUF_BYTES_PER_PARTITION if kind == "sbuf" else P.PSUM_BANKS * P.PSUM_BANK_BYTES
+        slots = self.slots[kind]
+        wait = 0.0
         if self.live[kind] + nbytes > limit:
+            keep: list[_Slot] = []
+            for i, slot in enumerate(slots):
+                if self.live[kind] + nbytes <= limit:
+                    keep.extend(slots[i:])
+                    break
+                if slot.retired:
+                    self.live[kind] -= slot.nbytes
+                    wait = max(wait, slot.last_access())
+                else:
+                    keep.append(slot)
+            self.slots[kind] = slots = keep
+            if wait > 0:
+                self.reuse_waits += 1
+        if self.live[kind] + nbytes > limit:
+            in_scope = sorted((s for s in slots if not s.retired), key=lambda s: -s.nbytes)[:4]
+            biggest = ", ".join(f"{s.name!r} {s.nbytes} B" for s in in_scope)
             raise NkiError(
                 f"{kind.upper()} overflow: allocating {alloc.name!r} ({nbytes} bytes per partition) with "
-                f"{self.live[kind]} bytes per partition already live exceeds the {limit} bytes per partition "
+                f"{self.live[kind]} bytes per partition in scope exceeds the {limit} bytes per partition "
                 f"of {kind.upper()}" + (" (8 banks of 2 KiB)" if kind == "psum" else "")
+                + (f"; largest tiles in scope: {biggest}" if biggest else "")
             )
+        alloc.reads.floor = alloc.writes.floor = wait
+        slot = _Slot(kind, nbytes, alloc.reads, alloc.writes, alloc.name)
+        alloc.slot = slot
+        slots.append(slot)
         self.live[kind] += nbytes
         self.peak[kind] = max(self.peak[kind], self.live[kind])
-        weakref.finalize(alloc, self._release, kind, nbytes)
+        if self.loops:
+            self.loops[-1].slots.append(slot)
+        weakref.finalize(alloc, slot.retire)  # no Python name refers to it any more: out of scope
 
-    def _release(self, kind: str, nbytes: int) -> None:
-        self.live[kind] -= nbytes
+    def release(self, alloc: Allocation) -> None:
+        """Free a temporary the compiler never materializes (the SBUF result of `t[...] = nl.load(..)`,
+        the PSUM result of `psum += matmul(..)`): its space is available at once, without a wait."""
+        slot = getattr(alloc, "slot", None)
+        if slot is not None and slot in self.slots[slot.kind]:
+            self.slots[slot.kind].remove(slot)
+            self.live[slot.kind] -= slot.nbytes
+            alloc.slot = None
 
     # ---- scheduling ---------------------------------------------------------------------------
-    def start_iteration_barrier(self) -> None:
-        """sequential_range: nothing of the next iteration starts before all earlier work is done."""
-        self.barrier = max(self.barrier, self.horizon)
+    def _ready(self, reads: list[Access], writes: list[Access]) -> float:
+        ready = 0.0
+        for alloc, region in reads:
+            ready = max(ready, alloc.writes.latest(region))
+        for alloc, region in writes:
+            ready = max(ready, alloc.writes.latest(region), alloc.reads.latest(region))
+        return ready
+
+    def _count(self) -> None:
+        self.instructions += 1
+        if self.instructions > P.MAX_INSTRUCTIONS:
+            raise NkiError(
+                f"the kernel issued more than {P.MAX_INSTRUCTIONS} instructions; tiles are probably far too "
+                f"small or a loop runs far longer than intended"
+            )
+
+    def _record(self, engine: str, start: float, end: float, visible: float, busy: float,
+                reads: list[Access], writes: list[Access]) -> None:
+        for alloc, region in reads:
+            alloc.reads.add(region, end)
+        for alloc, region in writes:
+            alloc.writes.add(region, visible)
+            alloc.reads.drop_within(region, start)
+        self.horizon = max(self.horizon, visible)
+        self.busy[engine] += busy
+        self.count[engine] += 1
+        line = self._kernel_line()
+        if line:
+            self.line_time[line] += busy
 
     def issue(
         self,
@@ -111,42 +225,77 @@ class Trace:
         writes: list[Access],
         latency_ns: float = 0.0,
     ) -> float:
-        """Schedule one instruction; returns its end time (ns)."""
-        self.instructions += 1
-        if self.instructions > P.MAX_INSTRUCTIONS:
-            raise NkiError(
-                f"the kernel issued more than {P.MAX_INSTRUCTIONS} instructions; tiles are probably far too "
-                f"small or a loop runs far longer than intended"
-            )
-        ready = self.barrier
-        for alloc, region in reads:
-            ready = max(ready, alloc.writes.latest(region))
-        for alloc, region in writes:
-            ready = max(ready, alloc.writes.latest(region), alloc.reads.latest(region))
-        if engine == "dma":
-            queue = min(range(len(self.dma_free)), key=self.dma_free.__getitem__)
-            start = max(ready, self.dma_free[queue])
-            self.dma_free[queue] = start + cost_ns
-        else:
-            start = max(ready, self.engine_free[engine])
-            self.engine_free[engine] = start + cost_ns
+        """Schedule one compute-engine instruction; returns its end time (ns)."""
+        self._count()
+        start = max(self._ready(reads, writes), self.engine_free[engine])
+        ports = self._ports(engine, reads, writes)
+        for port in ports:
+            start = max(start, self.port_free[port])
         end = start + cost_ns
-        visible = end + latency_ns
-        for alloc, region in reads:
-            alloc.reads.add(region, end)
-        for alloc, region in writes:
-            alloc.writes.add(region, visible)
-            alloc.reads.drop_within(region, start)
-        self.horizon = max(self.horizon, visible)
-        self.busy[engine] += cost_ns
-        self.count[engine] += 1
-        line = self._kernel_line()
-        if line:
-            self.line_time[line] += cost_ns
+        self.engine_free[engine] = end
+        for port in ports:
+            self.port_free[port] = end
+        self._record(engine, start, end, end + latency_ns, cost_ns, reads, writes)
         return end
 
+    def _ports(self, engine: str, reads: list[Access], writes: list[Access]) -> tuple[str, ...]:
+        if engine not in ("vector", "gpsimd", "scalar"):
+            return ()
+        kinds = {alloc.buffer.kind for alloc, _ in reads} | {alloc.buffer.kind for alloc, _ in writes}
+        ports = []
+        if engine != "scalar" and "sbuf" in kinds:
+            ports.append("sbuf_vector_gpsimd")
+        if engine != "gpsimd" and "psum" in kinds:
+            ports.append("psum_vector_scalar")
+        return tuple(ports)
+
+    def issue_dma(self, engine_ns: float, duration_ns: float, transfers: int, reads: list[Access],
+                  writes: list[Access], latency_ns: float) -> float:
+        """Schedule one DMA instruction that keeps the DMA engines busy for engine_ns in all (summed over
+        engines) and takes duration_ns from start to end; its data is visible latency_ns after the end.
+
+        The engines are modeled as one pool of DMA_ENGINES lanes (a fluid model): the instruction uses
+        engine_ns / DMA_ENGINES of the pool's time, placed in the earliest idle gap at or after its data
+        is ready. Unlike the compute engines, DMAs are not held in program order: the compiler issues
+        each DMA as soon as its data and buffer allow (loads of later iterations are prefetched while
+        earlier ones compute), over several queues."""
+        self._count()
+        ready = self._ready(reads, writes)
+        start = self._dma_place(ready, engine_ns / P.DMA_ENGINES)
+        end = start + duration_ns
+        self.dma_transfers += transfers
+        self._record("dma", start, end, end + latency_ns, engine_ns, reads, writes)
+        return end
+
+    def _dma_place(self, ready: float, length: float) -> float:
+        """Earliest start >= ready of an idle gap of `length` on the DMA pool timeline; books it."""
+        spans = self.dma_spans
+        i = bisect.bisect_right(spans, [ready, float("inf")]) - 1
+        t = ready
+        if i >= 0 and spans[i][1] > t:
+            t = spans[i][1]
+        j = i + 1
+        while j < len(spans) and spans[j][0] < t + length:
+            t = max(t, spans[j][1])
+            j += 1
+        # book [t, t + length), merging with touching neighbours
+        lo, hi = t, t + length
+        k = bisect.bisect_left(spans, [lo, -1.0])
+        if k > 0 and spans[k - 1][1] >= lo:
+            k -= 1
+            lo = spans[k][0]
+        m = k
+        while m < len(spans) and spans[m][0] <= hi:
+            hi = max(hi, spans[m][1])
+            m += 1
+        spans[k:m] = [[lo, hi]]
+        if len(spans) > _DMA_SPAN_LIMIT:  # give up the oldest small gaps (conservative: later, not earlier)
+            half = _DMA_SPAN_LIMIT // 2
+            spans[: half + 1] = [[spans[0][0], spans[half][1]]]
+        return t
+
     def _kernel_line(self) -> int:
-        frame = sys._getframe(2)
+        frame = sys._getframe(3)
         for _ in range(12):
             if frame is None:
                 return 0
@@ -165,13 +314,13 @@ class Trace:
         engines = {}
         for engine in P.ENGINES:
             busy = self.busy.get(engine, 0.0)
-            capacity = total * (P.DMA_QUEUES if engine == "dma" else 1)
+            capacity = total * (P.DMA_ENGINES if engine == "dma" else 1)
             engines[engine] = {
                 "busy_us": round(busy / 1000.0, 3),
                 "utilization": round(busy / capacity, 3),
                 "instructions": self.count.get(engine, 0),
             }
-        cycles = total * P.CLOCK_GHZ
+        tensor_cycles = total * P.TENSOR_GHZ
         hot = sorted(self.line_time.items(), key=lambda kv: -kv[1])[:3]
         busiest = max(engines, key=lambda e: engines[e]["utilization"])
         return {
@@ -180,8 +329,10 @@ class Trace:
             # with no engine busy half the time, waiting on dependencies (serialization) dominates
             "bottleneck": busiest if engines[busiest]["utilization"] >= 0.5 else "dependencies (engines mostly idle)",
             "engines": engines,
-            "pe_utilization": round(self.macs / (P.PARTITIONS * P.PARTITIONS * cycles), 4),
+            "pe_utilization": round(self.macs / (P.PARTITIONS * P.PARTITIONS * tensor_cycles), 4),
             "dma_transfers": self.dma_transfers,
+            "dma_descriptors": self.dma_descriptors,
+            "buffer_reuse_waits": self.reuse_waits,
             "dma_bytes": self.dma_bytes,
             "sbuf_peak_kib_per_partition": round(self.peak["sbuf"] / 1024, 2),
             "psum_peak_kib_per_partition": round(self.peak["psum"] / 1024, 2),

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 from speedpatch.targets.nki.emulator.errors import NkiError
 
+try:  # bf16 / fp8 host arrays (a dependency of speedpatch; optional for the standalone runner)
+    import ml_dtypes
+except ImportError:  # pragma: no cover - the runner shipped to a bare Trainium host
+    ml_dtypes = None
+
 
 @dataclass(frozen=True)
 class DType:
@@ -27,6 +32,9 @@ class DType:
         """Values converted to this type as the hardware writes them."""
         if self.name == "bfloat16":
             return round_bf16(values)
+        if self.name.startswith("float8") and ml_dtypes is not None:
+            kind = ml_dtypes.float8_e4m3fn if self.name == "float8_e4m3" else ml_dtypes.float8_e5m2
+            return np.asarray(values, dtype=np.float32).astype(kind).astype(np.float32)
         if self.name == "float16":
             return np.asarray(values, dtype=np.float32).astype(np.float16).astype(np.float32)
         if self.is_float:
@@ -40,6 +48,8 @@ class DType:
 
 def round_bf16(values: np.ndarray) -> np.ndarray:
     """float32 -> bfloat16 (round to nearest, ties to even), returned as float32."""
+    if ml_dtypes is not None:
+        return np.asarray(values, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
     x = np.ascontiguousarray(values, dtype=np.float32)
     bits = x.view(np.uint32).astype(np.uint64)
     bias = ((bits >> 16) & 1) + 0x7FFF
@@ -58,8 +68,11 @@ uint32 = DType("uint32", 4, np.uint32, False)
 uint16 = DType("uint16", 2, np.uint16, False)
 uint8 = DType("uint8", 1, np.uint8, False)
 bool_ = DType("bool_", 1, np.uint8, False)
+float8_e4m3 = DType("float8_e4m3", 1, np.float32, True)
+float8_e5m2 = DType("float8_e5m2", 1, np.float32, True)
 
-ALL = {d.name: d for d in (float32, bfloat16, float16, tfloat32, int32, int16, int8, uint32, uint16, uint8, bool_)}
+ALL = {d.name: d for d in (float32, bfloat16, float16, tfloat32, int32, int16, int8, uint32, uint16, uint8, bool_,
+                           float8_e4m3, float8_e5m2)}
 _FROM_NUMPY = {
     np.dtype(np.float32): float32,
     np.dtype(np.float64): float32,  # host float64 inputs are passed as fp32, as the Neuron runtime does
@@ -73,6 +86,10 @@ _FROM_NUMPY = {
     np.dtype(np.uint32): uint32,
     np.dtype(np.bool_): bool_,
 }
+if ml_dtypes is not None:
+    _FROM_NUMPY[np.dtype(ml_dtypes.bfloat16)] = bfloat16
+    _FROM_NUMPY[np.dtype(ml_dtypes.float8_e4m3fn)] = float8_e4m3
+    _FROM_NUMPY[np.dtype(ml_dtypes.float8_e5m2)] = float8_e5m2
 
 
 def as_dtype(value: object) -> DType:
@@ -91,9 +108,12 @@ def as_dtype(value: object) -> DType:
 
 
 def numpy_dtype(dtype: DType) -> np.dtype:
-    """The host NumPy type for returning a tensor of this type (bf16/tf32 come back as float32)."""
+    """The host NumPy type for returning a tensor of this type (bf16 as ml_dtypes.bfloat16 when installed;
+    tf32/fp8 come back as float32)."""
     if dtype is float16:
         return np.dtype(np.float16)
+    if dtype is bfloat16 and ml_dtypes is not None:
+        return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(dtype.storage)
 
 

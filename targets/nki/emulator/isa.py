@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from speedpatch.targets.nki.emulator import language as nl
 from speedpatch.targets.nki.emulator import ops
+from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.tensor import Tile, sbuf
 
@@ -198,17 +199,25 @@ def bn_stats(*args: Any, **kwargs: Any) -> Tile:
     data = a["data"]
     if data.ndim != 2:
         raise NkiError("nisa.bn_stats: data must be 2-D (partition, free)")
-    if data.shape[1] > 512:
-        raise NkiError(f"nisa.bn_stats: free size {data.shape[1]} > 512 (bn_stats_fmax); split and use bn_aggr")
+    if data.shape[1] > P.BN_STATS_FMAX:
+        raise NkiError(f"nisa.bn_stats: free size {data.shape[1]} > {P.BN_STATS_FMAX} (nl.tile_size.bn_stats_fmax); "
+                       f"split the free axis and combine the chunks with bn_aggr")
+
+    mask = a.get("mask")
+    weights = (np.ones(data.shape, dtype=np.float32) if mask is None
+               else np.broadcast_to(np.asarray(mask, dtype=bool), data.shape).astype(np.float32))
 
     def run(x: np.ndarray) -> np.ndarray:
+        # statistics over the elements the mask selects (masked-out elements do not count)
+        count = weights.sum(axis=1)
+        safe = np.maximum(count, 1.0)
+        mean = (x * weights).sum(axis=1) / safe
+        var = (((x - mean[:, None]) ** 2) * weights).sum(axis=1) / safe
         out = np.zeros((x.shape[0], 6), dtype=np.float32)
-        out[:, 0] = x.mean(axis=1)
-        out[:, 1] = x.var(axis=1)
-        out[:, 2] = x.shape[1]
+        out[:, 0], out[:, 1], out[:, 2] = mean, var, count
         return out
 
-    return ops.elementwise("bn_stats", "vector", run, [data], dst=dst, dtype=a.get("dtype") or "float32")
+    return ops.elementwise("bn_stats", "vector", run, [data], dst=dst, dtype=a.get("dtype") or "float32", mask=mask)
 
 
 def bn_aggr(*args: Any, **kwargs: Any) -> Tile:

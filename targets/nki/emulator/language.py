@@ -232,8 +232,14 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any
 def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
     tile = new_tile(shape, dtype, buffer, name=name or "full")
     tile.write(np.float32(fill_value))
+    if tile.buffer.kind == "psum" and float(fill_value) == 0.0:
+        # a zeroed PSUM accumulator costs nothing: the first matmul into it overwrites instead of
+        # accumulating ([ARCH]: "Every nc_matmul instruction can choose whether to override ... or
+        # accumulate")
+        return tile
     if tile.buffer.kind != "hbm":  # a memset on the Vector engine
-        costmodel.current().issue("vector", ops.engine_cost_ns("vector", tile.free_size), [], [tile.access()])
+        costmodel.current().issue("vector", ops.engine_cost_ns("vector", tile.free_size), [], [tile.access()],
+                                  latency_ns=ops.access_latency_ns("vector"))
     return tile
 
 
@@ -302,6 +308,7 @@ class _TileSize:
     pmax = P.PARTITIONS
     gemm_stationary_fmax = P.GEMM_STATIONARY_FMAX
     gemm_moving_fmax = P.GEMM_MOVING_FMAX
+    bn_stats_fmax = P.BN_STATS_FMAX
     psum_fmax = P.PSUM_BANK_BYTES // 4
     psum_partition_size = P.PSUM_BANK_BYTES * P.PSUM_BANKS
     sbuf_partition_size = P.SBUF_BYTES_PER_PARTITION
@@ -312,25 +319,76 @@ tile_size = _TileSize()
 # ---- loops -------------------------------------------------------------------------------------------
 
 
-def affine_range(*args: int, **_: Any) -> range:
-    return range(*[int(a) for a in args])
+class _LoopRange:
+    """An NKI loop: iterates like range; the tiles allocated in an iteration's body are local to that
+    iteration (out of scope at the next one, so their space can be reused: params.py, Capacity).
+
+    Iterations are not serialized by the loop kind: affine_range, sequential_range and static_range
+    iterations all overlap as far as their data dependencies and buffer reuse allow. sequential_range
+    tells the compiler that iterations carry a dependency (which the emulator tracks from the data);
+    it does not make the hardware wait for all engines between iterations."""
+
+    def __init__(self, *args: Any) -> None:
+        self.range = range(*[int(a) for a in args])
+
+    def __len__(self) -> int:
+        return len(self.range)
+
+    def __getitem__(self, i: int) -> int:
+        return self.range[i]
+
+    def __iter__(self) -> Iterator[int]:
+        trace = costmodel.current()
+        loop = trace.enter_loop()
+        try:
+            for i in self.range:
+                yield i
+                loop.end_iteration()
+        finally:
+            trace.exit_loop(loop)
 
 
-def static_range(*args: int, **_: Any) -> range:
-    return range(*[int(a) for a in args])
+def affine_range(*args: Any, **_: Any) -> _LoopRange:
+    return _LoopRange(*args)
 
 
-def sequential_range(*args: int, **_: Any) -> Iterator[int]:
-    trace = costmodel.current()
-    for i in range(*[int(a) for a in args]):
-        trace.start_iteration_barrier()
-        yield i
+def static_range(*args: Any, **_: Any) -> _LoopRange:
+    return _LoopRange(*args)
+
+
+def sequential_range(*args: Any, **_: Any) -> _LoopRange:
+    return _LoopRange(*args)
 
 
 # ---- SPMD launch grid --------------------------------------------------------------------------------
 
 _program: list[tuple[int, ...]] = [()]
 _grid: list[tuple[int, ...]] = [()]
+
+
+class nc(int):  # noqa: N801 - NKI's public name
+    """A launch-grid dimension whose programs go to that many physical NeuronCores (kernel[nl.nc(2), 2]).
+    The emulator runs every program of the grid on one modeled core, one after the other."""
+
+
+class spmd_dim(int):  # noqa: N801 - NKI's public name
+    """A launch-grid dimension made of sub-dimensions (kernel[nl.spmd_dim(nl.nc(2), 2), 2]): its size is
+    their product."""
+
+    def __new__(cls, *dims: Any) -> spmd_dim:
+        return super().__new__(cls, math.prod(int(d) for d in dims))
+
+
+def shared_constant(value: Any, dtype: Any = None, **_: Any) -> Tile:
+    """A compile-time constant tensor in HBM made from a host array (e.g. an identity or a mask)."""
+    from speedpatch.targets.nki.emulator.tensor import hbm_tensor
+
+    array = np.asarray(value)
+    if dtype is not None:
+        from speedpatch.targets.nki.emulator.dtypes import as_dtype, numpy_dtype
+
+        array = array.astype(numpy_dtype(as_dtype(dtype)))
+    return hbm_tensor(array, "shared_constant")
 
 
 def program_id(axis: int = 0) -> int:
@@ -355,6 +413,7 @@ def load(src: Tile, mask: Any = None, dtype: Any = None, dst: Tile | None = None
         raise NkiError("nl.load: source must be a kernel tensor (an HBM argument or nl.ndarray)")
     if dst is None:
         dst = new_tile(src.shape, dtype or src.dtype, sbuf, name=f"load({src.name})")
+        return ops.dma(dst, src, mask=mask, what="nl.load", defer=True)
     return ops.dma(dst, src, mask=mask, what="nl.load")
 
 
@@ -381,6 +440,8 @@ def copy_into(dst: Tile, value: Any) -> None:
         if not isinstance(value, Tile):
             raise NkiError("cannot assign a constant to an HBM tensor; write an SBUF tile and nl.store it")
         ops.dma(dst, value, what="assignment")
+        return
+    if isinstance(value, Tile) and ops.retarget_load(dst, value):
         return
     ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst)
 

@@ -29,14 +29,36 @@ def engine_name(engine: Any, default: str) -> str:
     return ENGINE_NAMES[name]
 
 
-def engine_cost_ns(engine: str, free_elems: int) -> float:
-    if engine == "scalar":
-        cycles = P.SCALAR_FIXED_CYCLES + free_elems * P.SCALAR_CYCLES_PER_ELEM
-    elif engine == "gpsimd":
-        cycles = P.GPSIMD_FIXED_CYCLES + free_elems * P.GPSIMD_CYCLES_PER_ELEM
+def engine_cost_ns(engine: str, free_elems: int, streams: int = 1, itemsize: int = 4,
+                   strided: bool = False) -> float:
+    """Occupancy of one Vector/Scalar/GpSimd instruction over `free_elems` elements per partition.
+
+    VectorE takes about N cycles per input tile streamed (2N for tensor_tensor), ScalarE N (it reads one
+    tensor), GpSimdE N / (elements per cycle of the type); at least the static overhead; a most-minor
+    free stride over 16 bytes halves SBUF/PSUM bandwidth (params.py for sources)."""
+    if engine == "gpsimd":
+        cycles = free_elems / P.GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE.get(itemsize, 1.0)
+    elif engine == "vector":
+        cycles = free_elems * max(1, streams)
     else:
-        cycles = P.VECTOR_FIXED_CYCLES + free_elems * P.VECTOR_CYCLES_PER_ELEM
-    return P.cycles_to_ns(cycles)
+        cycles = float(free_elems)
+    cycles = max(cycles, P.STATIC_OVERHEAD_CYCLES)
+    if strided:
+        cycles *= 2
+    return P.cycles_to_ns(cycles, engine)
+
+
+def access_latency_ns(engine: str) -> float:
+    return P.cycles_to_ns(P.ACCESS_LATENCY_CYCLES, engine)
+
+
+def tensor_cost_ns(moving_free: int, stationary_free: int, dtype: DType) -> float:
+    """TensorE: MultiplyMoving initiation interval max(N, 64) cycles (4x for fp32); LoadStationary runs
+    in the background at up to 4x the speed, so it only shows when the stationary is much wider."""
+    passes = P.TENSOR_FP32_PASSES if dtype.name == "float32" else 1
+    mm = max(moving_free * passes, P.TENSOR_MM_MIN_CYCLES)
+    ls = stationary_free * passes / P.TENSOR_LOAD_STATIONARY_SPEEDUP
+    return P.cycles_to_ns(max(mm, ls), "tensor")
 
 
 def require_on_chip(tile: Any, what: str) -> None:
@@ -68,6 +90,22 @@ def values_of(x: Any, mask: Any = None) -> Any:
     raise NkiError(f"unsupported operand {x!r}")
 
 
+def _partition_aligned(values: list[Any], operands: Sequence[Any]) -> list[Any]:
+    """NKI broadcasts a 1-D (P,) tile (a reduction without keepdims, an integer-indexed free axis)
+    along the free axes of the other operands: it is aligned on the partition axis, not from the right
+    as NumPy would."""
+    dims = [np.ndim(v) for v, x in zip(values, operands, strict=True) if isinstance(x, Tile)]
+    nd = max(dims, default=0)
+    if nd < 2 or 1 not in dims:
+        return values
+    out = []
+    for v, x in zip(values, operands, strict=True):
+        if isinstance(x, Tile) and np.ndim(v) == 1:
+            v = np.reshape(v, (np.shape(v)[0],) + (1,) * (nd - 1))
+        out.append(v)
+    return out
+
+
 def check_partitions(tiles: Sequence[Tile], what: str) -> None:
     parts = {t.shape[0] for t in tiles if t.shape}
     if len(parts) > 1:
@@ -94,8 +132,14 @@ def elementwise(
     for t in tiles:
         require_on_chip(t, what)
     check_partitions(tiles, what)
+    values = _partition_aligned([values_of(x, mask) for x in operands], operands)
     with np.errstate(all="ignore"):
-        result = np.asarray(fn(*[values_of(x, mask) for x in operands]), dtype=np.float32)
+        result = np.asarray(fn(*values), dtype=np.float32)
+    if dst is not None and result.ndim != dst.ndim and result.size > 1 and result.shape[:1] == dst.shape[:1]:
+        if result.ndim == 1:  # a (P,) result into (P, 1): one value per partition
+            result = result.reshape(result.shape + (1,) * (dst.ndim - 1))
+        elif math.prod(result.shape[1:]) == 1:  # (P, 1) into (P,)
+            result = result.reshape(result.shape[:1] + (1,) * (dst.ndim - 1))
     if dst is None:
         out_dtype = as_dtype(dtype) if dtype is not None else promote(*[t.dtype for t in tiles]) if tiles else None
         dst = new_tile(result.shape, out_dtype or as_dtype("float32"), sbuf, name=what)
@@ -108,10 +152,14 @@ def elementwise(
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}") from None
             if math.prod(np.broadcast_shapes(result.shape, dst.shape)) != math.prod(dst.shape):
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}")
-    dst.write(result, mask)
+    dst.write(result, mask_for(dst, mask))
     free = max([dst.free_size] + [t.free_size for t in tiles])
+    streams = sum(1 for t in tiles if t.free_size > 1)  # a (P, 1) operand is read as a per-lane scalar
+    strided = any(t.minor_stride_bytes() > P.MINOR_STRIDE_PENALTY_BYTES for t in [dst, *tiles])
+    itemsize = max([dst.dtype.itemsize] + [t.dtype.itemsize for t in tiles])
     writes = [dst.access()] + [t.access() for t in extra_writes]
-    costmodel.current().issue(engine, engine_cost_ns(engine, free), [t.access() for t in tiles], writes)
+    costmodel.current().issue(engine, engine_cost_ns(engine, free, streams, itemsize, strided),
+                              [t.access() for t in tiles], writes, latency_ns=access_latency_ns(engine))
     return dst
 
 
@@ -152,7 +200,7 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             f"{what}: stationary is {stationary.dtype!r} but moving is {moving.dtype!r}; both operands must "
             f"have the same dtype"
         )
-    result = stationary.read().T.astype(np.float32) @ moving.read().astype(np.float32)
+    result = np.matmul(stationary.read().T, moving.read(), dtype=np.float32)
     if dst is None:
         dst = new_tile((m, n), "float32", psum, name=what)
         accumulate = False
@@ -168,12 +216,11 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
         result = dst.read() + result
         reads.append(dst.access())
     dst.write(result)
-    passes = P.TENSOR_FP32_PASSES if stationary.dtype.itemsize == 4 else 1
     trace = costmodel.current()
     trace.macs += k * m * n
-    cost = P.cycles_to_ns(P.TENSOR_FIXED_CYCLES + n * passes)
-    trace.issue("tensor", cost, reads, [dst.access()])
-    dst.alloc.matmul_result = True  # type: ignore[attr-defined]
+    trace.issue("tensor", tensor_cost_ns(n, m, stationary.dtype), reads, [dst.access()],
+                latency_ns=access_latency_ns("tensor"))
+    dst.alloc.matmul_result = True
     return dst
 
 
@@ -191,48 +238,105 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
     elif tuple(dst.shape) != (f, p):
         raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
     dst.write(values)
-    passes = P.TENSOR_FP32_PASSES if data.dtype.itemsize == 4 else 1
-    costmodel.current().issue(
-        "tensor", P.cycles_to_ns(P.TENSOR_FIXED_CYCLES + p * passes), [data.access()], [dst.access()]
-    )
+    # a matmul of the data (stationary, F columns) against a P x P identity (moving)
+    costmodel.current().issue("tensor", tensor_cost_ns(p, f, data.dtype), [data.access()], [dst.access()],
+                              latency_ns=access_latency_ns("tensor"))
     return dst
 
 
-def _contiguous_runs(pos: np.ndarray) -> int:
-    flat = pos.reshape(-1)
-    if flat.size <= 1:
-        return flat.size
-    return 1 + int(np.count_nonzero(np.diff(flat) != 1))
-
-
-def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False) -> Tile:
+def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
+        defer: bool = False) -> Tile:
+    """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
+    instruction is issued when the result is first used -- or, for `t[...] = nl.load(..)`, retargeted to
+    write t directly (copy_into), as the compiler does: no extra SBUF copy."""
     for t, role in ((dst, "destination"), (src, "source")):
         if not isinstance(t, Tile):
             raise NkiError(f"{what}: {role} must be a kernel tensor or tile, got {type(t).__name__}")
+    if src.buffer.kind == "psum" and what == "nl.store":
+        # nl.store from PSUM: the compiler inserts a copy to SBUF first (legacy nki.language.store docs)
+        src = elementwise("copy", "vector", lambda v: v, [src], dtype=src.dtype, mask=mask_for(src, mask))
+    for t, role in ((dst, "destination"), (src, "source")):
         if t.buffer.kind == "psum":
             raise NkiError(
                 f"{what}: {role} {t.name!r} is in PSUM; DMA cannot access PSUM -- copy it to SBUF first "
                 f"(nisa.tensor_copy / nl.copy)"
             )
-    values = src.read(mask_for(src, mask))
+    src_mask = mask_for(src, mask)
+    values = src.read(src_mask)
     if transpose_hbm:
         values = values.T
     if values.size != math.prod(dst.shape):
         raise NkiError(f"{what}: source shape {src.shape} and destination shape {dst.shape} differ in size")
     if values.shape != tuple(dst.shape):
         values = values.reshape(dst.shape)
-    dst.write(values, mask)
-    nbytes = values.size * src.dtype.itemsize
+    if not defer:
+        dst.write(values, mask, exact=dst.dtype == src.dtype)
+    # What moves: the in-bounds, unmasked elements; in DMA buffers (descriptors) of contiguous memory,
+    # at least one per SBUF partition. Out-of-bounds or masked elements of an edge tile move nothing.
     hbm_side = src if src.buffer.kind == "hbm" else dst
-    runs = values.size if transpose_hbm else _contiguous_runs(hbm_side.pos)
-    chip_side = dst if dst.buffer.kind != "hbm" else src
-    runs = max(runs, chip_side.partitions if chip_side.buffer.kind != "hbm" else 1)
-    cost = P.DMA_FIXED_NS + nbytes / P.DMA_BYTES_PER_NS + runs * P.DMA_DESCRIPTOR_NS
+    chip_side = dst if hbm_side is src else src
+    hbm_mask = src_mask if hbm_side is src else mask_for(dst, mask)
+    m = np.broadcast_to(np.asarray(hbm_mask, dtype=bool), hbm_side.shape) if hbm_mask is not None else None
+    elems = hbm_side.valid_count if m is None else int(np.count_nonzero(m & hbm_side.valid_mask()))
+    descriptors = elems if transpose_hbm else hbm_side.contiguous_runs(m)
+    if chip_side.buffer.kind != "hbm" and elems:
+        descriptors = max(descriptors, _active_partitions(chip_side, mask_for(chip_side, mask)))
+    nbytes = elems * src.dtype.itemsize
+    transfers = max(1, min(P.DMA_ENGINES, descriptors))
+    per_transfer = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + descriptors * P.DMA_DESCRIPTOR_NS) / transfers
+    semaphore = P.DMA_SEMAPHORE_DESCRIPTORS * P.DMA_DESCRIPTOR_NS  # on every engine, data or not
     trace = costmodel.current()
-    trace.dma_bytes += nbytes
-    trace.dma_transfers += 1
-    trace.issue("dma", cost, [src.access()], [dst.access()], latency_ns=P.DMA_LATENCY_NS)
+    src_access = src.access()
+
+    def issue(extra_writes: tuple[Tile, ...] = ()) -> None:
+        if dst.alloc.pending_dma is not None:
+            dst.alloc.pending_dma = None
+            if not extra_writes:  # the load's own tile is used: its data lands there now
+                dst.write(values, mask, exact=dst.dtype == src.dtype)
+        trace.dma_bytes += nbytes
+        trace.dma_descriptors += descriptors
+        trace.issue_dma(transfers * per_transfer + P.DMA_ENGINES * semaphore, per_transfer + semaphore,
+                        transfers, [src_access],
+                        [(dst.alloc, dst.region())] + [t.access() for t in extra_writes],
+                        latency_ns=P.DMA_LATENCY_NS)
+
+    if defer:
+        issue_later: Any = issue
+        issue_later.values = values  # what a retargeted load writes into its new destination
+        issue_later.mask = mask
+        issue_later.src_dtype = src.dtype
+        dst.alloc.pending_dma = issue_later
+    else:
+        issue()
     return dst
+
+
+def _active_partitions(tile: Tile, mask: Any) -> int:
+    """SBUF partitions a DMA touches (each needs at least one DMA buffer of its own)."""
+    if mask is None or tile.ndim == 0:
+        return tile.partitions
+    m = np.broadcast_to(np.asarray(mask, dtype=bool), tile.shape)
+    axes = tuple(a for a in range(tile.ndim) if a != tile.par_axis)
+    return int(np.count_nonzero(m.any(axis=axes) if axes else m))
+
+
+def retarget_load(dst: Tile, value: Tile) -> bool:
+    """`dst[...] = nl.load(src)`: the pending load writes dst itself. False if value is not such a load."""
+    pending = value.alloc.pending_dma
+    if pending is None or value.shape != value.alloc.shape or value.strides != value.alloc.strides:
+        return False
+    if math.prod(dst.shape) != math.prod(value.shape) or dst.buffer.kind == "hbm":
+        return False
+    if pending.mask is not None:
+        return False
+    values, same = pending.values, value.dtype == pending.src_dtype
+    if not same:
+        values = value.dtype.round(values)
+    dst.write(np.asarray(values).reshape(dst.shape), exact=same and dst.dtype == value.dtype)
+    value.alloc.deferred_fill = lambda: value.write(values, exact=True)  # if the temp is read after all
+    pending((dst,))
+    costmodel.current().release(value.alloc)
+    return True
 
 
 def accumulate_into(dst: Tile, other: Any) -> None:
@@ -247,7 +351,9 @@ def accumulate_into(dst: Tile, other: Any) -> None:
         if tuple(other.shape) != tuple(dst.shape):
             raise NkiError(f"PSUM accumulation: shapes differ {other.shape} vs {dst.shape}")
         dst.write(dst.read() + other.read())
-        costmodel.current().issue("tensor", 0.0, [other.access(), dst.access()], [dst.access()])
+        trace = costmodel.current()
+        trace.issue("tensor", 0.0, [other.access(), dst.access()], [dst.access()])
+        trace.release(other.alloc)  # on hardware the matmul accumulated into dst's bank directly
         return
     elementwise("add", "vector", np.add, [dst, other], dst=dst)
 
@@ -260,7 +366,7 @@ def out_dtype(dtype: Any, *tiles: Any) -> DType | None:
 
 
 def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
-    """Copy a single-partition tile to `shape[0]` partitions on the GpSimd engine."""
+    """Copy a single-partition tile to `shape[0]` partitions (a matmul against ones on TensorE)."""
     require_on_chip(tile, "broadcast_to")
     if tile.shape[0] != 1 and tuple(tile.shape) != shape:
         raise NkiError(f"broadcast_to: only a single-partition tile can be broadcast, got shape {tile.shape}")
@@ -269,6 +375,8 @@ def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
     except ValueError:
         raise NkiError(f"broadcast_to: cannot broadcast {tile.shape} to {shape}") from None
     dst = new_tile(shape, tile.dtype, sbuf, name="broadcast_to")
-    dst.write(values)
-    costmodel.current().issue("gpsimd", engine_cost_ns("gpsimd", dst.free_size), [tile.access()], [dst.access()])
+    dst.write(values, exact=True)
+    # On hardware a TensorE matmul of a ones vector (stationary, 1 x P) with the tile (moving) ([ARCH]).
+    costmodel.current().issue("tensor", tensor_cost_ns(dst.free_size, shape[0], tile.dtype), [tile.access()],
+                              [dst.access()], latency_ns=access_latency_ns("tensor"))
     return dst

@@ -1,64 +1,111 @@
-"""Every parameter of the NKI cost model, in one place (roughly one trn1 NeuronCore-v2).
+"""Every parameter of the NKI cost model, each with its source, in one place (one trn1 NeuronCore-v2).
 
 Unit: the model reports latency in microseconds ("us"); internally times are nanoseconds.
 
-How an instruction is costed (see costmodel.py for the scheduler):
-- Engines (Tensor, Vector, Scalar, GpSimd) each execute their instructions in program order, one at a
-  time. An instruction starts when its engine is free AND its inputs are written (read-after-write), and
-  its outputs are no longer being read or written by earlier instructions (WAR/WAW), per tensor region.
-  The 128 partitions work in parallel, so cost grows with the FREE size (elements per partition), not with
-  the number of partitions used: a 32-partition tile costs as much as a 128-partition one.
-- Tensor engine: nc_matmul / transpose cost FIXED + moving free size x (1 for 16-bit types, 4 for fp32:
-  the fp32 matmul runs in four passes).
-- Vector / GpSimd / Scalar engines: FIXED + free elements x per-element cycles. The Scalar engine's
-  activation has a larger fixed cost (function table) and applies scale/bias for free (the reason fusing
-  elementwise work into `activation` pays off).
-- DMA: DMA_QUEUES queues; a transfer takes the earliest-free queue and occupies it for
-  DMA_FIXED_NS + bytes / bandwidth + DMA_DESCRIPTOR_NS per contiguous HBM run (a transposing or
-  element-strided access pattern has one run per element and is slow); its data is usable
-  DMA_LATENCY_NS after that (completion latency that does not block the queue).
-- sequential_range: every iteration starts after everything issued before it has finished (no
-  pipelining across iterations); affine_range/static_range iterations may overlap.
-- Capacity: SBUF_BYTES_PER_PARTITION and PSUM (PSUM_BANKS banks of PSUM_BANK_BYTES per partition) are
-  checked against the tiles alive at each allocation; exceeding them is an error, not a slowdown. A tile
-  lives while Python references it, so a tile allocated in a loop overlaps with the previous iteration's
-  until the name is rebound (two buffers, as double buffering would use).
+Sources (AWS Neuron documentation, awsdocs-neuron.readthedocs-hosted.com):
+  [ARCH]  "Trainium/Inferentia2 Architecture Guide for NKI" (nki/arch/trainium_inferentia2_arch): engine
+          data-path widths and clocks, TensorE initiation interval, VectorE/ScalarE cost rules, GpSimd
+          processors, SBUF/PSUM sizes, DMA engines, access-stride penalty, engine/RAM access restrictions.
+  [DMA]   "Guideline to Avoid Under-Utilizing DMA Bandwidth" (nki/deep-dives/nki-dma-bandwidth-guide):
+          per-engine DMA bandwidth per generation, ~1300 ns per-transfer start latency, the bandwidth vs
+          payload-size saturation curve (<256 B severely overhead-bound, >=2 KiB near peak, >=4 KiB saturated).
+  [DMAI]  "Introduction to Direct Memory Access (DMA) with NKI" (nki/about/nki-dma-overview): 16 engines per
+          NeuronCore, 27.2 GB/s theoretical per engine (v2), one transfer spread over up to 16 engines
+          (8 partitions each), a 4-byte semaphore write by every engine per transfer, in-order queues.
+  [ISA]   nki.isa / nki.language API reference (tile-size limits: pmax, gemm_*_fmax, bn_stats_fmax).
 
-What the model ignores: instruction fetch and semaphores, engine-to-engine sync latency, SBUF bank
-conflicts and access-pattern penalties on engines, the compiler's own scheduling/allocation (each tile
-allocated in a loop iteration is a fresh buffer, so pipelining depth is limited only by capacity),
-HBM bandwidth shared between queues beyond the per-queue figure, clock/power throttling, multi-core SPMD
-launch (programs of a grid run one after the other on one core), and data-dependent timing.
+How an instruction is costed (costmodel.py schedules them):
+- Each compute engine executes its instructions in program order, one at a time; an instruction starts
+  when its engine is free and its inputs are written (RAW), and when earlier readers/writers of its
+  outputs are done (WAR/WAW), per tensor region. The 128 partitions work in parallel: cost grows with the
+  FREE size (elements per partition), not with the number of partitions ([ARCH] "128 parallel lanes").
+- TensorE: an nc_matmul is a LoadStationary + MultiplyMoving pair. MultiplyMoving's initiation interval
+  is max(N, 64) cycles for N moving columns in 16-bit/fp8 (4x for fp32), at 2.8 GHz; LoadStationary runs
+  in the background, up to 4x faster than a MultiplyMoving of the same free size ([ARCH]). A transpose is
+  a matmul against the identity; broadcast_to of a single-partition tile is a matmul against ones ([ARCH]
+  "NKI invokes such matmul under the hood when broadcast_to is called").
+- VectorE: about N cycles per instruction with one input tile, 2N with two (tensor_tensor), at 1.12 GHz;
+  ScalarE: N cycles (one input only; scale/bias/activation function at the same cost), at 1.4 GHz;
+  GpSimd: 8 processors x 512-bit SIMD, each serving 16 partitions: 1 element per partition per cycle for
+  32-bit types, 2 for 16-bit, 4 for 8-bit, at 1.4 GHz ([ARCH]). Every instruction costs at least the
+  static overhead (100 cycles, [ARCH] "static instruction overhead of 100 engine cycles" for small N),
+  and its result becomes readable 60 cycles after it ends (the SBUF/PSUM tensor-access overhead, [ARCH]
+  "approximately 60 cycles", which other independent instructions hide).
+  A most-minor free stride above 16 bytes halves the SBUF/PSUM bandwidth: the instruction takes 2x.
+  VectorE and GpSimdE cannot access SBUF at the same time, nor VectorE and ScalarE PSUM ([ARCH]): such
+  instructions are serialized on a shared port.
+- DMA: each nl.load/store/dma_copy is split by the compiler into transfers over the 16 DMA engines of
+  the NeuronCore ([ARCH]: a 128x512 fp32 load = 16 transfers of 8 DMA buffers each). Each DMA buffer
+  (descriptor) is one contiguous run of memory: at least one per SBUF partition, more when the data in a
+  partition is not contiguous in HBM ([ARCH]). An engine is busy for bytes / 17 B/ns ([DMA], trn1) plus
+  DMA_DESCRIPTOR_NS per descriptor; the data is usable DMA_LATENCY_NS after the engines finish ([DMA]
+  "~1300 ns cross-engine" semaphore-to-start latency; it delays the consumer, it does not occupy the
+  engine). Masked or out-of-bounds elements are not transferred.
+- Capacity and buffer reuse: a tile allocated inside a loop body is local to that iteration (NKI
+  scoping), so when the same allocation site allocates again in a later iteration, the previous instance
+  is retired. A new tile takes free SBUF/PSUM space if there is any (so an iteration can overlap the
+  previous one: the compiler's multi-buffering); otherwise it reuses the space of the oldest retired
+  tiles, and must wait until their last reader/writer finished (the iteration cannot overlap). Only the
+  tiles that are live at the same time (in scope) must fit; if they do not, the kernel is refused, as
+  the compiler refuses it. Explicit allocation (nki.compiler.sbuf/psum mod_alloc(num_free_tiles=...))
+  bounds the number of buffers of that site.
+
+What the model ignores: instruction fetch and semaphores, SBUF bank conflicts, the compiler's instruction
+reordering beyond program order per engine, HBM bandwidth limits other than the DMA engines' own (16 x 17
+B/ns = 272 GB/s < the 410 GB/s HBM share of one core), clock/power throttling, multi-core SPMD (programs
+of a launch grid run one after the other on one core), and data-dependent timing.
 """
 
-CLOCK_GHZ = 1.4  # engine clock; cycles / CLOCK_GHZ = ns
+# ---- clocks [ARCH] table "Data-path Width / Frequency" ------------------------------------------------
+TENSOR_GHZ = 2.8
+VECTOR_GHZ = 1.12
+SCALAR_GHZ = 1.4
+GPSIMD_GHZ = 1.4
+CLOCK_GHZ = SCALAR_GHZ  # the SBUF/PSUM access clock ([ARCH] "128 elements/cycle at 1.4 GHz"), for reports
 
+ENGINE_GHZ = {"tensor": TENSOR_GHZ, "vector": VECTOR_GHZ, "scalar": SCALAR_GHZ, "gpsimd": GPSIMD_GHZ}
+
+# ---- sizes [ARCH] / [ISA] --------------------------------------------------------------------------------
 PARTITIONS = 128  # nl.tile_size.pmax
-GEMM_STATIONARY_FMAX = 128  # nc_matmul stationary free size limit
-GEMM_MOVING_FMAX = 512  # nc_matmul moving free size limit
+GEMM_STATIONARY_FMAX = 128  # nc_matmul stationary free size limit (PE columns)
+GEMM_MOVING_FMAX = 512  # nc_matmul moving free size limit (one PSUM bank of fp32)
+BN_STATS_FMAX = 512  # nl.tile_size.bn_stats_fmax ([ARCH] "bn_stats ... cannot exceed 512")
 PSUM_BANKS = 8
-PSUM_BANK_BYTES = 2048  # per partition: 512 fp32
-SBUF_BYTES_PER_PARTITION = 192 * 1024  # 24 MiB / 128 partitions (trn1)
+PSUM_BANK_BYTES = 2048  # per partition: 512 fp32 (16 KiB per partition in 8 banks)
+SBUF_BYTES_PER_PARTITION = 192 * 1024  # 24 MiB / 128 partitions
 
-TENSOR_FIXED_CYCLES = 64
-TENSOR_FP32_PASSES = 4
-VECTOR_FIXED_CYCLES = 64
-VECTOR_CYCLES_PER_ELEM = 1.0
-SCALAR_FIXED_CYCLES = 224
-SCALAR_CYCLES_PER_ELEM = 1.0
-GPSIMD_FIXED_CYCLES = 64
-GPSIMD_CYCLES_PER_ELEM = 4.0
+# ---- TensorE [ARCH] "Performance Consideration" -----------------------------------------------------------
+TENSOR_MM_MIN_CYCLES = 64  # MM_INIT_LATENCY: initiation interval is max(N, 64) cycles
+TENSOR_FP32_PASSES = 4  # "For FP32 input data type, the instruction cost is roughly 4x higher"
+TENSOR_LOAD_STATIONARY_SPEEDUP = 4  # "LoadStationary up to 4x faster than a MultiplyMoving"
 
-DMA_QUEUES = 4
-DMA_FIXED_NS = 600.0  # per transfer, occupies the queue (descriptor generation, queue handshake)
-DMA_LATENCY_NS = 1400.0  # completion latency before the data can be used (does not occupy the queue)
-DMA_BYTES_PER_NS = 100.0  # per queue (4 queues ~ 400 GB/s per NeuronCore)
-DMA_DESCRIPTOR_NS = 2.0  # per contiguous run of HBM memory in the transfer
+# ---- VectorE / ScalarE / GpSimdE [ARCH] ----------------------------------------------------------------
+STATIC_OVERHEAD_CYCLES = 100  # per instruction, the floor of its cost
+ACCESS_LATENCY_CYCLES = 60  # SBUF/PSUM tensor access overhead, hidden by independent work
+ACT_READ_ACCUMULATOR_CYCLES = 64  # activation_reduce's extra ActReadAccumulator instruction
+GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE = {4: 1.0, 2: 2.0, 1: 4.0}  # 16 x 32-bit lanes per 16 partitions
+MINOR_STRIDE_PENALTY_BYTES = 16  # most-minor free stride above this halves SBUF/PSUM bandwidth
 
-MAX_INSTRUCTIONS = 300_000  # a kernel issuing more is reported as an error (likely a runaway loop)
+# ---- DMA [ARCH] "Data movement between HBM and SBUF", [DMA] ----------------------------------------------
+DMA_ENGINES = 16  # per NeuronCore
+DMA_ENGINE_BYTES_PER_NS = 17.0  # trn1, per engine ([DMA] table: 17 B/ns, 272 GB/s aggregate; [DMAI]
+#   gives 27.2 GB/s as the theoretical peak, 17 B/ns is what an engine sustains)
+# Per DMA buffer (descriptor), engine time on top of its bytes. The sources give the saturation curve only
+# in words: "< 256 B per partition: ... a small fraction of peak", ">= 2 KiB approaches peak", "at 4096
+# free bytes, we are able to nearly saturate DMA bandwidth" ([DMA], [DMAI] figure). At 17 B/ns that bounds
+# the per-descriptor time to about 30-60 ns (256 B rows at most ~30% of peak, 4 KiB rows at least ~80%).
+# We take 50 ns: 23% of peak at 256 B, 71% at 2 KiB, 83% at 4 KiB. (The matmul tutorial's published trn1
+# latencies, benchmarks/nki_matmul_tutorial.py, sit in the same band: a cross-check, not a fit.)
+DMA_DESCRIPTOR_NS = 50.0
+# Every DMA instruction also makes each of the 16 engines write a 4-byte completion semaphore, whether it
+# moved data or not ([DMAI] example 1): one more (tiny) descriptor on every engine.
+DMA_SEMAPHORE_DESCRIPTORS = 1
+DMA_LATENCY_NS = 1300.0  # [DMA] "semaphore-to-start latency (~1300 ns cross-engine)"
+
+MAX_INSTRUCTIONS = 2_000_000  # a kernel issuing more is reported as an error (likely a runaway loop)
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 
 
-def cycles_to_ns(cycles: float) -> float:
-    return cycles / CLOCK_GHZ
+def cycles_to_ns(cycles: float, engine: str = "scalar") -> float:
+    return cycles / ENGINE_GHZ.get(engine, CLOCK_GHZ)

@@ -1,9 +1,14 @@
 """Tensors in HBM, SBUF and PSUM, and tiles (indexed views of them).
 
-A Tile is an allocation plus an integer array of flat element positions (`pos`), so any NKI index
-expression -- ints, slices, nl.ds, nl.arange/mgrid arrays -- composes by plain NumPy indexing of `pos`.
-Positions of out-of-bounds elements are -1: they are an error when an instruction touches them, unless
-the instruction's mask excludes them (that is how NKI kernels handle ragged edges).
+A Tile is an allocation plus a view of its elements. Most NKI index expressions -- ints, slices, nl.ds,
+nl.arange/mgrid progressions such as `k * 128 + i_p` -- describe a strided box, so the tile is kept as
+(offset, shape, strides) in elements and its values are a NumPy view of the allocation: no per-element
+index arrays, whatever the tensor size. Indices that are not progressions (gathers) fall back to an
+explicit array of flat element positions (`pos`).
+
+Out-of-bounds elements (ragged edge tiles) are allowed in a view: they are an error when an instruction
+touches them, unless the instruction's mask excludes them. A strided view tracks its in-bounds part as a
+box [lo, hi) per view axis; a gather view marks out-of-bounds positions with -1.
 """
 
 from __future__ import annotations
@@ -59,6 +64,15 @@ def as_buffer(value: Any) -> Buffer:
     raise NkiError(f"unknown buffer {value!r}; use nl.sbuf, nl.psum or nl.shared_hbm")
 
 
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
 class Allocation:
     """Storage of one tensor plus the bookkeeping the cost model needs."""
 
@@ -69,6 +83,7 @@ class Allocation:
         buffer: Buffer,
         name: str = "",
         data: np.ndarray | None = None,
+        buffers: int = 0,
     ) -> None:
         dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         par_axes = [i for i, d in enumerate(dims) if isinstance(d, par_dim)]
@@ -77,16 +92,21 @@ class Allocation:
         self.dtype = dtype
         self.buffer = buffer
         self.name = name or "tensor"
+        self.matmul_result = False
+        self.slot: Any = None  # the cost model's record of its on-chip space
+        self.pending_dma: Any = None  # a load not issued yet: it may still be retargeted (ops.dma)
+        self.deferred_fill: Any = None  # fills the storage of a retargeted load if it is read after all
         if any(d <= 0 for d in self.shape):
             raise NkiError(f"tensor {self.name!r} has an empty or negative shape {self.shape}")
         if buffer.kind != "hbm":
             self._check_on_chip()
-        if data is None:
-            data = self._fresh()
-        self.data = np.ascontiguousarray(data)
-        self._positions: np.ndarray | None = None
+        # storage is created on first use: a load retargeted into another tile never needs its own
+        self._data = np.ascontiguousarray(data) if data is not None else None
+        self.strides = _c_strides(self.shape)
         self.reads = costmodel.RegionTimes()
         self.writes = costmodel.RegionTimes()
+        # mod_alloc(num_free_tiles=...): only that many blocks of the leading (block) axes are physical
+        self.physical_blocks = buffers
         costmodel.current().allocate(self)
 
     def _check_on_chip(self) -> None:
@@ -106,6 +126,21 @@ class Allocation:
                     f"bank holds {P.PSUM_BANK_BYTES} (512 fp32 values)"
                 )
 
+    @property
+    def data(self) -> np.ndarray:
+        if self.pending_dma is not None:  # a deferred load's values are needed: issue it (ops.dma)
+            self.pending_dma()
+        if self._data is None:
+            self._data = self._fresh()
+            fill, self.deferred_fill = self.deferred_fill, None
+            if fill is not None:
+                fill()
+        return self._data
+
+    @property
+    def flat(self) -> np.ndarray:
+        return self.data.reshape(-1)
+
     def _fresh(self) -> np.ndarray:
         # SBUF/HBM memory is not initialised on hardware: NaN makes reads of unwritten data visible.
         # PSUM starts at zero because matmuls accumulate into it.
@@ -115,20 +150,23 @@ class Allocation:
 
     @property
     def bytes_per_partition(self) -> int:
+        """Bytes one partition holds: the free axes, and the block axes before the partition axis."""
         total = math.prod(self.shape)
-        return total // max(1, self.shape[self.par_axis]) * self.dtype.itemsize
-
-    def positions(self) -> np.ndarray:
-        if self._positions is None:
-            size = math.prod(self.shape)
-            self._positions = np.arange(size, dtype=np.int64).reshape(self.shape)
-        return self._positions
+        per = total // max(1, self.shape[self.par_axis]) * self.dtype.itemsize
+        blocks = math.prod(self.shape[: self.par_axis])
+        if self.physical_blocks and blocks > self.physical_blocks:
+            per = per // blocks * self.physical_blocks
+        if self.buffer.kind == "psum":  # PSUM is allocated in whole 2 KiB banks per partition
+            per_block = per // max(1, min(blocks, self.physical_blocks or blocks))
+            banks = -(-per_block // P.PSUM_BANK_BYTES)
+            per = banks * P.PSUM_BANK_BYTES * max(1, min(blocks, self.physical_blocks or blocks))
+        return per
 
     def full_region(self) -> costmodel.Region:
         return tuple((0, n - 1) for n in self.shape)
 
     def tile(self) -> Tile:
-        return Tile(self, None)
+        return Tile(self, self.shape, 0, self.strides)
 
 
 class Tile:
@@ -136,21 +174,29 @@ class Tile:
 
     __array_priority__ = 100  # so that ndarray <op> Tile defers to Tile's operators
 
-    def __init__(self, alloc: Allocation, pos: np.ndarray | None, oob: str = "") -> None:
+    def __init__(
+        self,
+        alloc: Allocation,
+        shape: tuple[int, ...],
+        offset: int = 0,
+        strides: tuple[int, ...] | None = None,
+        lo: tuple[int, ...] | None = None,
+        hi: tuple[int, ...] | None = None,
+        pos: np.ndarray | None = None,
+        oob: str = "",
+    ) -> None:
         self.alloc = alloc
-        self._pos = pos  # None = the whole allocation
+        self.shape = tuple(shape)
+        self.offset = offset
+        self.strides = strides  # None for a gather view (then `_pos` holds the positions)
+        self.lo = lo if lo is not None else (0,) * len(self.shape)
+        self.hi = hi if hi is not None else self.shape
+        self._pos = pos
         self.oob = oob  # description of the first out-of-bounds index, if any
         self._region: costmodel.Region | None = None
+        self._inplace = False  # set by += until the matching __setitem__ of `t[i] += v`
 
     # ---- what kernel code sees ----------------------------------------------------------------
-    @property
-    def pos(self) -> np.ndarray:
-        return self.alloc.positions() if self._pos is None else self._pos
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.alloc.shape if self._pos is None else tuple(self._pos.shape)
-
     @property
     def dtype(self) -> DType:
         return self.alloc.dtype
@@ -174,20 +220,27 @@ class Tile:
         return f"<tile {self.name} {self.shape} {self.dtype!r} in {self.buffer!r}>"
 
     def __getitem__(self, index: Any) -> Tile:
-        pos, oob = index_positions(self.pos, index, self.name)
-        return Tile(self.alloc, pos, oob or self.oob)
+        comps = _normalize(index, self.ndim, self.name)
+        if self.strides is not None:
+            view = _strided_index(self, comps)
+            if view is not None:
+                return view
+        pos, oob = index_positions(self.pos, tuple(comps), self.name)
+        return Tile(self.alloc, pos.shape, pos=pos, oob=oob or self.oob)
 
     def reshape(self, shape: Any) -> Tile:
         """The same elements viewed with another shape (HBM tensors, as in x.reshape((1, n)))."""
-        dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-        if math.prod(int(d) for d in dims) != math.prod(self.shape):
+        dims = tuple(int(d) for d in (tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)))
+        if math.prod(dims) != math.prod(self.shape):
             raise NkiError(f"cannot reshape {self.name!r} of shape {self.shape} to {dims}")
         if self.buffer.kind != "hbm":
             raise NkiError("reshape is only available on HBM tensors; on-chip tiles keep their partition layout")
-        return Tile(self.alloc, self.pos.reshape(tuple(int(d) for d in dims)), self.oob)
+        if self.strides is not None and not self.oob and self.strides == _c_strides(self.shape):
+            return Tile(self.alloc, dims, self.offset, _c_strides(dims))
+        return Tile(self.alloc, dims, pos=self.pos.reshape(dims), oob=self.oob)
 
     def broadcast_to(self, shape: Any) -> Tile:
-        """A (1, F) tile copied to (P, F) partitions (a GpSimd partition broadcast)."""
+        """A (1, F) tile copied to (P, F) partitions (a TensorE matmul against ones on hardware)."""
         from speedpatch.targets.nki.emulator import ops
 
         return ops.broadcast_partitions(self, tuple(int(d) for d in shape))
@@ -195,12 +248,42 @@ class Tile:
     def __setitem__(self, index: Any, value: Any) -> None:
         from speedpatch.targets.nki.emulator import language
 
-        language.copy_into(self[index], value)
+        target = self[index]
+        if isinstance(value, Tile) and value._inplace:
+            # `t[i] += v` is t[i].__iadd__(v) then t[i] = (that result): the update already happened
+            value._inplace = False
+            if value.alloc is target.alloc and value.region() == target.region():
+                return
+        language.copy_into(target, value)
 
     # ---- structure the ops need -----------------------------------------------------------------
     @property
-    def par_axis(self) -> int:
+    def pos(self) -> np.ndarray:
+        """Flat element positions (-1 where out of bounds)."""
         if self._pos is None:
+            pos = np.full(self.shape, self.offset, dtype=np.int64)
+            for axis, (n, s) in enumerate(zip(self.shape, self.strides or (), strict=False)):
+                shape = [1] * self.ndim
+                shape[axis] = n
+                pos = pos + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+            if self.oob:
+                pos = np.where(self.valid_mask(), pos, -1)
+            self._pos = pos
+        return self._pos
+
+    def valid_mask(self) -> np.ndarray:
+        if self.strides is None:
+            return self.pos >= 0
+        mask = np.zeros(self.shape, dtype=bool)
+        mask[self._box()] = True
+        return mask
+
+    def _box(self) -> tuple[slice, ...]:
+        return tuple(slice(lo, hi) for lo, hi in zip(self.lo, self.hi, strict=True))
+
+    @property
+    def par_axis(self) -> int:
+        if self.shape == self.alloc.shape:
             return self.alloc.par_axis
         return max(0, self.alloc.par_axis - (len(self.alloc.shape) - self.ndim))
 
@@ -213,20 +296,87 @@ class Tile:
         size = math.prod(self.shape) if self.shape else 1
         return size // max(1, self.partitions)
 
+    @property
+    def valid_count(self) -> int:
+        if self.strides is not None:
+            return math.prod(max(0, h - a) for a, h in zip(self.lo, self.hi, strict=True))
+        return int(np.count_nonzero(self.pos >= 0)) if self.oob else self.pos.size
+
+    def minor_stride_bytes(self) -> int:
+        """Stride of the most-minor free axis in bytes (0 when unknown or contiguous)."""
+        if self.strides is None or self.ndim < 2:
+            return 0
+        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if n > 1:
+                return abs(s) * self.dtype.itemsize
+        return 0
+
+    def contiguous_runs(self, mask: np.ndarray | None = None) -> int:
+        """Contiguous runs of memory the (in-bounds, unmasked) elements form: DMA buffers."""
+        if self.strides is not None:
+            shape = [h - a for a, h in zip(self.lo, self.hi, strict=True)]
+            count = math.prod(shape)
+            if count == 0:
+                return 0
+            run, expect = 1, 1
+            for n, s in zip(reversed(shape), reversed(self.strides), strict=True):
+                if n == 1:
+                    continue
+                if s != expect:
+                    break
+                run *= n
+                expect = s * n
+            runs = count // run
+            if mask is not None:
+                active = int(np.count_nonzero(mask[self._box()]))
+                runs = -(-runs * active // count) if active else 0
+            return runs
+        flat = self.pos if mask is None else np.where(mask, self.pos, -1)
+        flat = flat.reshape(-1)
+        flat = flat[flat >= 0]
+        if flat.size <= 1:
+            return int(flat.size)
+        return 1 + int(np.count_nonzero(np.diff(flat) != 1))
+
     def region(self) -> costmodel.Region:
         if self._region is None:
-            if self._pos is None:
-                self._region = self.alloc.full_region()
-            else:
-                valid = self._pos[self._pos >= 0] if self.oob else self._pos
-                if valid.size == 0:
-                    self._region = tuple((0, -1) for _ in self.alloc.shape)
-                else:
-                    coords = np.unravel_index(valid.reshape(-1), self.alloc.shape)
-                    self._region = tuple((int(c.min()), int(c.max())) for c in coords)
+            self._region = self._strided_region() if self.strides is not None else self._gather_region()
         return self._region
 
+    def _gather_region(self) -> costmodel.Region:
+        valid = self.pos[self.pos >= 0] if self.oob else self.pos
+        if valid.size == 0:
+            return tuple((0, -1) for _ in self.alloc.shape)
+        coords = np.unravel_index(valid.reshape(-1), self.alloc.shape)
+        return tuple((int(c.min()), int(c.max())) for c in coords)
+
+    def _strided_region(self) -> costmodel.Region:
+        """Bounding box in allocation coordinates of the in-bounds elements."""
+        ashape, astrides = self.alloc.shape, self.alloc.strides
+        if any(h <= a for a, h in zip(self.lo, self.hi, strict=True)):
+            return tuple((0, -1) for _ in ashape)
+        start = self.offset + sum(a * s for a, s in zip(self.lo, self.strides, strict=True))  # type: ignore[arg-type]
+        first = []
+        rest = start
+        for s in astrides:
+            first.append(rest // s)
+            rest %= s
+        last = list(first)
+        for a, h, s in zip(self.lo, self.hi, self.strides, strict=True):  # type: ignore[arg-type]
+            n = h - a
+            if n <= 1 or s == 0:
+                continue
+            for axis, astride in enumerate(astrides):
+                if s % astride == 0 and first[axis] + (s // astride) * (n - 1) < ashape[axis] and s >= astride:
+                    last[axis] += (s // astride) * (n - 1)
+                    break
+            else:  # the view axis crosses allocation axes (a reshaped HBM view): be conservative
+                return self.alloc.full_region()
+        return tuple((f, min(la, n - 1)) for f, la, n in zip(first, last, ashape, strict=True))
+
     def access(self) -> costmodel.Access:
+        if self.alloc.pending_dma is not None:  # the load's result is used: issue the load now
+            self.alloc.pending_dma()
         return (self.alloc, self.region())
 
     # ---- data ----------------------------------------------------------------------------------
@@ -238,42 +388,75 @@ class Tile:
         except ValueError as exc:
             raise NkiError(f"mask of shape {np.shape(mask)} does not fit tile shape {self.shape}") from exc
 
-    def _checked_positions(self, mask: np.ndarray | None) -> np.ndarray:
-        pos = self.pos
-        if not self.oob:  # no index of this tile was out of bounds: no -1 positions
-            return pos
-        bad = pos < 0
+    def _check_bounds(self, mask: np.ndarray | None) -> None:
+        if not self.oob:
+            return
+        bad = ~self.valid_mask()
         if mask is not None:
-            bad = bad & mask
+            bad &= mask
         if bad.any():
             raise NkiError(f"out-of-bounds access to {self.name!r} of shape {self.alloc.shape}: {self.oob}")
-        return np.where(pos < 0, 0, pos)
+
+    def _view(self, writeable: bool = False) -> np.ndarray:
+        """NumPy view of the in-bounds box of a strided tile."""
+        shape = tuple(h - a for a, h in zip(self.lo, self.hi, strict=True))
+        if any(n <= 0 for n in shape):
+            return np.empty(tuple(max(0, n) for n in shape), dtype=self.alloc.data.dtype)
+        start = self.offset + sum(a * s for a, s in zip(self.lo, self.strides, strict=True))  # type: ignore[arg-type]
+        data = self.alloc.data
+        item = data.itemsize
+        view = np.ndarray(shape, data.dtype, buffer=data, offset=start * item,
+                          strides=tuple(s * item for s in self.strides))  # type: ignore[union-attr]
+        if not writeable:
+            view.flags.writeable = False
+        return view
 
     def read(self, mask: Any = None) -> np.ndarray:
-        """The values (float32 for float types), zero where masked out."""
+        """The values (float32 for float types), zero where masked out. May be a read-only view."""
         m = self._mask(mask)
-        values = self.alloc.data.reshape(-1)[self._checked_positions(m)]
-        if self.dtype.is_float:
-            values = values.astype(np.float32, copy=False)
+        self._check_bounds(m)
+        if self.strides is not None:
+            if self.oob:
+                values = np.zeros(self.shape, dtype=self.alloc.data.dtype)
+                values[self._box()] = self._view()
+            else:
+                values = self._view()
+        else:
+            values = self.alloc.flat[np.where(self.pos < 0, 0, self.pos)]
         if m is not None:
-            values = np.where(m, values, 0)
+            values = np.where(m, values, 0).astype(self.alloc.data.dtype, copy=False)
         return values
 
-    def write(self, values: Any, mask: Any = None) -> None:
+    def write(self, values: Any, mask: Any = None, exact: bool = False) -> None:
+        """Store values, rounded to this tile's dtype (exact=True: they already are)."""
         m = self._mask(mask)
-        pos = self._checked_positions(m)
+        self._check_bounds(m)
         try:
             vals = np.broadcast_to(np.asarray(values), self.shape)
         except ValueError as exc:
             raise NkiError(
                 f"cannot write a value of shape {np.shape(values)} into {self.name!r} tile of shape {self.shape}"
             ) from exc
-        vals = self.dtype.round(vals)
-        flat = self.alloc.data.reshape(-1)
-        if m is None:
-            flat[pos.reshape(-1)] = vals.reshape(-1)
+        if not exact:
+            vals = self.dtype.round(vals)
+        if self.strides is not None:
+            box = self._box()
+            view = self._view(writeable=True)
+            if self.oob:
+                vals = vals[box]
+                m = m[box] if m is not None else None
+            if m is None:
+                view[...] = vals
+            else:
+                np.copyto(view, vals, where=m, casting="unsafe")
+            return
+        flat = self.alloc.flat
+        valid = self.pos >= 0
+        sel = valid if m is None else (valid & m)
+        if sel.all():
+            flat[self.pos.reshape(-1)] = vals.reshape(-1)
         else:
-            flat[pos[m]] = vals[m]
+            flat[self.pos[sel]] = vals[sel]
 
     # ---- operators (legacy NKI style: a + b, psum += matmul(...)) -------------------------------
     def _binary(self, other: Any, op: str, reverse: bool = False) -> Tile:
@@ -315,10 +498,192 @@ class Tile:
         from speedpatch.targets.nki.emulator import language
 
         language.accumulate_into(self, other)
+        self._inplace = True
         return self
 
     def __bool__(self) -> bool:
         raise NkiError("a tile has no truth value on the host; kernel control flow cannot depend on tile data")
+
+
+# ---- indexing -------------------------------------------------------------------------------------------
+
+
+def _normalize(index: Any, ndim: int, name: str) -> list[Any]:
+    comps = list(index) if isinstance(index, tuple) else [index]
+    out: list[Any] = []
+    for c in comps:
+        if isinstance(c, DynSlice):
+            c = c.as_slice()
+        elif isinstance(c, Tile):
+            raise NkiError("indexing with tile values is not supported by the emulator; use nl.ds or arange")
+        elif isinstance(c, (np.integer,)):
+            c = int(c)
+        elif isinstance(c, np.ndarray) and c.ndim == 0:
+            c = int(c)
+        elif not isinstance(c, (int, slice, np.ndarray)) and c is not None and c is not Ellipsis:
+            arr = np.asarray(c)
+            c = int(arr) if arr.ndim == 0 else arr
+        out.append(c)
+    if any(c is Ellipsis for c in out):
+        at = out.index(Ellipsis)
+        fill = ndim - (len(out) - 1 - sum(c is None for c in out))
+        out = out[:at] + [slice(None)] * fill + out[at + 1 :]
+    if len([c for c in out if c is not None]) > ndim:
+        raise NkiError(f"too many indices for {name!r} of shape ({ndim}-D)")
+    for c in out:
+        if isinstance(c, np.ndarray) and c.dtype.kind not in "iu":
+            raise NkiError(f"index into {name!r} must be integers, got {c.dtype}")
+        if isinstance(c, slice) and c.step is not None and int(c.step) <= 0:
+            raise NkiError(f"slice step must be positive when indexing {name!r}")
+    return out
+
+
+def _valid_range(v0: int, step: int, n: int, lo: int, hi: int) -> tuple[int, int]:
+    """Indices t in [0, n) with lo <= v0 + step * t < hi (step > 0)."""
+    t_lo = max(0, -(-(lo - v0) // step))
+    t_hi = min(n, -(-(hi - v0) // step))
+    return (t_lo, max(t_lo, t_hi))
+
+
+def _progression(arr: np.ndarray, nb: int) -> tuple[int, int, int, int] | None:
+    """(axis in the broadcast shape or -1, start, step, size) when arr is an arithmetic progression along
+    at most one axis; None otherwise."""
+    shape = (1,) * (nb - arr.ndim) + arr.shape
+    big = [i for i, n in enumerate(shape) if n != 1]
+    flat = arr.reshape(-1)
+    if not big:
+        return (-1, int(flat[0]), 1, 1)
+    if len(big) > 1:
+        return None
+    v0 = int(flat[0])
+    if flat.size == 1:
+        return (big[0], v0, 1, 1)
+    step = int(flat[1]) - v0
+    if step <= 0 or not np.array_equal(flat, v0 + step * np.arange(flat.size)):
+        return None
+    return (big[0], v0, step, flat.size)
+
+
+def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
+    """tile[comps] as a strided view, or None when the index is a gather."""
+    st = tile.strides
+    assert st is not None
+    offset = tile.offset
+    arrays = [i for i, c in enumerate(comps) if isinstance(c, np.ndarray)]
+    adv = [i for i, c in enumerate(comps) if isinstance(c, (np.ndarray, int))] if arrays else []
+    out_shape: list[int] = []
+    out_st: list[int] = []
+    out_lo: list[int] = []
+    out_hi: list[int] = []
+    oob = tile.oob
+    empty = False
+
+    def oob_note(text: str) -> None:
+        nonlocal oob
+        oob = oob or text
+
+    # advanced (array) part: one view axis per broadcast axis
+    adv_dims: list[tuple[int, int, int, int]] = []
+    if arrays:
+        try:
+            bshape = np.broadcast_shapes(*[np.shape(comps[i]) for i in adv])
+        except ValueError:
+            raise NkiError(f"index arrays of {tile.name!r} do not broadcast together") from None
+        nb = len(bshape)
+        dims: list[tuple[int, int, int, int] | None] = [None] * nb
+        axis = 0
+        for comp in comps:
+            if comp is None:
+                continue
+            if isinstance(comp, (np.ndarray, int)):
+                if isinstance(comp, int):
+                    prog: tuple[int, int, int, int] | None = (-1, comp, 1, 1)
+                else:
+                    prog = _progression(comp, nb)
+                if prog is None:
+                    return None
+                j, v0, step, size = prog
+                lo, hi = tile.lo[axis], tile.hi[axis]
+                if j < 0:
+                    offset += v0 * st[axis]
+                    if not lo <= v0 < hi:
+                        empty = True
+                        oob_note(f"index {v0} on axis {axis} of size {tile.shape[axis]}")
+                else:
+                    if dims[j] is not None:
+                        return None
+                    t_lo, t_hi = _valid_range(v0, step, size, lo, hi)
+                    if (t_lo, t_hi) != (0, size):
+                        bad = v0 if t_lo > 0 else v0 + step * t_hi
+                        oob_note(f"index {bad} on axis {axis} of size {tile.shape[axis]}")
+                    offset += v0 * st[axis]
+                    dims[j] = (size, st[axis] * step, t_lo, t_hi)
+            axis += 1
+        adv_dims = [d if d is not None else (bshape[j], 0, 0, bshape[j]) for j, d in enumerate(dims)]
+        if any(n != 1 and s == 0 for n, s, _, _ in adv_dims):
+            return None
+    adjacent = bool(adv) and adv == list(range(adv[0], adv[-1] + 1))
+    placed = not adv
+    axis = 0
+    for i, comp in enumerate(comps):
+        if adv and not placed and (not adjacent or i == adv[0]):
+            for n, s, lo, hi in adv_dims:
+                out_shape.append(n)
+                out_st.append(s)
+                out_lo.append(lo)
+                out_hi.append(hi)
+            placed = True
+        if comp is None:
+            out_shape.append(1)
+            out_st.append(0)
+            out_lo.append(0)
+            out_hi.append(1)
+            continue
+        if i in adv:
+            axis += 1
+            continue
+        n = tile.shape[axis]
+        lo, hi = tile.lo[axis], tile.hi[axis]
+        if isinstance(comp, int):
+            offset += comp * st[axis]
+            if not lo <= comp < hi:
+                empty = True
+                oob_note(f"index {comp} on axis {axis} of size {n}")
+        else:
+            start = 0 if comp.start is None else int(comp.start)
+            stop = n if comp.stop is None else int(comp.stop)
+            step = 1 if comp.step is None else int(comp.step)
+            size = max(0, -(-(stop - start) // step))
+            if size == 0:
+                raise NkiError(f"empty slice {start}:{stop} on axis {axis} of {tile.name!r}")
+            t_lo, t_hi = _valid_range(start, step, size, lo, hi)
+            if start < 0 or stop > n or (t_lo, t_hi) != (0, size):
+                oob_note(f"slice {start}:{stop} on axis {axis} of size {n}")
+            offset += start * st[axis]
+            out_shape.append(size)
+            out_st.append(st[axis] * step)
+            out_lo.append(t_lo)
+            out_hi.append(t_hi)
+        axis += 1
+    while axis < tile.ndim:  # trailing axes not indexed
+        out_shape.append(tile.shape[axis])
+        out_st.append(st[axis])
+        out_lo.append(tile.lo[axis])
+        out_hi.append(tile.hi[axis])
+        axis += 1
+    if adv and not placed:
+        for n, s, lo, hi in adv_dims:
+            out_shape.append(n)
+            out_st.append(s)
+            out_lo.append(lo)
+            out_hi.append(hi)
+    if empty:
+        if not out_shape:
+            return None  # a fully out-of-bounds scalar: the gather path describes it
+        out_hi = list(out_lo)
+    full = all(lo == 0 and hi == n for lo, hi, n in zip(out_lo, out_hi, out_shape, strict=True))
+    return Tile(tile.alloc, tuple(out_shape), offset, tuple(out_st), tuple(out_lo), tuple(out_hi),
+                oob="" if full else (oob or "out of bounds"))
 
 
 def index_positions(pos: np.ndarray, index: Any, name: str) -> tuple[np.ndarray, str]:
@@ -395,12 +760,14 @@ def _padded_index(pos: np.ndarray, normal: list[Any], name: str, oob: str) -> np
     return padded[tuple(out)]
 
 
+
 def new_tile(shape: Any, dtype: Any, buffer: Any, name: str = "") -> Tile:
-    return Allocation(shape, as_dtype(dtype), as_buffer(buffer), name).tile()
+    blocks = int(getattr(buffer, "_speedpatch_blocks", 0) or 0)
+    return Allocation(shape, as_dtype(dtype), as_buffer(buffer), name, buffers=blocks).tile()
 
 
 def hbm_tensor(array: np.ndarray, name: str) -> Tile:
     """A kernel argument: a host array copied into device HBM."""
     dtype = as_dtype(array.dtype)
-    data = dtype.round(np.asarray(array)).astype(dtype.storage)
-    return Allocation(array.shape, dtype, shared_hbm, name, data=data).tile()
+    data = dtype.round(np.asarray(array, dtype=np.float32) if dtype.is_float else np.asarray(array))
+    return Allocation(array.shape, dtype, shared_hbm, name, data=data.astype(dtype.storage, copy=False)).tile()

@@ -10,6 +10,6 @@ from speedpatch.targets.nki.emulator.jit import (  # noqa: F401
     trace,
 )
 
-from . import compiler, isa, language  # noqa: F401, E402
+from . import compiler, isa, language, typing  # noqa: F401, E402
 
 SPEEDPATCH_EMULATOR = True

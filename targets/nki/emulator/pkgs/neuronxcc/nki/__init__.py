@@ -2,6 +2,6 @@
 
 from nki import baremetal, benchmark, jit, profile, simulate, simulate_kernel, trace  # noqa: F401
 
-from . import isa, language  # noqa: F401, E402
+from . import compiler, isa, language, typing  # noqa: F401, E402
 
 SPEEDPATCH_EMULATOR = True

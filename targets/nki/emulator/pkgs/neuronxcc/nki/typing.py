@@ -1,0 +1,2 @@
+from nki.typing import *  # noqa: F401, F403
+from nki.typing import mutable_tensor, scalar, tensor  # noqa: F401

@@ -1,0 +1,280 @@
+"""NKI semantics and API coverage of the emulator, each with a hand-computed result (issue #13)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from speedpatch.targets.nki.emulator import PKGS_DIR
+from speedpatch.targets.nki.emulator import isa as nisa
+from speedpatch.targets.nki.emulator import language as nl
+from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.jit import jit, last_report
+
+
+def _module(name: str) -> object:
+    spec = importlib.util.spec_from_file_location(f"emulated_{name}", Path(PKGS_DIR) / "nki" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+# ---- 1-D (P,) tiles -----------------------------------------------------------------------------------
+
+
+def test_a_reduction_without_keepdims_broadcasts_along_the_free_axis():
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        row_sum = nl.sum(t, axis=1)  # shape (4,): one value per partition
+        nl.store(out, value=nl.subtract(t, row_sum))
+        return out
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    # row sums 3, 12, 21, 30 subtracted from each row (NumPy would align (4,) with the last axis of 3)
+    expected = x - np.array([[3], [12], [21], [30]], dtype=np.float32)
+    np.testing.assert_array_equal(k(x), expected)
+
+
+def test_a_partition_vector_is_copied_into_a_p_by_1_tile():
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        col = nl.ndarray((4, 1), dtype=x.dtype, buffer=nl.sbuf)
+        col[...] = nl.max(nl.load(x), axis=1)  # (4,) into (4, 1)
+        nl.store(out, value=col)
+        return out
+
+    x = np.array([[1, 5], [7, 2], [-3, -4], [0, 9]], dtype=np.float32)
+    np.testing.assert_array_equal(k(x), [[5], [7], [-3], [9]])
+
+
+def test_an_integer_index_on_a_free_axis_gives_a_partition_vector():
+    @jit
+    def k(x):
+        out = nl.ndarray((3, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out, value=nl.multiply(t, t[:, 1]))  # each row scaled by its own second element
+        return out
+
+    x = np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32)
+    np.testing.assert_array_equal(k(x), [[2, 4], [12, 16], [30, 36]])
+
+
+# ---- bn_stats with a mask, stores from PSUM ------------------------------------------------------------
+
+
+def test_bn_stats_counts_only_the_elements_the_mask_selects():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        i_p, i_f = nl.mgrid[0:2, 0:4]
+        stats = nisa.bn_stats(t, mask=(i_f < 2))  # only the first two columns
+        nl.store(out, value=nisa.bn_aggr(stats))
+        return out
+
+    x = np.array([[1, 3, 100, 100], [2, 6, -50, 7]], dtype=np.float32)
+    # row 0: mean 2, variance 1; row 1: mean 4, variance 4
+    np.testing.assert_allclose(k(x), [[2, 1], [4, 4]])
+
+
+def test_bn_stats_free_size_limit_is_bn_stats_fmax():
+    assert nl.tile_size.bn_stats_fmax == 512
+
+    @jit
+    def k(x):
+        out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.bn_aggr(nisa.bn_stats(nl.load(x))))
+        return out
+
+    with pytest.raises(NkiError, match="bn_stats_fmax"):
+        k(np.zeros((1, 1024), dtype=np.float32))
+
+
+def test_nl_store_from_psum_inserts_a_copy_to_sbuf():
+    @jit
+    def k(a, b):
+        out = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.nc_matmul(nl.load(a), nl.load(b)))
+        return out
+
+    a = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)  # (K=3, M=2)
+    b = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=np.float32)  # (K=3, N=3)
+    np.testing.assert_array_equal(k(a, b), a.T @ b)
+    assert last_report()["engines"]["vector"]["instructions"] == 1  # the inserted PSUM -> SBUF copy
+
+
+def test_dma_copy_from_psum_is_still_refused():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((2, 2), nl.float32, buffer=nl.psum)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+
+    with pytest.raises(NkiError, match="DMA cannot access PSUM"):
+        k(np.zeros((2, 2), dtype=np.float32))
+
+
+# ---- SPMD grids, non-tensor arguments, bf16 --------------------------------------------------------------
+
+
+def test_an_spmd_grid_runs_every_program_with_its_ids():
+    @jit
+    def k(x, scale):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        i, j = nl.program_id(0), nl.program_id(1)
+        tile = nl.load(x[i * 2:(i + 1) * 2, j * 2:(j + 1) * 2])
+        nl.store(out[i * 2:(i + 1) * 2, j * 2:(j + 1) * 2], value=nl.multiply(tile, scale + i * 10 + j))
+        return out
+
+    x = np.ones((4, 4), dtype=np.float32)
+    result = k[nl.spmd_dim(nl.nc(1), 2), nl.nc(2)](x, 1.0)
+    np.testing.assert_array_equal(result, [[1, 1, 2, 2], [1, 1, 2, 2], [11, 11, 12, 12], [11, 11, 12, 12]])
+
+
+def test_bf16_inputs_are_bf16_tensors_and_bf16_outputs_come_back_as_bf16():
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        assert x.dtype is nl.bfloat16
+        nl.store(out, value=nl.add(nl.load(x), nl.load(x)))
+        return out
+
+    x = np.array([[1.5, 3.015625]], dtype=ml_dtypes.bfloat16)  # 3 + 1/64: the bf16 step above 2
+    result = k(x)
+    assert result.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(result.astype(np.float32), [[3.0, 6.03125]])
+
+
+def test_shared_constant_is_an_hbm_tensor_of_the_given_values():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        eye = nl.shared_constant(np.eye(2, dtype=np.float32), dtype=nl.float32)
+        nl.store(out, value=nl.add(nl.load(x), nl.load(eye)))
+        return out
+
+    np.testing.assert_array_equal(k(np.full((2, 2), 3, dtype=np.float32)), [[4, 3], [3, 4]])
+
+
+# ---- capacity: scope, reuse, explicit allocation ---------------------------------------------------------
+
+
+def _loop_kernel(free: int, iterations: int = 8):
+    """Per iteration: load a (128, free) tile, square it (VectorE, about as long as the load) and keep
+    its row sums: two (128, free) tiles per iteration."""
+
+    @jit
+    def k(x):
+        out = nl.ndarray((128, iterations), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(iterations):
+            t = nl.ndarray((128, free), dtype=nl.float32, buffer=nl.sbuf)
+            t[...] = nl.load(x[:, 0:free])
+            sq = nisa.tensor_tensor(t, t, op=nl.multiply)
+            nl.store(out[:, i:i + 1], value=nl.sum(sq, axis=1, keepdims=True))
+        return out
+
+    return k
+
+
+def test_tiles_allocated_in_a_loop_are_local_to_their_iteration():
+    # 2 x 64 KiB per iteration (the tile and exp's result), 8 iterations: 1 MiB in all, far above the
+    # 192 KiB of a partition, but only one iteration's tiles are ever in scope
+    x = RNG.standard_normal((128, 16384)).astype(np.float32)
+    sums = (x.astype(np.float64) ** 2).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(_loop_kernel(16384)(x), np.repeat(sums, 8, axis=1), rtol=1e-5)
+    assert last_report()["sbuf_peak_kib_per_partition"] <= 192
+
+
+def test_when_two_iterations_fit_they_overlap_and_when_one_fits_they_wait():
+    x = RNG.standard_normal((128, 24576)).astype(np.float32)
+    _loop_kernel(8192)(x)  # 2 x 32 KiB per iteration: several iterations in flight
+    small = last_report()
+    _loop_kernel(24000)(x)  # 2 x 94 KiB per iteration: the next one reuses this one's space
+    large = last_report()
+    assert small["buffer_reuse_waits"] < large["buffer_reuse_waits"]
+    # per byte, the kernel whose load cannot overlap the previous iteration's compute is slower
+    assert large["latency_us"] / (24000 / 8192) > small["latency_us"] * 1.3
+
+
+def test_tiles_in_scope_beyond_sbuf_are_refused_naming_the_tiles():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        a = nl.ndarray((128, 32768), dtype=nl.float32, buffer=nl.sbuf)  # 128 KiB per partition
+        b = nl.ndarray((128, 32768), dtype=nl.float32, buffer=nl.sbuf)  # another 128 KiB: 256 > 192
+        nl.store(out, value=nl.add(a[:, 0:4], b[:, 0:4]))
+        return out
+
+    with pytest.raises(NkiError, match=r"SBUF overflow.*196608 bytes per partition.*ndarray"):
+        k(np.zeros((128, 4), dtype=np.float32))
+
+
+def test_nine_psum_accumulators_in_scope_overflow_the_eight_banks():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        accs = [nl.zeros((128, 4), nl.float32, buffer=nl.psum) for _ in range(9)]
+        nl.store(out, value=nl.copy(accs[0]))
+        return out
+
+    with pytest.raises(NkiError, match=r"PSUM overflow.*8 banks of 2 KiB"):
+        k(np.zeros((128, 4), dtype=np.float32))
+
+
+def test_mod_alloc_holds_only_its_free_tiles_of_a_blocked_tensor():
+    compiler = _module("compiler")
+
+    def kernel(buffer):
+        @jit
+        def k(x):
+            out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+            # 8 blocks of 64 KiB = 512 KiB logical; with 2 free tiles, 128 KiB physical
+            blocks = nl.ndarray((8, nl.par_dim(128), 16384), dtype=nl.float32, buffer=buffer)
+            blocks[0, :, 0:4] = nl.load(x)
+            nl.store(out, value=blocks[0, :, 0:4])
+            return out
+
+        return k
+
+    x = np.ones((128, 4), dtype=np.float32)
+    np.testing.assert_array_equal(kernel(compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))(x), x)
+    assert 128 <= last_report()["sbuf_peak_kib_per_partition"] < 129  # (plus the 16-byte loaded tile)
+    with pytest.raises(NkiError, match="SBUF overflow"):
+        kernel(nl.sbuf)(x)
+
+
+# ---- modules of the public API -------------------------------------------------------------------------
+
+
+def test_typing_annotations_and_compiler_switches_are_accepted():
+    typing, compiler = _module("typing"), _module("compiler")
+    assert "tensor" in repr(typing.tensor[(128, 512), nl.float32])
+    with compiler.no_reorder():
+        pass
+    assert compiler.skip_middle_end_transformations(len) is len
+
+
+@pytest.mark.slow
+def test_both_package_names_expose_typing_compiler_and_spmd_dims():
+    code = (
+        "import nki.typing as nt, nki.compiler as ncc, nki.language as nl\n"
+        "import neuronxcc.nki.typing as lt, neuronxcc.nki.compiler as lc, neuronxcc.nki.language as ll\n"
+        "with lc.no_reorder():\n    pass\n"
+        "print(int(ll.spmd_dim(ll.nc(2), 3)), nl.tile_size.bn_stats_fmax, lt.tensor is nt.tensor)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": PKGS_DIR, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["6", "512", "True"]
+
+
+RNG = np.random.default_rng(3)
