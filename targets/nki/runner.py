@@ -1,12 +1,21 @@
 """Trusted evaluation runner for NKI kernel files (standalone: stdlib + NumPy, so it can be shipped to a
 Trainium host). Usage:
 
-    python runner.py CANDIDATE.py --kernel NAME [--mode emulate|simulate|benchmark] [--seeds 0,1,2]
-                     [--pkgs DIR] [--deadline SECONDS] [--warmup 2] [--iters 10]
+    python runner.py CANDIDATE.py --kernel NAME [--problem PROBLEM.py] [--mode emulate|simulate|benchmark]
+                     [--seeds 0,1,2] [--pkgs DIR] [--deadline SECONDS] [--warmup 2] [--iters 10]
+                     [--isolation auto|bwrap|process]
 
 The first stdin line is a nonce; the result is printed as JSON split over lines
 "SPEEDPATCH-RESULT <nonce> <index> <piece>", so that output printed by the candidate can never pass for a
 result.
+
+Who owns what: the harness (INPUTS / make_inputs / reference / OUTPUTS / TOLERANCE / SEEDS) is taken from
+PROBLEM.py, the original problem file (default: the candidate itself, for standalone use); from the
+candidate only its kernel module runs, with every harness definition removed. Input values come from
+fresh random seeds drawn here for every evaluation (plus any --seeds given), so nothing can be prepared
+for them. In emulate mode the kernel module runs in a separate, sandboxed process that only holds handles
+(isolation/, docs/threat-model.md "NKI"); inputs, reference, cost model, checks and this verdict stay in
+this process. On a real Neuron host (simulate / benchmark) the Neuron SDK runs the kernel in-process.
 
 The harness kit -- what a kernel file defines at module level to be a complete problem:
     INPUTS = {"a": ((256, 512), "float32"), "b": {"shape": (256, 512), "dtype": "float32",
@@ -22,10 +31,12 @@ optional:
 from __future__ import annotations
 
 import argparse
+import ast
 import faulthandler
 import importlib.util
 import json
 import os
+import secrets
 import sys
 import traceback
 from typing import Any
@@ -36,8 +47,44 @@ RESULT_TAG = "SPEEDPATCH-RESULT"
 CHUNK = 300
 
 
+HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "reference")
+KERNEL_LOG_PREFIX = "kernel| "  # every line the kernel process printed; never mistaken for a result line
+
+
 class HarnessError(Exception):
     pass
+
+
+def strip_harness(source: str) -> str:
+    """The candidate's kernel module: its text with every top-level harness definition blanked out (line
+    numbers kept, so errors still name the candidate's lines). Unparsable text is left for the kernel
+    process to report with its line."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+    lines = source.splitlines(keepends=True)
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        if any(n in HARNESS_NAMES for n in names):
+            first = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
+            for i in range(first - 1, (node.end_lineno or node.lineno)):
+                lines[i] = "\n"
+    return "".join(lines)
+
+
+def random_seeds(problem: Any, given: str) -> list[int]:
+    """Fresh seeds for this evaluation: as many as the problem's SEEDS (3 by default), plus any given."""
+    count = len(getattr(problem, "SEEDS", (0, 1, 2))) or 3
+    fixed = [int(x) for x in given.split(",") if x.strip()] if given else []
+    return fixed + [secrets.randbelow(2**31) for _ in range(1 if fixed else count)]
 
 
 def kernel_line(exc: BaseException, path: str) -> tuple[int, str]:
@@ -180,19 +227,101 @@ def benchmark(nki: Any, kernel: Any, args: list[np.ndarray], outs: dict[str, np.
     return {"p50": float(latency.get_latency_percentile(50)), "p99": float(latency.get_latency_percentile(99))}
 
 
+def load_module(path: str, name: str, source: str | None = None) -> Any:
+    """Execute a Python file (or `source` under its name) as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    if source is None:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    else:
+        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the runner's whole purpose
+    return module
+
+
+def load_problem(opts: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
+    """The trusted problem module (harness owner), or an error result."""
+    path = os.path.abspath(opts.problem or opts.candidate)
+    try:
+        problem = load_module(path, "speedpatch_problem")
+    except Exception as exc:  # noqa: BLE001
+        if not opts.problem or _same_file(opts.problem, opts.candidate):  # the candidate's own error, with its line
+            return None, describe(exc, path, "compile_error" if isinstance(exc, (SyntaxError, ImportError))
+                                  else "runtime_error")
+        return None, {"status": "harness_error", "message": f"the problem file does not load: {type(exc).__name__}: {exc}"}
+    if not callable(getattr(problem, "reference", None)):
+        return None, {"status": "harness_error", "message": "the file defines no reference(...) function"}
+    return problem, None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            return fa.read() == fb.read()
+    except OSError:
+        return False
+
+
+def expected_for(problem: Any, seed: int) -> tuple[dict[str, np.ndarray], Any, int]:
+    """Inputs for `seed`, the reference's result on its own copy, and the matmul work it implies."""
+    inputs = make_inputs(problem, seed)
+    copies = [v.copy() for v in inputs.values()]
+    try:
+        from speedpatch.targets.nki.isolation.physics import reference_work
+    except ImportError:  # standalone on a Neuron host: no work accounting there
+        return inputs, problem.reference(*copies), 0
+    expected, macs = reference_work(problem.reference, copies)
+    return inputs, expected, macs
+
+
 def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
     path = os.path.abspath(opts.candidate)
+    try:
+        with open(path, encoding="utf-8") as f:
+            kernel_source = strip_harness(f.read())
+    except OSError as exc:
+        return {"status": "infra_error", "message": f"cannot read the candidate: {exc}"}
     if opts.mode == "emulate":
-        sys.path.insert(0, opts.pkgs)
+        return evaluate_emulated(opts, path, kernel_source)
     sys.path.append(os.path.dirname(path))
     nki_mod, why = import_nki()
     if nki_mod is None:
         return {"status": "infra_error", "message": why}
+    problem, error = load_problem(opts)
+    if error:
+        return error
+    return evaluate_in_process(opts, nki_mod, problem, kernel_source, path, seeds=random_seeds(problem, opts.seeds))
+
+
+def evaluate_emulated(opts: argparse.Namespace, path: str, kernel_source: str) -> dict[str, Any]:
+    """Emulate mode: the kernel module boots in its own sandboxed process first (isolation/process.py is
+    stdlib only), while this process imports the emulator, loads the problem and builds the inputs."""
+    from speedpatch.targets.nki.isolation.process import KernelProcess
+
+    process = KernelProcess(path)
+    deadline = max(1.0, opts.deadline - 1.5) if opts.deadline > 0 else 0.0
+    process.start(kernel_source, deadline, opts.isolation, os.path.dirname(path))
     try:
-        spec = importlib.util.spec_from_file_location("speedpatch_candidate", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules["speedpatch_candidate"] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        sys.path.insert(0, opts.pkgs)
+        sys.path.append(os.path.dirname(path))
+        nki_mod, why = import_nki()
+        problem, error = load_problem(opts) if nki_mod is not None else (None, None)
+    except BaseException:
+        process.stop()
+        raise
+    if nki_mod is None or error:
+        process.stop()
+        return error or {"status": "infra_error", "message": why}
+    from speedpatch.targets.nki.isolation.evaluate import evaluate_isolated
+
+    return evaluate_isolated(opts, process, problem, random_seeds(problem, opts.seeds))
+
+
+def evaluate_in_process(opts: argparse.Namespace, nki_mod: Any, problem: Any, kernel_source: str, path: str,
+                        seeds: list[int]) -> dict[str, Any]:
+    """The Neuron SDK path (simulate / benchmark): the real nki runs the kernel module in this process."""
+    try:
+        module = load_module(path, "speedpatch_candidate", kernel_source)
     except (SyntaxError, ImportError) as exc:
         return describe(exc, path, "compile_error")
     except Exception as exc:  # noqa: BLE001 - any error at import is the candidate's
@@ -200,21 +329,16 @@ def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
     kernel = getattr(module, opts.kernel, None)
     if kernel is None or not callable(kernel):
         return {"status": "rejected", "message": f"kernel {opts.kernel!r} is not defined in the file"}
-    reference = getattr(module, "reference", None)
-    if not callable(reference):
-        return {"status": "harness_error", "message": "the file defines no reference(...) function"}
-    seeds = [int(s) for s in opts.seeds.split(",")] if opts.seeds else list(getattr(module, "SEEDS", (0, 1, 2)))
-    report = None
-    for seed in seeds:
+    inputs: dict[str, np.ndarray] = {}
+    for n, seed in enumerate(seeds):
         try:
-            inputs = make_inputs(module, seed)
-            expected = reference(*[v.copy() for v in inputs.values()])
+            inputs, expected, _ = expected_for(problem, seed)
         except Exception as exc:  # noqa: BLE001
             return {"status": "harness_error", "message": f"harness failed: {type(exc).__name__}: {exc}"}
-        rtol, atol = tolerance(module, as_list(expected))
-        outs = output_buffers(module)
+        rtol, atol = tolerance(problem, as_list(expected))
+        outs = output_buffers(problem)
         try:
-            actual = run_kernel(opts.mode, nki_mod, kernel, list(inputs.values()), outs)
+            actual = run_kernel(opts.mode, nki_mod, kernel, [v.copy() for v in inputs.values()], outs)
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         try:
@@ -222,26 +346,21 @@ def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
         except HarnessError as exc:
             return {"status": "harness_error", "message": str(exc)}
         if why:
-            return {"status": "incorrect", "message": f"seed {seed}: {why}", "seeds": seeds}
-        if opts.mode == "emulate" and report is None:
-            from speedpatch.targets.nki.emulator.jit import last_report
-
-            report = last_report()
+            return {"status": "incorrect", "message": f"input set {n + 1} (seed {seed}): {why}", "seeds": seeds}
     result: dict[str, Any] = {"status": "ok", "seeds": seeds, "message": f"correct on {len(seeds)} seeds",
                               "inputs": {k: [list(v.shape), str(v.dtype)] for k, v in inputs.items()}}
-    if opts.mode == "emulate":
-        if report is None:
-            return {"status": "runtime_error", "message": "the kernel is not decorated with nki.jit (no launch recorded)"}
-        result.update(value=report["latency_us"], unit="us", report=report)
-    elif opts.mode == "benchmark":
-        inputs = make_inputs(module, seeds[0])
+    if opts.mode == "benchmark":
+        inputs = make_inputs(problem, seeds[0])
         try:
-            timing = benchmark(nki_mod, kernel, list(inputs.values()), output_buffers(module), opts.warmup,
+            timing = benchmark(nki_mod, kernel, list(inputs.values()), output_buffers(problem), opts.warmup,
                                opts.iters)
             result.update(value=timing["p50"], unit="us", timing=timing)
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         result["nki_version"] = str(getattr(nki_mod, "__version__", "unknown"))
+        if not (timing["p50"] > 0):
+            return {"status": "rejected", "message": f"nki.benchmark reported {timing['p50']!r} us; a zero or "
+                                                     f"missing figure is never a result"}
     return result
 
 
@@ -249,6 +368,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("candidate")
     ap.add_argument("--kernel", required=True)
+    ap.add_argument("--problem", default="")
+    ap.add_argument("--isolation", choices=("auto", "bwrap", "process"), default="auto")
     ap.add_argument("--mode", choices=("emulate", "simulate", "benchmark"), default="emulate")
     ap.add_argument("--seeds", default="")
     ap.add_argument("--pkgs", default="")

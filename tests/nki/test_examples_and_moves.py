@@ -25,7 +25,8 @@ def test_example_passes_its_harness_with_a_modeled_latency(name, evaluate):
     ev = evaluate(source)
     assert ev.status == OK, ev.message
     assert ev.unit == "us" and ev.value > 0
-    assert ev.receipt["statistic"] == "deterministic model" and ev.receipt["seeds"] == [0, 1, 2]
+    assert ev.receipt["statistic"] == "deterministic model"
+    assert len(set(ev.receipt["seeds"])) == 3  # three input sets, drawn afresh for this evaluation
     assert ev.feedback["engines"]["dma"]["instructions"] > 0
 
 

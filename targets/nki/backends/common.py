@@ -32,6 +32,7 @@ _STATUS = {
     "harness_error": RUNTIME_ERROR,
     "rejected": REJECTED,
     "infra_error": INFRA_ERROR,
+    "timeout": TIMEOUT,
 }
 
 
@@ -92,6 +93,8 @@ def to_evaluation(proc: ProcResult, nonce: str, candidate_name: str, timeout: fl
     message = str(result.get("message", ""))
     if result.get("status") == "harness_error":
         message = f"harness error: {message}"
+    if result.get("kernel_log"):  # what the isolated kernel process printed (each line prefixed)
+        log = (log + "\n" + str(result["kernel_log"])).strip()
     if result.get("traceback") and status != OK:
         log = (log + "\n" + result["traceback"]).strip()
     value = result.get("value")

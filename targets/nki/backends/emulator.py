@@ -27,10 +27,16 @@ class NkiEmulatorBackend(Backend):
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         candidate = ctx.workdir / "candidate.py"
         candidate.write_text(source, encoding="utf-8")
+        # The harness comes from the original problem, never from the candidate. The engine always passes
+        # it; a direct caller without one (a test, a script) gets the candidate judged by its own harness.
         nonce = new_nonce()
         seeds = ctx.settings.get("seeds", "")
         argv = [sys.executable, str(RUNNER), str(candidate), "--kernel", ctx.kernel.name, "--mode", "emulate",
+                "--isolation", str(ctx.settings.get("isolation", "auto")),
                 "--pkgs", PKGS_DIR, "--deadline", f"{max(1.0, ctx.timeout - 2.0):.1f}"]
+        problem = ctx.workdir / "problem.py"
+        problem.write_text(ctx.baseline_source if ctx.baseline_source is not None else source, encoding="utf-8")
+        argv += ["--problem", str(problem)]
         if seeds:
             argv += ["--seeds", ",".join(str(s) for s in seeds)]
         # runner.py puts the emulator's package folder first on sys.path of that process only.
@@ -49,6 +55,7 @@ class NkiEmulatorBackend(Backend):
             "warmups": 0,
             "trials": 1,
             "statistic": "deterministic model",
+            "isolation": result.get("isolation", ""),
             "date": now(),
         }
         if evaluation.status == OK:

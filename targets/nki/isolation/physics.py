@@ -1,0 +1,188 @@
+"""Work and physics checks of an emulated NKI run, all on the trusted side.
+
+- Provenance: every element of every output must have been written, in this launch, by a DMA from the
+  device (the only way data reaches HBM); an output the kernel never wrote, or an input handed back as the
+  result, fails.
+- Required work: every element of every input must have been DMA'd in at least once; when the reference
+  is a matmul of the inputs (`a.T @ b`, `np.dot(a, b)`), the Tensor engine must have done at least its
+  multiply-accumulates.
+- Physics: the modeled latency can be no lower than the roofline of the required work: the required DMA
+  bytes over all DMA queues at full bandwidth, the required MACs over the whole PE array at one pass per
+  cycle. A zero, negative or missing latency is never a figure.
+The numbers go into the rejection message.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from speedpatch.targets.nki.emulator import ops
+from speedpatch.targets.nki.emulator import params as P
+from speedpatch.targets.nki.emulator.tensor import Tile
+
+
+class Ledger:
+    """Which HBM elements DMAs read and wrote during one launch (installed around the emulator's DMA)."""
+
+    def __init__(self) -> None:
+        self.read: dict[int, np.ndarray] = {}
+        self.written: dict[int, np.ndarray] = {}
+        self._original: Any = None
+
+    def __enter__(self) -> Ledger:
+        self._original = ops.dma
+        original = self._original
+
+        def dma(*args: Any, **kwargs: Any) -> Any:
+            names = ("dst", "src", "mask")
+            bound = dict(zip(names, args, strict=False))
+            bound.update({k: v for k, v in kwargs.items() if k in names})
+            result = original(*args, **kwargs)
+            self._mark(self.written, bound.get("dst"), bound.get("mask"))
+            self._mark(self.read, bound.get("src"), bound.get("mask"))
+            return result
+
+        ops.dma = dma
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ops.dma = self._original
+
+    @staticmethod
+    def _mark(book: dict[int, np.ndarray], tile: Any, mask: Any) -> None:
+        if not isinstance(tile, Tile) or tile.buffer.kind != "hbm":
+            return
+        pos = tile.pos
+        if mask is not None:
+            try:
+                pos = pos[np.broadcast_to(np.asarray(mask, dtype=bool), pos.shape)]
+            except ValueError:
+                pass  # a mask for the other operand's shape: the whole tile moved
+        pos = pos[pos >= 0] if pos.size else pos
+        seen = book.get(id(tile.alloc))
+        if seen is None:
+            seen = book[id(tile.alloc)] = np.zeros(math.prod(tile.alloc.shape), dtype=bool)
+        seen[pos.reshape(-1)] = True
+
+    def coverage(self, book: dict[int, np.ndarray], tile: Tile) -> int:
+        """How many elements of `tile`'s tensor the DMAs did NOT touch."""
+        seen = book.get(id(tile.alloc))
+        total = math.prod(tile.alloc.shape)
+        return total if seen is None else int(total - np.count_nonzero(seen))
+
+
+class _Counted(np.ndarray):
+    """An input as the reference sees it: matmuls whose operands are inputs are counted."""
+
+    macs: list[tuple[int, int]]  # (id of the result, MACs)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = [np.asarray(x) if isinstance(x, _Counted) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(np.asarray(o) if isinstance(o, _Counted) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if ufunc is np.matmul and method == "__call__" and all(isinstance(x, _Counted) for x in inputs[:2]):
+            _record(plain[0], plain[1], result)
+        return result
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        plain = [np.asarray(x) if isinstance(x, _Counted) else x for x in args]
+        result = func(*plain, **kwargs)
+        if func is np.dot and len(args) >= 2 and all(isinstance(x, _Counted) for x in args[:2]):
+            _record(plain[0], plain[1], result)
+        return result
+
+
+_RECORDED: list[tuple[Any, int]] = []
+
+
+def _record(a: np.ndarray, b: np.ndarray, result: Any) -> None:
+    if a.ndim >= 1 and b.ndim >= 1:
+        k = a.shape[-1]
+        _RECORDED.append((result, int(np.prod(np.shape(result))) * int(k)))
+
+
+def reference_work(reference: Any, inputs: list[np.ndarray]) -> tuple[Any, int]:
+    """Run the reference; (its result, the Tensor-engine MACs it implies: > 0 only when the result IS a
+    matmul of the inputs, the one shape of reference for which that is a sound lower bound)."""
+    _RECORDED.clear()
+    counted = [np.array(x, copy=True).view(_Counted) for x in inputs]
+    expected = reference(*counted)
+    macs = 0
+    for result, n in _RECORDED:
+        if result is expected:
+            macs = n
+    _RECORDED.clear()
+    expected = _plain(expected)
+    return expected, macs
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Counted):
+        return np.asarray(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def check_launch(ledger: Ledger, inputs: dict[str, Tile], outputs: list[Any]) -> str:
+    """'' when provenance and input coverage hold, else why not (with the numbers)."""
+    input_allocs = {id(t.alloc): name for name, t in inputs.items()}
+    for i, out in enumerate(outputs):
+        label = f"output {i}" if len(outputs) > 1 else "the output"
+        if not isinstance(out, Tile):
+            return (f"{label} is not a tensor the kernel wrote (got {type(out).__name__}); return an HBM tensor "
+                    f"(nl.ndarray(..., buffer=nl.shared_hbm)) that the kernel nl.store()s into")
+        if id(out.alloc) in input_allocs and not np.all(ledger.written.get(id(out.alloc), False)):
+            return f"{label} is the input {input_allocs[id(out.alloc)]!r}, handed back instead of a result"
+        missing = ledger.coverage(ledger.written, out)
+        if missing:
+            total = math.prod(out.alloc.shape)
+            return (f"{label} ({out.alloc.name!r}, {total} elements): {missing} elements were never written by a "
+                    f"DMA from the device in this launch (provenance: every output element must come from an "
+                    f"engine op of this launch)")
+    for name, tile in inputs.items():
+        missing = ledger.coverage(ledger.read, tile)
+        if missing:
+            total = math.prod(tile.alloc.shape)
+            return (f"the kernel never loaded {missing} of the {total} elements of input {name!r}; every input "
+                    f"element must be DMA'd in at least once (required work)")
+    return ""
+
+
+def check_physics(report: dict[str, Any], trace: Any, required_bytes: int, required_macs: int) -> str:
+    """'' when the figure respects the required work and the hardware's bound, else why not."""
+    latency = report.get("latency_us")
+    if not isinstance(latency, (int, float)) or not math.isfinite(latency) or latency <= 0:
+        return f"the modeled latency is {latency!r}; a zero or missing figure is never a result"
+    dma_bytes = int(report.get("dma_bytes", 0))
+    if dma_bytes < required_bytes:
+        return (f"the kernel moved {dma_bytes} bytes by DMA, less than the {required_bytes} bytes of its inputs "
+                f"and outputs (required work)")
+    macs = int(getattr(trace, "macs", 0) or 0)
+    if required_macs and macs < required_macs:
+        tensor = report.get("engines", {}).get("tensor", {}).get("instructions", 0)
+        return (f"the Tensor engine did {macs} multiply-accumulates in {tensor} instructions, less than the "
+                f"{required_macs} the reference's matmul requires (required work)")
+    dma_bandwidth, tensor_ghz = peak_rates()
+    dma_floor_us = required_bytes / dma_bandwidth / 1000.0
+    pe_floor_us = required_macs / (P.PARTITIONS * P.PARTITIONS) / tensor_ghz / 1000.0
+    floor = max(dma_floor_us, pe_floor_us)
+    if latency < floor * (1 - 1e-9):
+        which = "DMA" if dma_floor_us >= pe_floor_us else "Tensor engine"
+        return (f"the modeled latency {latency} us is below the {which} roofline of the required work "
+                f"({floor:.4f} us: {required_bytes} bytes at {dma_bandwidth:g} B/ns over all DMA engines, "
+                f"{required_macs} MACs over a {P.PARTITIONS}x{P.PARTITIONS} PE array at {tensor_ghz:g} GHz)")
+    return ""
+
+
+def peak_rates() -> tuple[float, float]:
+    """(aggregate DMA bytes per ns, Tensor engine GHz) from the model's parameters (params.py names them
+    per engine in newer versions, per queue in older ones)."""
+    if hasattr(P, "DMA_ENGINES"):
+        bandwidth = P.DMA_ENGINES * P.DMA_ENGINE_BYTES_PER_NS
+    else:
+        bandwidth = P.DMA_QUEUES * P.DMA_BYTES_PER_NS
+    return float(bandwidth), float(getattr(P, "TENSOR_GHZ", P.CLOCK_GHZ))
