@@ -189,6 +189,23 @@ async def test_saved_rewrite_that_no_longer_holds_is_warned(shared_editor):
     assert any(m.type == types.MessageType.Warning for m in editor.client.messages[messages:])
 
 
+async def test_saved_rewrite_under_a_changed_harness_is_not_shown_as_a_speedup(shared_editor):
+    editor = shared_editor
+    uri = editor.open(toy_file(editor.root, "smaller.toy"))
+    summary = await optimize_and_wait(editor, uri, "kernel_sum", quick=True)
+    assert (await editor.command("speedpatch.apply", {"runId": summary["runId"]}))["applied"]
+    # a smaller problem: the applied kernel is still correct, but its figure is not the run's to compare
+    editor.change(uri, editor.texts[uri].replace("list(range(30))", "list(range(3))"))
+    editor.save(uri)
+
+    async def verified() -> list[str]:
+        return [t for t in await editor.lens_titles(uri) if t.startswith("verified")]
+
+    (lens,) = await editor.until(verified, 30, "the re-verification lens")
+    assert "not compared with the run's baseline" in lens and "list(range(3))" in lens
+    assert "faster" not in lens
+
+
 @OWN_SERVER
 async def test_failing_llm_endpoint_ends_the_run_with_a_warning(start_editor, toy_workspace):
     from support.fake_openai import FakeOpenAI
