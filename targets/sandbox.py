@@ -287,12 +287,14 @@ def _argv_paths(argv: Sequence[str]) -> list[Path]:
     return found
 
 
-_static_binds: dict[str, tuple[Path, ...]] = {}
+_static_binds: dict[str, list[Path]] = {}
 
 
-def _static_read_only() -> tuple[Path, ...]:
-    """What any build or Python candidate needs to see: Python, speedpatch, its cache, the PATH tools."""
-    key = os.environ.get("PATH", "") + "\0" + os.environ.get("XDG_CACHE_HOME", "") + "\0" + str(sys.path)
+def _static_read_only() -> list[Path]:
+    """What any build or Python candidate needs to see: Python, speedpatch, its cache, the PATH tools
+    (resolved once per PATH, cache folder, sys.path and $HOME: resolving costs more than bwrap's start)."""
+    key = "\0".join([os.environ.get("PATH", ""), os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("HOME", ""),
+                     str(sys.path)])
     if key not in _static_binds:
         here = Path(__file__).resolve().parent
         import speedpatch
@@ -302,22 +304,22 @@ def _static_read_only() -> tuple[Path, ...]:
                  here, Path(speedpatch.__file__).resolve().parent, cache]
         paths += [Path(p) for p in sys.path if p and os.path.isabs(p)]
         paths += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.isabs(p)]
-        _static_binds[key] = tuple(paths)
+        _static_binds[key] = _bind_list(paths, _masked_roots())
     return _static_binds[key]
 
 
 def _bind_list(paths: Iterable[Path], masked: list[Path]) -> list[Path]:
-    """The existing paths that lie under a masked folder (elsewhere the read-only root shows them)."""
-    out: dict[str, Path] = {}
+    """The existing paths that lie under a masked folder (elsewhere the read-only root shows them), less
+    those inside another one of them (bound with it)."""
+    found: set[Path] = set()
     for path in paths:
         try:
             real = path.resolve()
         except (OSError, RuntimeError):
             continue
-        if not real.exists() or not any(_inside(real, m) for m in masked) or real in masked:
-            continue
-        out[str(real)] = real
-    return list(out.values())
+        if real.exists() and real not in masked and any(_inside(real, m) for m in masked):
+            found.add(real)
+    return sorted(p for p in found if not any(other != p and _inside(p, other) for other in found))
 
 
 def bwrap_argv(bwrap: str, argv: list[str], cwd: Path, writable: Path, read_only: Iterable[Path],
