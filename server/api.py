@@ -154,6 +154,8 @@ def _session(
 ) -> Session:
     target, backend = _target_backend(problem)
     _check_backend(target, backend, config)
+    if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
+        raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
     menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name))
 
     def cached(key: str) -> Evaluation | None:
@@ -167,8 +169,6 @@ def _session(
         cached=cached, limits=config.sandbox.limits(), sandbox_required=config.sandbox.required,
     )
     cancel = cancel or threading.Event()
-    if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
-        raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
 
     def emit(event: ev.Event) -> None:
         if on_event is not None:

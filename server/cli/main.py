@@ -74,9 +74,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         data["llm"] = llm
     if getattr(args, "offline", False):
         data["offline"] = True
-    return data
     if getattr(args, "include_dir", None):  # as [backend.gemmini-native] include_dir, resolved from here
         data["backend"] = {"gemmini-native": {"include_dir": str(Path(args.include_dir).expanduser().resolve())}}
+    return data
 
 
 def _config(args: argparse.Namespace, workspace: Path) -> Config:
@@ -314,10 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--offline", action="store_true", help="no LLM: deterministic offline moves")
         p.add_argument("--seed", type=int)
 
+    include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
+                        "(same as [backend.gemmini-native] include_dir)")
     p = sub.add_parser("optimize", help="search for a faster version of a kernel")
     p.add_argument("file")
     p.add_argument("--kernel")
     p.add_argument("--backend")
+    p.add_argument("--include-dir", help=include_dir_help)
     search_opts(p)
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_optimize)
@@ -326,14 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--kernel")
     p.add_argument("--backend")
+    p.add_argument("--include-dir", help=include_dir_help)
     p.add_argument("--json", action="store_true")
-    include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
-                        "(same as [backend.gemmini-native] include_dir)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--include-dir", help=include_dir_help)
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="show a run")
@@ -342,7 +343,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
-    p.add_argument("--include-dir", help=include_dir_help)
     p = sub.add_parser("apply", help="write a run's winner into its file (if the kernel is unchanged)")
     p.add_argument("run")
     p.set_defaults(func=cmd_apply)
