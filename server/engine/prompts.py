@@ -103,9 +103,9 @@ def plan_prompt(
 def code_rules(menu: Menu, language: str, kernel: str) -> list[str]:
     return list(menu.code_rules) + [
         "The new code must be semantically equivalent to the original: same results for every input.",
-        f"Only the kernel `{kernel}` (and new helpers it needs) may change. The problem's constants, macros, "
-        "includes and harness (inputs, reference, timer, main) are fixed: they are always taken from the "
-        "original file, and code that redefines them is rejected.",
+        f"Only the kernel `{kernel}` may change. The problem's constants, macros, includes and harness "
+        "(inputs, reference, timer, main) are fixed: they are always taken from the original file, and code "
+        "that redefines them is rejected.",
         f"Reply with the complete new definition of `{kernel}` in ONE fenced ```{language} code block.",
     ]
 
@@ -147,6 +147,5 @@ def repair_prompt(prompt: str, reply: str, error: str, kernel: str, language: st
         shown = shown[:REPLY_SHOWN] + f"\n[... {len(shown) - REPLY_SHOWN} characters cut ...]"
     return (
         f"{prompt}\n\n{REPAIR_MARK}: {error}.\n\nYour previous reply was:\n~~~~\n{shown or '(empty)'}\n~~~~\n\n"
-        f"Reply again with the complete definition of `{kernel}` (and any new helpers it needs) in ONE fenced "
-        f"```{language} code block."
+        f"Reply again with the complete definition of `{kernel}` in ONE fenced ```{language} code block."
     )

@@ -92,10 +92,10 @@ class NkiTarget(Target):
         return offline_moves(source, kernel)
 
     def extract_kernel(self, code: str, kernel: Kernel, problem_names: frozenset[str] = frozenset()) -> str:
-        """The decorated kernel and the module-level helpers it uses, from a reply's code; never INPUTS,
-        reference, the file's imports or anything else the problem binds (the trusted file has those)."""
-        found = pynames.kernel_and_helpers(code, {kernel.name}, problem_names)
-        return found if found is not None else super().extract_kernel(code, kernel, problem_names)
+        """The decorated kernel function alone, from a reply's code: never INPUTS, reference or the file's
+        imports, and no module-level helpers either (static_check inspects the kernel function, so code
+        outside it would run unchecked; helpers belong inside the kernel)."""
+        return super().extract_kernel(code, kernel, problem_names)
 
     harness_prefixes = ("speedpatch_",)
 
