@@ -128,6 +128,25 @@ def physics_problems(required_macs: int, min_read: int, min_write: int, trial: d
     return problems
 
 
+def fnv1a64(text: str) -> int:
+    h = 0xCBF29CE484222325
+    for byte in text.encode("utf-8", "surrogateescape"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def model_vouches(verdict_text: str, stats: dict[str, Any]) -> str:
+    """Why the model's statistics do not confirm this verdict text ("" when they do): the harness hands
+    its verdict to the model before writing it, so a verdict forged on the pipe by a program that then
+    exits has no match."""
+    if int(stats.get("verdicts") or 0) != 1:
+        return (f"the model saw {int(stats.get('verdicts') or 0)} verdicts from the harness, not 1: the verdict on the "
+                "result channel was not the harness's")
+    if str(stats.get("verdict_fnv1a64", "")) != f"{fnv1a64(verdict_text):016x}":
+        return "the verdict on the result channel differs from the one the harness gave the model"
+    return ""
+
+
 def evaluation(run: ProcResult, record: str, secret: Secret, timeout: float, stats: dict[str, Any],
                rec: dict[str, Any]) -> Evaluation:
     """The Evaluation from the harness's verdict in the channel; the program's output is only its log."""
@@ -150,6 +169,12 @@ def evaluation(run: ProcResult, record: str, secret: Secret, timeout: float, sta
     if head["nonce"] != secret.nonce:
         return Evaluation(status=REJECTED, message="the verdict does not carry this evaluation's nonce: it was not "
                           "written by the harness", log=run.output, receipt=rec)
+    if len(HEAD.findall(record)) != 1 or len(PROBLEM.findall(record)) != 1:
+        return Evaluation(status=REJECTED, message="more than one verdict on the result channel: something besides "
+                          "the harness wrote to it", log=run.output, receipt=rec)
+    vouched = model_vouches(record[head.start():], stats)
+    if vouched and run.returncode == 0:
+        return Evaluation(status=REJECTED, message=vouched, log=run.output, receipt=rec)
     problem = PROBLEM.search(record)
     required, min_read, min_write = int(head["required_macs"]), int(head["min_read"]), int(head["min_write"])
     if problem is None or tuple(int(x) for x in problem.groups()) != (required, min_read, min_write):

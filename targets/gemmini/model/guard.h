@@ -3,6 +3,7 @@
 #define GEMMINI_MODEL_GUARD_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model_internal.h"
 
@@ -13,6 +14,7 @@ void gm_guard_check(const char *where); /* stops the run when the state changed 
 void gm_guard_seal(void);               /* the model changed its state itself: seal the new one */
 __attribute__((noreturn)) void gm_guard_tampered(const char *what, const char *where);
 uint64_t gm_block_table_digest(void); /* runtime.c: a hash of the host-work block table */
+void gm_guard_stats(FILE *f);          /* the verdict's hash and count, for the statistics file */
 
 /* The host clock moves on every basic block of the program (trace-pc): a cheap seal of just that value.
  * The model's other state moves only inside the model's own entry points (check on entry, seal on exit). */

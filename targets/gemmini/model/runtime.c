@@ -28,6 +28,24 @@ uint64_t gm_counter(uint64_t rs1); /* functional.c */
  * instructions (other than counter accesses) between its two reads. */
 static uint64_t work_insns, region_start, region_start_work, region_start_macs;
 static uint64_t regions, region_cycles, region_macs;
+/* They are the figure of a whole-program run, so they are sealed like the model's other counters (guard.c):
+ * keyed by the run's secret, checked before each use and sealed again after each change. */
+static uint64_t region_seal;
+
+static uint64_t region_digest(void) {
+  const uint64_t v[] = {work_insns, region_start, region_start_work, region_start_macs, regions, region_cycles,
+                        region_macs, S.cycle_reads};
+  uint64_t h = gm_guard_key;
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    h ^= v[i] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+  }
+  return h ^ (h >> 31);
+}
+
+static void region_check(const char *where) {
+  if (region_seal != region_digest()) gm_guard_tampered("the read_cycles() regions", where);
+}
 static const char *funct_name(uint64_t f) {
   static const char *names[] = {"CONFIG", "MVIN2", "MVIN", "MVOUT", "COMPUTE_PRELOADED",
                                 "COMPUTE_ACCUMULATE", "PRELOAD", "FLUSH", "LOOP_WS",
@@ -65,6 +83,7 @@ static void write_stats(void) {
   }
   double spad_kib = (double)S.spad_rows_touched * DIM * sizeof(elem_t) / 1024.0;
   double acc_kib = (double)S.acc_rows_touched * DIM * sizeof(acc_t) / 1024.0;
+  gm_guard_stats(f);
   fprintf(f, "  \"macs\": %llu,\n", (unsigned long long)S.macs);
   fprintf(f, "  \"max_spad_row\": %lld,\n  \"max_acc_row\": %lld,\n", (long long)S.max_spad_row,
           (long long)S.max_acc_row);
@@ -78,6 +97,7 @@ static void write_stats(void) {
   fprintf(f, "  \"host_cycles_at_exit\": %llu,\n", (unsigned long long)T.host);
   fprintf(f, "  \"accelerator_done_cycle\": %llu,\n", (unsigned long long)T.all_done);
   fprintf(f, "  \"host_blocks\": %llu,\n", (unsigned long long)S.host_blocks);
+  region_check("exit");
   fprintf(f, "  \"timed_regions\": %llu,\n  \"timed_region_cycles\": %llu,\n  \"timed_region_macs\": %llu,\n",
           (unsigned long long)regions, (unsigned long long)region_cycles, (unsigned long long)region_macs);
   fprintf(f, "  \"host_instructions\": %llu,\n", (unsigned long long)S.host_instructions);
@@ -129,6 +149,7 @@ static void init(void) {
   atexit(write_stats);
   load_block_table();
   gm_guard_init();
+  region_seal = region_digest();
   initialized = 1;
   in_model = 0;
 }
@@ -158,7 +179,11 @@ uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   gm_cur_funct = funct, gm_cur_rs1 = rs1, gm_cur_rs2 = rs2;
   gm_in_loop = NULL;
   S.host_issued[funct < NUM_FUNCTS ? funct : NUM_FUNCTS - 1]++;
-  if (funct != F_COUNTER) work_insns++;
+  if (funct != F_COUNTER) {
+    region_check("a Gemmini instruction");
+    work_insns++;
+    region_seal = region_digest();
+  }
   if (funct < NUM_FUNCTS && funct != F_LOOP_WS && funct != F_LOOP_CONV_WS) S.executed[funct]++;
   in_model = 1;
   tm_host_begin();
@@ -210,6 +235,7 @@ void gemmini_model_fence(void) {
 uint64_t gemmini_model_cycles(void) {
   init();
   gm_guard_check("read_cycles");
+  region_check("read_cycles");
   S.cycle_reads++;
   S.last_cycles = T.host;
   if (S.cycle_reads % 2) {
@@ -219,6 +245,7 @@ uint64_t gemmini_model_cycles(void) {
     region_cycles += T.host - region_start;
     region_macs += S.macs - region_start_macs;
   }
+  region_seal = region_digest();
   return T.host;
 }
 
