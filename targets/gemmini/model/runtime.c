@@ -83,6 +83,7 @@ static void write_stats(void) {
   }
   double spad_kib = (double)S.spad_rows_touched * DIM * sizeof(elem_t) / 1024.0;
   double acc_kib = (double)S.acc_rows_touched * DIM * sizeof(acc_t) / 1024.0;
+  gm_guard_stats(f);
   fprintf(f, "  \"macs\": %llu,\n", (unsigned long long)S.macs);
   fprintf(f, "  \"max_spad_row\": %lld,\n  \"max_acc_row\": %lld,\n", (long long)S.max_spad_row,
           (long long)S.max_acc_row);
