@@ -23,6 +23,7 @@ import glob
 import math
 import os
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -275,9 +276,18 @@ def _masked_roots() -> list[Path]:
 
 
 def _argv_paths(argv: Sequence[str]) -> list[Path]:
-    """Absolute paths named on a (trusted) command line: `/x`, `-I/x`, `--extlib=/x`."""
-    found = []
+    """Absolute paths named on a (trusted) command line: `/x`, `-I/x`, `--extlib=/x`, and the same inside
+    a shell command string (`sh -c "/opt/tool/run {binary}"`, the gemmini-command backend's)."""
+    words: list[str] = []
     for arg in argv:
+        words.append(arg)
+        if any(c.isspace() for c in arg):
+            try:
+                words += shlex.split(arg)
+            except ValueError:  # unbalanced quotes: the words as they stand
+                words += arg.split()
+    found = []
+    for arg in words:
         if arg.startswith("-") and "=/" in arg:
             arg = arg.split("=", 1)[1]
         elif arg.startswith("-") and arg[2:3] == "/":
@@ -287,12 +297,22 @@ def _argv_paths(argv: Sequence[str]) -> list[Path]:
     return found
 
 
+def _env_paths(env: dict[str, str]) -> list[Path]:
+    """Absolute paths in the (already filtered) environment: PYTHONPATH, LD_LIBRARY_PATH, CUDA_HOME, and
+    what the backend set itself (a Neuron installation's PYTHONPATH from [backend.nki-neuron] env)."""
+    found = []
+    for name, value in env.items():
+        if name in ("HOME", "TMPDIR"):
+            continue
+        found += [Path(part) for part in value.split(os.pathsep) if part.startswith("/") and "\n" not in part]
+    return found
+
+
 _static_binds: dict[str, list[Path]] = {}
 
 
 def _static_read_only() -> list[Path]:
-    """What any build or Python candidate needs to see: Python, speedpatch, its cache, the PATH tools
-    (resolved once per PATH, cache folder, sys.path and $HOME: resolving costs more than bwrap's start)."""
+    """What any build or Python candidate needs to see: Python, speedpatch, its cache, the PATH tools."""
     key = "\0".join([os.environ.get("PATH", ""), os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("HOME", ""),
                      str(sys.path)])
     if key not in _static_binds:
@@ -304,7 +324,7 @@ def _static_read_only() -> list[Path]:
                  here, Path(speedpatch.__file__).resolve().parent, cache]
         paths += [Path(p) for p in sys.path if p and os.path.isabs(p)]
         paths += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.isabs(p)]
-        _static_binds[key] = _bind_list(paths, _masked_roots())
+        _static_binds[key] = paths
     return _static_binds[key]
 
 
@@ -322,26 +342,55 @@ def _bind_list(paths: Iterable[Path], masked: list[Path]) -> list[Path]:
     return sorted(p for p in found if not any(other != p and _inside(p, other) for other in found))
 
 
+_layouts: dict[tuple[str, ...], list[str]] = {}
+
+
+def _layout(masked: list[Path]) -> list[str]:
+    """The mounts every sandbox gets: tmpfs over the masked folders, the hidden host secrets. The host's
+    layout does not change while speedpatch runs: computed once."""
+    key = tuple(str(m) for m in masked)
+    if key not in _layouts:
+        args: list[str] = []
+        for root in sorted(masked, key=lambda m: len(m.parts)):  # $HOME under /tmp or /home: its own, after
+            if root.is_dir():
+                args += ["--size", str(TMPFS_BYTES), "--tmpfs", str(root)]
+        for hidden in HIDDEN_FILES:
+            if os.path.isfile(hidden):
+                args += ["--ro-bind", "/dev/null", hidden]
+        for hidden in HIDDEN_DIRS:
+            if os.path.isdir(hidden):
+                args += ["--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]
+        _layouts[key] = args
+    return _layouts[key]
+
+
+_fixed: dict[tuple[str, ...], list[Path]] = {}
+
+
+def _fixed_read_only(env: dict[str, str]) -> list[Path]:
+    """The binds that depend only on speedpatch's installation and the environment, resolved once per
+    distinct environment (resolving paths costs more than starting bubblewrap)."""
+    key = tuple(sorted(f"{k}={v}" for k, v in env.items()))
+    if key not in _fixed:
+        _fixed[key] = _bind_list([*_static_read_only(), *_env_paths(env)], _masked_roots())
+    return _fixed[key]
+
+
 def bwrap_argv(bwrap: str, argv: list[str], cwd: Path, writable: Path, read_only: Iterable[Path],
-               devices: Iterable[str], user_ns: bool) -> list[str]:
-    """The bubblewrap command line for argv (see the module docstring for the layout)."""
+               devices: Iterable[str], user_ns: bool, fixed: Sequence[Path] = ()) -> list[str]:
+    """The bubblewrap command line for argv (see the module docstring for the layout). `fixed`: binds
+    already resolved by _bind_list."""
     masked = _masked_roots()
-    args = [bwrap, *_namespace_args(user_ns), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for root in sorted(masked, key=lambda m: len(m.parts)):  # $HOME under /tmp or /home: its own, after
-        if root.is_dir():
-            args += ["--size", str(TMPFS_BYTES), "--tmpfs", str(root)]
-    for hidden in HIDDEN_FILES:
-        if os.path.isfile(hidden):
-            args += ["--ro-bind", "/dev/null", hidden]
-    for hidden in HIDDEN_DIRS:
-        if os.path.isdir(hidden):
-            args += ["--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]
+    args = [bwrap, *_namespace_args(user_ns), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *_layout(masked)]
     for pattern in devices:
         for node in sorted(glob.glob(pattern)):
             args += ["--dev-bind", node, node]
     scratch = writable.resolve()
     # the scratch folder is the candidate's own: paths inside it (its sources, objects) stay writable
-    binds = [(p, "--ro-bind") for p in _bind_list(read_only, masked) if not _inside(p, scratch)]
+    shown = {*fixed, *_bind_list(read_only, masked)}
+    binds = [(p, "--ro-bind") for p in shown if not _inside(p, scratch)
+             and not any(other != p and _inside(p, other) for other in shown)]
     binds.append((scratch, "--bind"))
     for path, how in sorted(binds, key=lambda b: len(b[0].parts)):  # parents before children
         args += [how, str(path), str(path)]
@@ -444,8 +493,9 @@ def run_process(
             command, preexec = _with_rlimits(command, rlimits)
             bwrap = bwrap_path()
             assert bwrap is not None
-            shown = [*_static_read_only(), *scope.read_only, *read_only, *_argv_paths(argv)]
-            command = bwrap_argv(bwrap, command, cwd, writable, shown, devices, _user_ns.get(bwrap, False))
+            shown = [*scope.read_only, *read_only, *_argv_paths(argv)]
+            command = bwrap_argv(bwrap, command, cwd, writable, shown, devices, _user_ns.get(bwrap, False),
+                                 fixed=_fixed_read_only(run_env))
         else:
             run_env = sandbox_env(env, str(writable), str(writable))
             command, preexec = _with_rlimits(command, rlimits)

@@ -187,3 +187,12 @@ def test_a_trusted_step_keeps_network_and_environment(bwrap, scratch, python, mo
     monkeypatch.setenv("REMOTE_HOST_ALIAS", "gpu-box-7")
     run = python("import os; print(os.environ.get('REMOTE_HOST_ALIAS'))", scratch, trusted=True)
     assert "gpu-box-7" in run.output and not run.sandboxed
+
+
+def test_tools_named_inside_a_shell_command_are_shown(bwrap, scratch, tmp_path):
+    tool = tmp_path / "tools" / "fake-simulator.sh"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho simulated \"$1\"\n")
+    tool.chmod(0o755)
+    run = sandbox.run_process(["/bin/sh", "-c", f"{tool} 'prog.elf'"], scratch, 30)
+    assert run.output.strip() == "simulated prog.elf", run.output
