@@ -398,6 +398,9 @@ KERNEL_TU_CFLAGS = [
     "-DSPEEDPATCH_KERNEL_TU=1",  # the harness header shows the kernel only the types it needs
     "-fno-jump-tables",  # a switch must not compile into an indirect jump (indirect branches are refused)
     "-fno-common",
+    # Block copies and clears become memcpy/memset calls (charged per byte by the wrappers), never a
+    # `rep movs/stos` (refused below) or a _FORTIFY_SOURCE __memcpy_chk (not wrapped).
+    "-mstringop-strategy=libcall", "-U_FORTIFY_SOURCE",
 ]
 HARNESS_TU_CFLAGS = ["-DSPEEDPATCH_TRUSTED=1"]
 
@@ -408,7 +411,7 @@ ALLOWED_CALLS = frozenset({
     "__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd", "gemmini_model_fence",
     "memcpy", "memmove", "memset",
     "printf", "puts", "putchar", "fputs", "fputc", "fprintf", "fwrite", "fflush", "putc",
-    "exit", "abort", "__stack_chk_fail",
+    "exit", "abort", "__stack_chk_fail", "__assert_fail",
     "malloc", "free", "aligned_alloc",
     "sqrt", "sqrtf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "rint", "rintf",
     "nearbyint", "nearbyintf", "lround", "lroundf", "fmin", "fminf", "fmax", "fmaxf", "expf", "exp", "logf", "log",

@@ -233,3 +233,29 @@ def test_a_verdict_the_model_was_not_given_is_refused():
     assert model_vouches(text, {"verdicts": 1, "verdict_fnv1a64": f"{fnv1a64(text):016x}"}) == ""
     assert "not the harness's" in model_vouches(text, {"verdicts": 0})
     assert "differs" in model_vouches(text, {"verdicts": 1, "verdict_fnv1a64": "0" * 16})
+
+
+# ---- ordinary kernel code passes the object checks ----------------------------------------------------------
+LEGITIMATE = {
+    "a zero-initialized local array": kernel(
+        f"  int64_t acc[512] = {{0}};\n  acc[A[0] & 511] = 1;\n  if (acc[3] == 7) printf(\"x\\n\");\n  {LIBRARY_CALL}"),
+    "a struct copy": kernel(
+        f"  struct big {{ int64_t v[64]; }} a = {{{{1}}}}, b;\n  b = a;\n  if (b.v[0] == 5) puts(\"y\");\n  {LIBRARY_CALL}"),
+    "a switch": kernel(
+        "  switch (A[0] & 7) { case 0: puts(\"a\"); break; case 1: puts(\"b\"); break; case 2: puts(\"c\"); break;\n"
+        f"  case 3: puts(\"d\"); break; case 4: puts(\"e\"); break; default: break; }}\n  {LIBRARY_CALL}"),
+    "an assert": kernel(f"  assert(A != 0);\n  {LIBRARY_CALL}", before="#include <assert.h>"),
+    "float rounding": kernel(
+        f"  volatile float f = MATMUL_SCALE * A[0];\n  volatile long r = lroundf(f) + (long)roundf(f);\n  (void)r;\n"
+        f"  {LIBRARY_CALL}", before="#include <math.h>"),
+    "a malloc'd scratch buffer": kernel(f"  elem_t *tmp = malloc(64);\n  memcpy(tmp, A, 64);\n  free(tmp);\n  {LIBRARY_CALL}"),
+    "a static helper with division": kernel(
+        f"  volatile size_t n = 1000;\n  volatile size_t d = helper(n, 7);\n  (void)d;\n  {LIBRARY_CALL}",
+        before="static inline size_t helper(size_t a, size_t b) { return a / b + a % b; }"),
+}
+
+
+@pytest.mark.parametrize("name", list(LEGITIMATE))
+def test_ordinary_kernel_code_passes_the_object_checks(target, tmp_path, name):
+    ev = evaluate(target, tmp_path, LEGITIMATE[name])
+    assert ev.status == OK, f"{name}: {ev.message}"
