@@ -127,11 +127,16 @@ class Target(ABC):
     # Prefixes of names the harness kit owns or may add later (speedpatch_*): never a candidate's to define.
     harness_prefixes: tuple[str, ...] = ()
 
+    def used_names(self, code: str, kernel: Kernel) -> set[str]:
+        """Names the trusted code outside the kernel region depends on without defining them (builtins,
+        library functions, tokens a later macro could rewrite): a region that defines one hijacks it."""
+        return set()
+
     def problem_names(self, source: str, kernel: Kernel) -> frozenset[str]:
-        """Names a candidate's kernel region may not (re)define: those the problem file defines outside
-        the kernel region and the harness kit's, less those the original region defines itself."""
+        """Names a candidate's kernel region may not (re)define: those the problem file defines or depends
+        on outside the kernel region and the harness kit's, less those the original region defines."""
         outside = source[: kernel.start] + "\n" + source[kernel.end :]
-        names = self.defined_names(outside, kernel) | self.harness_names(kernel)
+        names = self.defined_names(outside, kernel) | self.used_names(outside, kernel) | self.harness_names(kernel)
         return frozenset(names - self.defined_names(kernel.text, kernel))
 
     def kernel_names(self, region: str, kernel: Kernel) -> set[str]:

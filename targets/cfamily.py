@@ -27,6 +27,7 @@ _TRANSPARENT = {
 }
 _TAGGED = {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,48 @@ def touched_names(text: str, grammar: str = C) -> set[str]:
     return names
 
 
+_NOT_CODE = {"comment", "string_content", "string_literal", "raw_string_literal", "char_literal", "escape_sequence",
+             "system_lib_string"}
+
+
+def tokens(text: str, grammar: str = C) -> set[str]:
+    """Every identifier or keyword the code spells, outside comments and string literals (macro bodies
+    included): a macro a kernel region defines under one of these names would rewrite that code."""
+    parsed = _parse(text, grammar)
+    if parsed is None:
+        return set()
+    tree, _ = parsed
+    found: set[str] = set()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _NOT_CODE or node.type == "number_literal":
+            continue
+        if node.child_count == 0:  # a macro body is one token that may end in a comment
+            found |= set(_WORD.findall(_COMMENT.sub(" ", _text(node)) if node.type == "preproc_arg" else _text(node)))
+        stack.extend(node.children)
+    return found
+
+
+def called_names(text: str, grammar: str = C) -> set[str]:
+    """Functions the code calls by name: defining one of them (printf, memcmp, exit...) in a kernel region
+    would hand the trusted caller the candidate's version."""
+    parsed = _parse(text, grammar)
+    if parsed is None:
+        return set()
+    tree, _ = parsed
+    found: set[str] = set()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression":
+            name = _declarator_name(node.child_by_field_name("function"))
+            if name:
+                found.add(name)
+        stack.extend(node.children)
+    return found
+
+
 def syntax_error(text: str, grammar: str = C) -> str:
     """'' when the source parses cleanly, else where it does not (tree-sitter recovers from errors, so
     this is how a reply's prose mixed into code is told apart from code)."""
@@ -253,11 +296,13 @@ def used_items(found: Iterable[Item], roots: set[str]) -> list[Item]:
 
 @functools.lru_cache(maxsize=8)
 def header_names(folder: str, grammar: str = C) -> frozenset[str]:
-    """File-scope names the trusted headers in `folder` define (the harness kit a problem includes)."""
+    """File-scope names the trusted headers in `folder` (the harness kit a problem includes) define, and
+    the functions they call."""
     names: set[str] = set()
     for path in sorted(Path(folder).iterdir()):
         if path.suffix in (".h", ".cuh", ".hpp"):
-            names |= touched_names(path.read_text(encoding="utf-8", errors="replace"), grammar)
+            text = path.read_text(encoding="utf-8", errors="replace")
+            names |= touched_names(text, grammar) | called_names(text, grammar)
     return frozenset(names)
 
 

@@ -116,6 +116,37 @@ def touched_names(text: str) -> set[str] | None:
     return names
 
 
+def _arguments(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    args = node.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *[a for a in (args.vararg, args.kwarg) if a]]
+    return {a.arg for a in every}
+
+
+def free_names(text: str) -> set[str]:
+    """Names the code reads from module scope or builtins (a function's own parameters and locals
+    excluded): a kernel region that binds one of them at module level changes what that code does, e.g. a
+    `sum = ...` next to the kernel would also change a reference that calls sum(). Empty when it does not
+    parse."""
+    tree = parse(text)
+    if isinstance(tree, SyntaxError):
+        return set()
+    found: set[str] = set()
+
+    def visit(node: ast.AST, local: frozenset[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                own = _arguments(child) | {n.id for n in ast.walk(child) if isinstance(n, ast.Name)
+                                           and isinstance(n.ctx, ast.Store)}
+                visit(child, local | own - _globals(child))
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and child.id not in local:
+                found.add(child.id)
+            else:
+                visit(child, local)
+
+    visit(tree, frozenset())
+    return found
+
+
 def items(text: str) -> list[Item] | None:
     """The top-level statements of a source with their decorators, in order; None when it does not parse."""
     tree = parse(text)

@@ -123,6 +123,14 @@ class CudaTarget(Target):
             return pynames.touched_names(code) or set()
         return cfamily.touched_names(code, cfamily.CUDA)
 
+    def used_names(self, code: str, kernel: Kernel) -> set[str]:
+        """KernelBench: what the reference reads from module scope (rebinding it after the harness would
+        change the reference too); .cu: the functions the harness calls (the solution comes last, so
+        only a definition of one of those could reach back into it)."""
+        if _is_kernelbench(kernel):
+            return pynames.free_names(code)
+        return cfamily.called_names(code, cfamily.CUDA)
+
     def harness_names(self, kernel: Kernel) -> set[str]:
         """KernelBench: the reference definitions; .cu: main and the timing kit's names (spd, SPD_*...)."""
         if _is_kernelbench(kernel):

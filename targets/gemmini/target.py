@@ -106,6 +106,11 @@ class GemminiTarget(Target):
     def defined_names(self, code: str, kernel: Kernel) -> set[str]:
         return cfamily.touched_names(code, cfamily.C)
 
+    def used_names(self, code: str, kernel: Kernel) -> set[str]:
+        """Every identifier and keyword of the code around the kernel: main() comes after the region, so a
+        macro the region defines (even `#define true 0`) would rewrite it."""
+        return cfamily.tokens(code, cfamily.C)
+
     def harness_names(self, kernel: Kernel) -> set[str]:
         """main and every name the shipped headers (gemmini.h, speedpatch_harness.h...) define."""
         return {"main"} | set(cfamily.header_names(str(INCLUDE), cfamily.C))

@@ -102,6 +102,10 @@ class NkiTarget(Target):
     def defined_names(self, code: str, kernel: Kernel) -> set[str]:
         return pynames.touched_names(code) or set()
 
+    def used_names(self, code: str, kernel: Kernel) -> set[str]:
+        """What the harness reads from module scope or builtins (reference's sum, abs...)."""
+        return pynames.free_names(code)
+
     def harness_names(self, kernel: Kernel) -> set[str]:
         """What the trusted runner reads from the module, whether or not this problem defines it."""
         return set(HARNESS_NAMES)

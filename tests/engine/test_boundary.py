@@ -52,6 +52,12 @@ def test_a_region_that_rebinds_the_reference_is_rejected_naming_it(problem):
     assert "redefines reference" in reason
 
 
+def test_a_region_that_shadows_a_builtin_the_reference_calls_is_rejected_naming_it(problem):
+    region = "def sum(xs):\n    return 0\n\n\n" + FAST
+    (reason,) = boundary.check(ToyTarget(), problem, boundary.compose(problem, region))
+    assert "redefines sum" in reason
+
+
 def test_the_evaluation_pool_rejects_a_candidate_changed_outside_the_region(problem, config):
     candidate = boundary.compose(problem, FAST).replace("list(range(30))", "[1]")
     evaluation = api.evaluate(problem, candidate, config)

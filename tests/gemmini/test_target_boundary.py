@@ -74,6 +74,18 @@ def test_a_name_with_the_harness_prefix_is_rejected_even_when_no_header_defines_
     assert "redefines SPEEDPATCH_NO_SUCH_SETTING" in reason
 
 
+def test_a_macro_that_would_rewrite_main_is_rejected_naming_it(target, problem) -> None:
+    # main() comes after the kernel: `true` there is the harness's has_bias argument
+    (reason,) = boundary.check(target, problem, QUICK.replace(KERNEL, "#define true false\n\n" + OS_KERNEL))
+    assert "redefines true" in reason
+
+
+def test_a_helper_named_like_a_library_function_the_harness_calls_is_rejected(target, problem) -> None:
+    helper = "int exit(int code) { return code; }\n\n"
+    (reason,) = boundary.check(target, problem, QUICK.replace(KERNEL, helper + OS_KERNEL))
+    assert "redefines exit" in reason
+
+
 def test_a_change_outside_the_kernel_region_is_rejected_with_the_line(target, problem) -> None:
     candidate = QUICK.replace("#define MAT_DIM_I 128", "#define MAT_DIM_I 32")
     (reason,) = boundary.check(target, problem, candidate)

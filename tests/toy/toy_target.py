@@ -129,6 +129,9 @@ class ToyTarget(Target):
     def defined_names(self, code: str, kernel: Kernel) -> set[str]:
         return pynames.touched_names(code) or set()
 
+    def used_names(self, code: str, kernel: Kernel) -> set[str]:
+        return pynames.free_names(code)
+
     def harness_names(self, kernel: Kernel) -> set[str]:
         return {"INPUTS", "reference"}  # what RUNNER reads from the module
 
