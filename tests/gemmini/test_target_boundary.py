@@ -49,6 +49,18 @@ def test_a_kernel_only_reply_with_a_top_level_define_of_a_constant_drops_the_def
     assert code.source == QUICK.replace(KERNEL, OS_KERNEL)
 
 
+def test_a_kernel_block_followed_by_a_usage_snippet_gives_the_kernel(tmp_path, problem) -> None:
+    usage = "int main(void) {\n  matmul_kernel(A, B, bias, C);\n  return 0;\n}"
+    code, _ = propose(tmp_path, problem, fenced(OS_KERNEL) + "Call it like this:\n" + fenced(usage))
+    assert code.source == QUICK.replace(KERNEL, OS_KERNEL)
+
+
+def test_an_unfenced_reply_between_prose_paragraphs_gives_the_kernel(tmp_path, problem) -> None:
+    reply = f"The output-stationary dataflow suits this shape.\n\n{OS_KERNEL}\n\nIt keeps the partial sums in the PEs."
+    code, client = propose(tmp_path, problem, reply)
+    assert code.source == QUICK.replace(KERNEL, OS_KERNEL) and len(client.prompts) == 1
+
+
 def test_a_define_of_a_constant_inside_the_kernel_is_rejected_naming_it(target, problem) -> None:
     body = OS_KERNEL.replace("{\n", "{\n#undef MAT_DIM_I\n#define MAT_DIM_I 32\n", 1)
     candidate = QUICK.replace(KERNEL, body)
