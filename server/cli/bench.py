@@ -62,10 +62,13 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "plan": " / ".join(c.plan for c in store.lineage(record.run_id, record.best.id) if c.plan)
                     if record.best else "",
                     "message": record.message.splitlines()[0] if record.message else "",
+                    "evaluations": sum(1 for c in store.candidates(record.run_id) if c.evaluation is not None),
                 })
             except UserError as exc:
                 row.update({"status": "error", "message": str(exc)})
             row["seconds"] = round(time.monotonic() - started, 1)
+            if row.get("evaluations"):  # candidates evaluated (baseline included) per minute of search
+                row["evals_per_min"] = round(60.0 * row["evaluations"] / max(row["seconds"], 0.1), 1)
             rows.append(row)
             if not args.json:
                 err.print(f"{path.name}: {row.get('status')} {row.get('speedup') or ''}")
@@ -73,7 +76,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(rows))
         return 0
     table = Table(title=f"speedpatch bench {args.target} (offline proposer, {args.iterations} iterations)")
-    for col in ("example", "baseline", "best", "speedup", "utilization", "search s", "status"):
+    for col in ("example", "baseline", "best", "speedup", "utilization", "search s", "evals/min", "status"):
         table.add_column(col, overflow="fold")
     for r in rows:
         util = r.get("utilization")
@@ -81,7 +84,8 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
             r["example"], fmt_value(r.get("baseline"), r.get("unit", "")), fmt_value(r.get("best"), r.get("unit", "")),
             f"{r['speedup']:.2f}x" if r.get("speedup") else "-",
             f"{util:.1%}" if isinstance(util, (int, float)) else (str(util) if util else "-"),
-            f"{r['seconds']:.1f}", r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
+            f"{r['seconds']:.1f}", f"{r['evals_per_min']:.1f}" if r.get("evals_per_min") else "-",
+            r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
         )
     out.print(table)
     return 0 if all(r.get("status") == "finished" for r in rows) else 1

@@ -278,3 +278,16 @@ def test_both_package_names_expose_typing_compiler_and_spmd_dims():
 
 
 RNG = np.random.default_rng(3)
+
+
+def test_public_apis_the_emulator_lacks_are_refused_by_name_and_reason():
+    from speedpatch.targets.nki.emulator.errors import NotEmulated
+
+    with pytest.raises(NotEmulated, match=r"nl\.all_reduce is part of NKI but not of the speedpatch emulator "
+                                          r"\(collective communication\)"):
+        nl.all_reduce  # noqa: B018
+    with pytest.raises(NotEmulated, match=r"nisa\.nc_stream_shuffle"):
+        nisa.nc_stream_shuffle  # noqa: B018
+    assert not hasattr(nl, "softmax")
+    with pytest.raises(AttributeError, match="no attribute 'not_an_api'"):
+        nl.not_an_api  # noqa: B018

@@ -24,44 +24,51 @@ Region = tuple[tuple[int, int], ...]  # inclusive (lo, hi) per axis of an alloca
 Access = tuple["Allocation", Region]
 
 _DMA_SPAN_LIMIT = 64  # busy intervals of the DMA pool kept apart; older gaps are filled in
-_REGION_LIST_LIMIT = 128  # per allocation; older entries are folded into a conservative floor time
+_REGION_LIST_LIMIT = 64  # per allocation; older entries are folded into a conservative floor time
 
 
 def _overlaps(a: Region, b: Region) -> bool:
-    return all(alo <= bhi and blo <= ahi for (alo, ahi), (blo, bhi) in zip(a, b, strict=False))
-
-
-def _contains(outer: Region, inner: Region) -> bool:
-    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner, strict=False))
+    for (alo, ahi), (blo, bhi) in zip(a, b, strict=False):
+        if alo > bhi or blo > ahi:
+            return False
+    return True
 
 
 class RegionTimes:
-    """When the last accesses to regions of one allocation end (for dependency tracking)."""
+    """When the last accesses to regions of one allocation end (for dependency tracking).
+
+    One entry per distinct region (re-accessing a region updates it); when there are too many, the
+    older half is folded into a floor that applies to the whole allocation (conservative: later, never
+    earlier)."""
+
+    __slots__ = ("entries", "floor")
 
     def __init__(self) -> None:
-        self.entries: list[tuple[Region, float]] = []
+        self.entries: dict[Region, float] = {}
         self.floor = 0.0
 
     def latest(self, region: Region) -> float:
         t = self.floor
-        for r, end in self.entries:
+        for r, end in self.entries.items():
             if end > t and _overlaps(r, region):
                 t = end
         return t
 
     def add(self, region: Region, end: float) -> None:
-        self.entries = [(r, e) for r, e in self.entries if not (_contains(region, r) and e <= end)]
-        self.entries.append((region, end))
-        if len(self.entries) > _REGION_LIST_LIMIT:
-            half = _REGION_LIST_LIMIT // 2
-            self.floor = max([self.floor] + [e for _, e in self.entries[:half]])
-            self.entries = self.entries[half:]
+        entries = self.entries
+        old = entries.get(region)
+        if old is not None:
+            if end > old:
+                del entries[region]  # keep insertion order = age order
+                entries[region] = end
+            return
+        entries[region] = end
+        if len(entries) > _REGION_LIST_LIMIT:
+            keys = list(entries)[: _REGION_LIST_LIMIT // 2]
+            self.floor = max([self.floor] + [entries.pop(k) for k in keys])
 
     def last(self) -> float:
-        return max([self.floor] + [e for _, e in self.entries])
-
-    def drop_within(self, region: Region, before: float) -> None:
-        self.entries = [(r, e) for r, e in self.entries if not (_contains(region, r) and e <= before)]
+        return max([self.floor, *self.entries.values()])
 
 
 class _Slot:
@@ -209,7 +216,6 @@ class Trace:
             alloc.reads.add(region, end)
         for alloc, region in writes:
             alloc.writes.add(region, visible)
-            alloc.reads.drop_within(region, start)
         self.horizon = max(self.horizon, visible)
         self.busy[engine] += busy
         self.count[engine] += 1

@@ -3,3 +3,7 @@
 
 class NkiError(Exception):
     """A violated NKI/hardware rule. The runner adds the kernel source line from the traceback."""
+
+
+class NotEmulated(NkiError, AttributeError):
+    """A public NKI API the emulator does not implement (an AttributeError too, so hasattr() is False)."""

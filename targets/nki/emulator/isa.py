@@ -271,3 +271,7 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
 
     return ops.elementwise("tensor_tensor_scan", "vector", run, [a["data0"], a["data1"], a["initial"]], dst=dst,
                            dtype=ops.out_dtype(a.get("dtype"), a["data0"]), mask=a.get("mask"))
+
+
+def __getattr__(name: str) -> Any:
+    raise nl.not_emulated("nisa", name)

@@ -18,6 +18,8 @@ from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported as nl.<dtype>
     bfloat16,
     bool_,
+    float8_e4m3,
+    float8_e5m2,
     float16,
     float32,
     int8,
@@ -28,7 +30,7 @@ from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported
     uint16,
     uint32,
 )
-from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
 from speedpatch.targets.nki.emulator.tensor import (  # noqa: F401 - re-exported
     DynSlice,
     Tile,
@@ -468,3 +470,46 @@ def where(condition: Tile, x: Any, y: Any, dtype: Any = None, mask: Any = None, 
 
 def device_print(prefix: str, x: Any, **_: Any) -> None:
     print(prefix, x.read() if isinstance(x, Tile) else x)
+
+
+# ---- public NKI APIs the emulator does not implement: a clear refusal instead of an AttributeError ------
+
+NOT_EMULATED = {
+    # collectives and multi-core communication: one modeled NeuronCore, no peers
+    "all_reduce": "collective communication", "all_gather": "collective communication",
+    "reduce_scatter": "collective communication", "collective_permute": "collective communication",
+    # data-dependent memory access and randomness: not modeled
+    "atomic_rmw": "atomic read-modify-write to HBM", "gather_flattened": "data-dependent gather",
+    "rand": "on-device random numbers", "random_seed": "on-device random numbers", "dropout": "on-device random numbers",
+    # fused high-level operators the compiler expands
+    "softmax": "use exp/max/sum", "rms_norm": "use the nisa instructions", "layer_norm": "use bn_stats/bn_aggr",
+    # bitwise and other rarely used element-wise functions
+    "invert": "bitwise op", "bitwise_and": "bitwise op", "bitwise_or": "bitwise op", "bitwise_xor": "bitwise op",
+    "left_shift": "bitwise op", "right_shift": "bitwise op", "arctan": "element-wise function", "trunc":
+    "element-wise function", "mod": "element-wise function", "fmod": "element-wise function",
+    "expand_dims": "reshape of on-chip tiles", "loop_reduce": "loop reduction helper",
+}
+
+
+def not_emulated(module: str, name: str) -> AttributeError:
+    why = NOT_EMULATED.get(name) if module == "nl" else NOT_EMULATED_ISA.get(name)
+    if why is None:
+        return AttributeError(f"module '{'nki.language' if module == 'nl' else 'nki.isa'}' has no attribute {name!r}")
+    return NotEmulated(f"{module}.{name} is part of NKI but not of the speedpatch emulator ({why}); "
+                       f"targets/nki/README.md lists what is supported")
+
+
+NOT_EMULATED_ISA = {
+    "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_find_index8": "max-8 search",
+    "nc_match_replace8": "max-8 search", "max8": "max-8 search", "select_reduce": "predicated reduction",
+    "range_select": "predicated selection", "affine_select": "predicated selection", "local_gather": "GpSimd gather",
+    "dma_transpose": "DMA transpose engine (use nl.load_transpose2d)", "tensor_partition_reduce":
+    "cross-partition reduction (use nc_matmul with ones)", "scalar_tensor_tensor": "fused three-operand VectorE op",
+    "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
+    "sequence_bounds": "sequence bounds", "nc_matmul_mx": "MX-format matmul", "quantize_mx": "MX-format quantization",
+    "exponential": "fused exponential", "dropout": "on-device random numbers", "rand2": "on-device random numbers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise not_emulated("nl", name)
