@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_PARSE_LOCK = threading.Lock()  # CPython 3.11's parser is not safe to run from several threads at once
+from speedpatch.targets.nki.detect import _PARSE_LOCK as _NKI_PARSE_LOCK
+
+# CPython 3.11's parser is not safe to run from several threads at once: share the NKI detector's lock,
+# so that parses from here and from there never overlap.
+_PARSE_LOCK = _NKI_PARSE_LOCK
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
