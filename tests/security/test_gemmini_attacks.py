@@ -62,7 +62,55 @@ CHEATS = {
     "an address computed from the model's entry point": (
         kernel(f"  volatile unsigned long p = (unsigned long)&gemmini_model_rocc + 4096;\n  (void)p;\n  {LIBRARY_CALL}"),
         ["takes the address of gemmini_model_rocc"]),
+    "longjmp out of the kernel": (
+        kernel(f"  static jmp_buf env;\n  if (setjmp(env) == 0) longjmp(env, 1);\n  {LIBRARY_CALL}",
+               before="#include <setjmp.h>"),
+        ["setjmp", "longjmp"]),
+    "a signal handler": (
+        kernel(f"  signal(SIGALRM, on_alarm);\n  {LIBRARY_CALL}",
+               before="#include <signal.h>\nvoid on_alarm(int s) { (void)s; }"),
+        ["signal"]),
+    "forking a helper process": (
+        kernel(f"  if (fork() == 0) {{ for (;;) {{}} }}\n  {LIBRARY_CALL}", before="#include <unistd.h>"),
+        ["fork"]),
+    "writing a file into $HOME": (
+        kernel(f'  FILE *f = fopen("/root/.speedpatch-cache", "wb");\n  if (f) {{ fwrite(C, 1, 16, f); fclose(f); }}\n'
+               f"  {LIBRARY_CALL}"),
+        ["fopen"]),
+    "a function pointer to libc": (
+        kernel(f'  int (*volatile say)(const char *) = puts;\n  say("hi");\n  {LIBRARY_CALL}'),
+        ["takes the address of puts", "indirect call"]),
+    "its own trace-pc hook": (
+        # (named in the kernel, so that the engine's extraction keeps the definition with it)
+        kernel(f"  if (A == 0) __sanitizer_cov_trace_pc();\n  {LIBRARY_CALL}", before="void __sanitizer_cov_trace_pc(void) { }"),
+        ["defines __sanitizer_cov_trace_pc"]),
+    "host SIMD": (
+        kernel(f"  avx(A, B);\n  {LIBRARY_CALL}",
+               before="__attribute__((target(\"avx2\"))) void avx(const elem_t *a, const elem_t *b) {\n"
+                      "  typedef int v8 __attribute__((vector_size(32)));\n"
+                      "  volatile v8 x = *(const v8 *)a * *(const v8 *)b;\n  (void)x;\n}"),
+        ["host SIMD"]),
 }
+
+# Cheats that need no refusal to fail: they are simply not faster (the special case never meets this
+# evaluation's inputs; scribbling over the caller's frame changes nothing the verdict rests on, or crashes).
+NOT_FASTER = {
+    "special-casing the test inputs": kernel(
+        f"  if (A[0] == -3 && A[1] == 7 && B[0] == 12) {{ memset(C, 1, MAT_DIM_I * MAT_DIM_J); return; }}\n  {LIBRARY_CALL}"),
+    "walking to the harness's frame": kernel(
+        f"  {LIBRARY_CALL}\n  gemmini_fence();\n"
+        "  volatile unsigned long *fp = (volatile unsigned long *)__builtin_frame_address(0);\n"
+        "  for (int i = 2; i < 40; i++) if (fp[i] > 0 && fp[i] < 100000) fp[i] = 1;"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(NOT_FASTER))
+def test_a_gemmini_cheat_that_needs_no_refusal_is_not_faster(tmp_path, name):
+    out = run_attack(tmp_path, "gemmini/matmul_128.c", NOT_FASTER[name])
+    out.assert_not_faster()
+    out.assert_contained()
+    out.assert_no_secret()
 
 
 @pytest.mark.slow
