@@ -254,8 +254,8 @@ void conv_kernel(const elem_t *input, const elem_t *weights, const acc_t *bias, 
 
 CONV_NAIVE = """
 // Unoptimized explicit convolution: for every 16 output pixels of a row and 16 output channels, start from
-// the bias in the accumulator and add, for each kernel position and 16 input channels, the input pixels it
-// sees (only those inside the image) times that 16x16 weight block, one tile at a time; then move out.
+// the bias in the accumulator and add, for each kernel position and 16 input channels, the 16 input pixels it
+// sees times that 16x16 weight block, one tile at a time (pixels outside the image are zeros); then move out.
 // input [BATCH][IN_DIM][IN_DIM][IN_CHANNELS], weights [3][3][IN_CHANNELS][OUT_CHANNELS], bias [OUT_CHANNELS],
 // output [BATCH][OUT_DIM][OUT_DIM][OUT_CHANNELS].
 void conv_kernel(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {
@@ -272,21 +272,22 @@ void conv_kernel(const elem_t *input, const elem_t *weights, const acc_t *bias, 
           gemmini_extended_mvin3(bias + och, GEMMINI_ACC_ADDR, DIM, npix);
           for (int kr = 0; kr < KERNEL_DIM; kr++) {
             const int irow = orow * STRIDE + kr - PADDING;
-            if (irow < 0 || irow >= IN_DIM) continue;
             for (int kc = 0; kc < KERNEL_DIM; kc++) {
+              /* output pixels lo..hi-1 see input pixels inside the image */
               int lo = PADDING - kc - ocol, hi = IN_DIM + PADDING - kc - ocol;
               if (lo < 0) lo = 0;
               if (hi > npix) hi = npix;
-              if (lo >= hi) continue;
+              if (irow < 0 || irow >= IN_DIM) hi = lo;
               const int icol = ocol + lo + kc - PADDING;
               for (int ich = 0; ich < IN_CHANNELS; ich += DIM) {
-                gemmini_extended_mvin(input + (((size_t)b * IN_DIM + irow) * IN_DIM + icol) * IN_CHANNELS + ich, 0, DIM,
-                                      hi - lo);
+                if (lo > 0 || hi < npix) gemmini_extended_mvin(0, 0, DIM, npix); /* zeros */
+                if (lo < hi)
+                  gemmini_extended_mvin(input + (((size_t)b * IN_DIM + irow) * IN_DIM + icol) * IN_CHANNELS + ich,
+                                        (uint32_t)lo, DIM, hi - lo);
                 gemmini_extended_mvin2(weights + ((size_t)(kr * KERNEL_DIM + kc) * IN_CHANNELS + ich) * OUT_CHANNELS + och,
                                        DIM, DIM, DIM);
-                gemmini_extended_preload(DIM, GEMMINI_ACC_ADDR | GEMMINI_ACC_ACCUMULATE | (uint32_t)lo, DIM, DIM, DIM,
-                                         hi - lo);
-                gemmini_extended_compute_preloaded(0, GARBAGE_ADDR, DIM, hi - lo, DIM, DIM);
+                gemmini_extended_preload(DIM, GEMMINI_ACC_ADDR | GEMMINI_ACC_ACCUMULATE, DIM, DIM, DIM, npix);
+                gemmini_extended_compute_preloaded(0, GARBAGE_ADDR, DIM, npix, DIM, DIM);
               }
             }
           }

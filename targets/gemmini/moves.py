@@ -667,6 +667,110 @@ def schedule_moves(text: str) -> list[tuple[str, int, int, str]]:
     return out
 
 
+# ----------------------------------------------------------------------- explicit kernels of a harness
+# A kernel written out instruction by instruction (the paper's starting point) has no library call to
+# retune. When the file's trusted harness says what the kernel computes (speedpatch_run_matmul /
+# speedpatch_run_conv with this kernel), the moves rewrite the kernel's body as the same operation on the
+# hardware loops (the library call, then the schedules the library-call moves offer). The harness checks
+# the result as for any candidate; only the kernel's body changes.
+
+def _call_args_of(source: str, function: str, last_arg: str) -> list[str] | None:
+    """The arguments of the first call `function(...)` in source whose last argument is `last_arg`."""
+    for call in _find_named_calls(source, function):
+        if call and call[-1].strip() == last_arg:
+            return call
+    return None
+
+
+def _find_named_calls(text: str, function: str) -> list[list[str]]:
+    out = []
+    for m in re.finditer(r"\b" + re.escape(function) + r"\s*\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            if text[i] in "\"'":
+                i = _skip_literal(text, i)
+                continue
+            depth += text[i] == "("
+            depth -= text[i] == ")"
+            i += 1
+        if depth == 0:
+            out.append(_split_args(text[m.end():i - 1]))
+    return out
+
+
+def _kernel_params(kernel_text: str, name: str) -> tuple[list[str], int] | None:
+    """Parameter names of the kernel's definition and the offset of its body's opening brace."""
+    m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)\s*\{", kernel_text)
+    if not m:
+        return None
+    names = []
+    for param in _split_args(m.group(1)):
+        ident = re.findall(r"[A-Za-z_]\w*", param)
+        if not ident:
+            return None
+        names.append(ident[-1])
+    return names, m.end() - 1
+
+
+def _body(statement: str, unused: list[str]) -> str:
+    if statement.lstrip().startswith("{"):
+        return statement
+    voids = "".join(f"  (void){n};\n" for n in unused)
+    return "{\n" + voids + "  " + statement + ";\n}"
+
+
+def explicit_kernel_moves(source: str, kernel: Kernel, defines: dict[str, str]) -> list[tuple[str, str]]:
+    """(plan, new kernel text) for a library-free kernel whose harness call names it."""
+    parsed = _kernel_params(kernel.text, kernel.name)
+    if parsed is None:
+        return []
+    params, brace = parsed
+    head = kernel.text[:brace]
+    out: list[tuple[str, str]] = []
+    mm = _call_args_of(source, "speedpatch_run_matmul", kernel.name)
+    if mm is not None and len(mm) == 7 and len(params) == 4:
+        i, j, k, with_bias, act, scale = (x.strip() for x in mm[:6])
+        pa, pb, pbias, pc = params
+        bias = with_bias not in FALSE
+        a = dict(I=i, J=j, K=k, A=pa, B=pb, D=pbias if bias else "NULL", C=pc, sA=k, sB=j, sD=j, sC=j,
+                 A_scale="MVIN_SCALE_IDENTITY", B_scale="MVIN_SCALE_IDENTITY", D_scale="MVIN_SCALE_IDENTITY",
+                 act=act, scale=scale, bert="0", repeating="true" if bias else "false", tA="false", tB="false",
+                 full_C="false", low_D="false", weightA="0", type="WS")
+        auto = "tiled_matmul_auto(" + ", ".join(a[x] for x in MATMUL_AUTO) + ")"
+        unused = [] if bias else [pbias]
+        out.append(("Replace the explicit instruction loops by the same matmul on the LOOP_WS hardware loop "
+                    "(tiled_matmul_auto): the accelerator then issues its own mvin/preload/compute/mvout "
+                    "streams, overlapped, instead of the core issuing every instruction.", head + _body(auto, unused)))
+        synth = Call("tiled_matmul_auto", 0, len(auto), _split_args(auto[len("tiled_matmul_auto("):-1]))
+        for plan, new in matmul_moves(synth, defines):
+            out.append(("Replace the explicit instruction loops: " + plan[0].lower() + plan[1:],
+                        head + _body(new, unused)))
+        return out
+    cv = _call_args_of(source, "speedpatch_run_conv", kernel.name)
+    if cv is not None and len(cv) == 4 and len(params) == 4:
+        shape_var, act, scale = (x.strip() for x in cv[:3])
+        init = re.search(r"struct\s+speedpatch_conv_shape\s+" + re.escape(shape_var) + r"\s*=\s*\{([^}]*)\}", source)
+        fields = _split_args(init.group(1)) if init else []
+        if len(fields) != 7:
+            return out
+        batch, dim, ich, och, kdim, stride, pad = (f.strip() for f in fields)
+        odim = f"(({dim} + 2 * {pad} - {kdim}) / {stride} + 1)"
+        pin, pw, pbias, pout = params
+        a = dict(batch=batch, in_row=dim, in_col=dim, in_ch=ich, out_ch=och, out_row=odim, out_col=odim,
+                 stride=stride, in_dil="1", k_dil="1", pad=pad, kdim=kdim, wrot="false", t_out="false", t_in="false",
+                 t_w1203="false", t_w0132="false", input=pin, weights=pw, bias=pbias, output=pout, act=act,
+                 scale=scale, pool_size="0", pool_stride="0", pool_pad="0", type="WS")
+        auto = "tiled_conv_auto(" + ", ".join(a[x] for x in CONV_AUTO) + ")"
+        out.append(("Replace the explicit instruction loops by the same convolution on the LOOP_CONV_WS hardware "
+                    "loop (tiled_conv_auto): the accelerator issues its own overlapped command streams.",
+                    head + _body(auto, [])))
+        synth = Call("tiled_conv_auto", 0, len(auto), _split_args(auto[len("tiled_conv_auto("):-1]))
+        for plan, new in conv_moves(synth, defines):
+            out.append(("Replace the explicit instruction loops by the hardware loop with chosen tiles: "
+                        + plan[0].lower() + plan[1:], head + _body(new, [])))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ API
 def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     text = source[kernel.start:kernel.end]
@@ -677,6 +781,9 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     for plan, start, end, block in schedule_moves(text):
         new_kernel = text[:start] + block + text[end:]
         moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
+    if not find_calls(text) and not moves:
+        for plan, new_kernel in explicit_kernel_moves(source, kernel, defines):
+            moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     for call in find_calls(text):
         rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
         for plan, new_call in rewrites:

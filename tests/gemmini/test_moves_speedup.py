@@ -113,3 +113,55 @@ def test_every_move_is_correct_and_one_is_faster_than_the_library_call(target, t
         assert ev.status == OK, f"{move.plan}: {ev.status} {ev.message}"
     best = min(ev.value for ev in results)
     assert best < baseline.value, f"no move beats the library call ({baseline.value} cycles)"
+
+
+# ---- explicit starting points (examples/gemmini/paper/*_explicit.c): no library call to retune -----------
+PAPER = EXAMPLES / "paper"
+
+
+@pytest.mark.parametrize("name", ["matmul_512x512x512_explicit.c", "conv_14x14_256_explicit.c"])
+def test_an_explicit_kernel_gets_moves_that_only_rewrite_its_body(target, name: str) -> None:
+    source = (PAPER / name).read_text()
+    (k,) = target.find_kernels(source)
+    candidates = target.offline_moves(source, k)
+    assert candidates
+    signature = k.text[:k.text.index("{")]
+    for move in candidates:
+        assert move.source[:k.start] == source[:k.start]
+        (new,) = target.find_kernels(move.source)
+        assert move.source[new.end:] == source[k.end:]  # harness untouched
+        assert new.text.startswith(signature)  # same function, new body
+
+
+def test_the_first_move_of_an_explicit_matmul_is_the_library_call_with_the_harness_operands(target) -> None:
+    source = (PAPER / "matmul_784x1024x256_explicit.c").read_text()
+    (k,) = target.find_kernels(source)
+    first = target.offline_moves(source, k)[0]
+    body = first.source[first.source.index("void matmul_kernel"):first.source.index("int main")]
+    assert "tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, NULL, C, MAT_DIM_K, MAT_DIM_J" in body
+    assert "NO_ACTIVATION, 1.0f" in body and "(void)bias;" in body
+
+
+def test_a_kernel_the_harness_does_not_name_gets_no_explicit_moves(target) -> None:
+    source = (PAPER / "matmul_512x512x512_explicit.c").read_text().replace(
+        "1.0f, matmul_kernel);", "1.0f, other_kernel);")
+    (k,) = [k for k in target.find_kernels(source) if k.name == "matmul_kernel"]
+    assert moves.explicit_kernel_moves(source, k, moves.int_defines(source)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_from_the_explicit_start_a_move_is_correct_and_several_times_faster(target, tmp_path: Path) -> None:
+    path = PAPER / "matmul_512x512x512_explicit.c"
+    source = path.read_text()
+    (k,) = target.find_kernels(source)
+    first = target.offline_moves(source, k)[0]
+
+    def run(text: str, where: str):
+        ctx = EvalContext(kernel=k, path=str(path), workdir=tmp_path / where, timeout=300, seed=5)
+        (tmp_path / where).mkdir()
+        return target.backend("gemmini-native").evaluate(text, ctx)
+
+    start, moved = run(source, "start"), run(first.source, "moved")
+    assert start.status == OK and moved.status == OK, (start.message, moved.message)
+    assert moved.value * 3 < start.value, (moved.value, start.value)  # ~2.22M -> ~0.53M cycles today
