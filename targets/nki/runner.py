@@ -5,9 +5,10 @@ Trainium host). Usage:
                      [--seeds 0,1,2] [--pkgs DIR] [--deadline SECONDS] [--warmup 2] [--iters 10]
                      [--isolation auto|bwrap|process]
 
-The first stdin line is a nonce; the result is printed as JSON split over lines
-"SPEEDPATCH-RESULT <nonce> <index> <piece>", so that output printed by the candidate can never pass for a
-result.
+The first stdin line is a nonce; the result is JSON split over lines "SPEEDPATCH-RESULT <nonce> <index>
+<piece>", written to the pipe named by $SPEEDPATCH_RESULT_FD when speedpatch's sandbox opened one (the
+verdict then never shares a channel with anything the candidate prints), else printed on stdout, where
+the nonce keeps output printed by the candidate from passing for a result.
 
 Who owns what: the harness (INPUTS / make_inputs / reference / OUTPUTS / TOLERANCE / SEEDS) is taken from
 PROBLEM.py, the original problem file (default: the candidate itself, for standalone use); from the
@@ -38,12 +39,26 @@ import json
 import os
 import secrets
 import sys
+import time
 import traceback
 from typing import Any
 
-import numpy as np
+
+class _LazyNumPy:
+    """NumPy, imported on first use: in emulate mode the kernel process is started before this process
+    spends its first few hundred milliseconds importing NumPy and the emulator (they then boot together)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np: Any = _LazyNumPy()
 
 RESULT_TAG = "SPEEDPATCH-RESULT"
+RESULT_FD_ENV = "SPEEDPATCH_RESULT_FD"  # set by speedpatch's sandbox (targets/sandbox.py): the verdict's own pipe
 CHUNK = 300
 
 
@@ -293,14 +308,27 @@ def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
     return evaluate_in_process(opts, nki_mod, problem, kernel_source, path, seeds=random_seeds(problem, opts.seeds))
 
 
+def _process_module() -> Any:
+    """isolation/process.py loaded by path (stdlib only): importing it through the speedpatch package
+    would first cost the package's start-up, which the kernel process need not wait for."""
+    name = "speedpatch.targets.nki.isolation.process"
+    if name not in sys.modules:
+        where = os.path.join(os.path.dirname(os.path.abspath(__file__)), "isolation", "process.py")
+        spec = importlib.util.spec_from_file_location(name, where)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module  # the package's own import of it finds this one
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
 def evaluate_emulated(opts: argparse.Namespace, path: str, kernel_source: str) -> dict[str, Any]:
     """Emulate mode: the kernel module boots in its own sandboxed process first (isolation/process.py is
     stdlib only), while this process imports the emulator, loads the problem and builds the inputs."""
-    from speedpatch.targets.nki.isolation.process import KernelProcess
-
-    process = KernelProcess(path)
-    deadline = max(1.0, opts.deadline - 1.5) if opts.deadline > 0 else 0.0
-    process.start(kernel_source, deadline, opts.isolation, os.path.dirname(path))
+    process = _process_module().KernelProcess(path)
+    # The kernel process stops itself (dumping where it was) a little before this process would: the
+    # timeout then names the kernel's line. An absolute time, so that its own start-up counts too.
+    ends_at = opts.ends_at - min(1.0, 0.25 * opts.deadline) if opts.deadline > 0 else 0.0
+    process.start(kernel_source, ends_at, opts.isolation, os.path.dirname(path))
     try:
         sys.path.insert(0, opts.pkgs)
         sys.path.append(os.path.dirname(path))
@@ -379,8 +407,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def result_channel() -> Any:
+    """The pipe the sandbox opened for the verdict ($SPEEDPATCH_RESULT_FD), or None (then stdout). Taken
+    out of the environment at once: nothing this process starts is told about it (or inherits it)."""
+    fd = os.environ.pop(RESULT_FD_ENV, "")
+    if not fd.isdigit():
+        return None
+    try:
+        return os.fdopen(int(fd), "w", encoding="utf-8")
+    except OSError:
+        return None
+
+
 def main(argv: list[str], nonce: str) -> int:
+    channel = result_channel()
     opts = parse(argv)
+    opts.ends_at = time.time() + opts.deadline
     if opts.deadline > 0:
         # On a hang, print where every thread is before exiting: the backend names the kernel line.
         faulthandler.dump_traceback_later(opts.deadline, exit=True)
@@ -392,7 +434,12 @@ def main(argv: list[str], nonce: str) -> int:
     # In short numbered pieces: evaluation logs cut lines longer than 400 characters.
     payload = json.dumps(result, default=str)
     pieces = [payload[i : i + CHUNK] for i in range(0, len(payload), CHUNK)] or [""]
-    print("\n" + "\n".join(f"{RESULT_TAG} {nonce} {i} {piece}" for i, piece in enumerate(pieces)), flush=True)
+    text = "\n" + "\n".join(f"{RESULT_TAG} {nonce} {i} {piece}" for i, piece in enumerate(pieces)) + "\n"
+    if channel is not None:
+        channel.write(text)
+        channel.close()
+    else:
+        print(text, end="", flush=True)
     return 0
 
 

@@ -30,16 +30,32 @@ from speedpatch.targets.nki import detect
 from speedpatch.targets.nki.backends.emulator import NkiEmulatorBackend
 from speedpatch.targets.nki.backends.neuron import NkiNeuronBackend
 from speedpatch.targets.nki.backends.simulate import NkiSimulateBackend
+from speedpatch.targets.nki.isolation.kernel_side import ALLOWED_IMPORTS
 
 # Names the trusted runner reads from a problem module (runner.py): a candidate never binds them.
 HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "reference")
 
 # Names a kernel has no business touching: the harness, the emulator's internals, process escape hatches.
+# A first, cheap line only: the boundary is the kernel's own sandboxed process, which holds no data, no
+# cost model and no verdict (isolation/, docs/threat-model.md "NKI"); these names just fail early and clearly.
 _FORBIDDEN = {
     "reference", "INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "globals", "locals", "vars",
     "__import__", "importlib", "sys", "os", "subprocess", "threading", "multiprocessing", "ctypes", "gc",
     "inspect", "speedpatch", "costmodel", "last_report", "exec", "eval", "open", "builtins", "__builtins__",
+    "compile", "breakpoint", "__subclasses__", "__globals__", "__code__", "_getframe", "f_back", "f_globals",
+    "get_objects", "get_referrers", "posix", "signal", "socket", "pickle", "marshal",
 }
+
+
+def _imported_modules(tree: ast.AST) -> list[str]:
+    """Every module an import statement anywhere in the file names ('.' for a relative import)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append("." if node.level else (node.module or ""))
+    return found
 
 
 def _line_offsets(text: str) -> list[int]:
@@ -117,15 +133,21 @@ class NkiTarget(Target):
         current = [k for k in self.find_kernels(source) if k.name == kernel.name]
         if not current:
             return [f"kernel {kernel.name!r} is missing from the candidate"]
+        reasons = []
+        module = detect.parse_python(source)
+        if module is not None:
+            refused = sorted({m.split(".")[0] or m for m in _imported_modules(module)} - ALLOWED_IMPORTS)
+            reasons += [f"the candidate imports {name!r}, which NKI kernels may not (allowed: "
+                        f"{', '.join(sorted(ALLOWED_IMPORTS - {'__future__'}))})" for name in refused]
         tree = detect.parse_python(current[0].text)
         if tree is None:
-            return []  # the evaluation reports the syntax error with its line
+            return reasons  # the evaluation reports the syntax error with its line
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-        used |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-                 for a in n.names}
         bad = sorted(used & _FORBIDDEN)
-        return [f"the kernel uses {name!r}, which kernels may not touch (harness or process internals)" for name in bad]
+        reasons += [f"the kernel uses {name!r}, which kernels may not touch (harness or process internals)"
+                    for name in bad]
+        return reasons
 
     def feedback_text(self, evaluation: Evaluation) -> str:
         fb = evaluation.feedback or {}

@@ -79,7 +79,8 @@ def test_module_level_import_of_a_missing_package_is_a_compile_error(evaluate):
 
 
 def test_infinite_loop_times_out_and_names_the_line(evaluate):
-    ev = evaluate(kernel_file("while True:", "    pass"), timeout=4)
+    # 8 s: the trusted process and the kernel's own sandboxed process both start within it
+    ev = evaluate(kernel_file("while True:", "    pass"), timeout=8)
     assert ev.status == TIMEOUT
     assert f"line {BODY_LINE + 1}" in ev.message or f"line {BODY_LINE}" in ev.message
 

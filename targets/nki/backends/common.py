@@ -78,7 +78,8 @@ def hang_line(output: str, candidate_name: str) -> int:
 
 def to_evaluation(proc: ProcResult, nonce: str, candidate_name: str, timeout: float, what: str) -> tuple[Evaluation, dict[str, Any]]:
     """The Evaluation (without receipt/feedback) and the raw result dict ({} when none came back)."""
-    result = parse_result(proc.output, nonce)
+    channel = getattr(proc, "result", None)  # the sandbox's result pipe, when the backend asked for one
+    result = parse_result(channel if channel is not None else proc.output, nonce)
     log = program_output(proc.output, nonce)
     if result is None:
         hung = "Timeout (" in proc.output or proc.timed_out

@@ -43,7 +43,8 @@ class NkiEmulatorBackend(Backend):
         env = dict(os.environ)
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(var, "1")  # tiles are small: BLAS threads only add contention between evaluations
-        proc = run_process(argv, ctx.workdir, ctx.timeout, env=env, input_text=nonce + "\n")
+        # The verdict comes back on its own pipe (result_channel), never mixed with what the kernel prints.
+        proc = run_process(argv, ctx.workdir, ctx.timeout, env=env, input_text=nonce + "\n", result_channel=True)
         evaluation, result = to_evaluation(proc, nonce, candidate.name, ctx.timeout, "the emulated kernel")
         evaluation.receipt = {
             "backend": self.name,

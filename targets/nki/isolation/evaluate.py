@@ -35,14 +35,14 @@ def _failure(exc: KernelError) -> dict[str, Any]:
             "traceback": str(exc.info.get("traceback", ""))[-4000:]}
 
 
-def _hang(log: str, filename: str, deadline: float) -> dict[str, Any] | None:
+def _hang(log: str, filename: str) -> dict[str, Any] | None:
     """The kernel process's own deadline dump (faulthandler), as a timeout naming the kernel's line."""
     if "Timeout (" not in log:
         return None
     found = re.findall(r'File "([^"]*)", line (\d+)', log)
     lines = [int(n) for f, n in found if f == filename]
     where = f" (it was at line {lines[0]})" if lines else ""
-    return {"status": "timeout", "message": f"the emulated kernel did not finish within {deadline:.0f} s{where}"}
+    return {"status": "timeout", "message": f"the emulated kernel did not finish within its time limit{where}"}
 
 
 def evaluate_isolated(opts: argparse.Namespace, process: KernelProcess, problem: Any,
@@ -56,7 +56,7 @@ def evaluate_isolated(opts: argparse.Namespace, process: KernelProcess, problem:
     except ProtocolError as exc:
         log = process.stop()  # waits for the process and the end of its output
         code = process.proc.poll() if process.proc is not None else None
-        result = _hang(log, process.filename, process.deadline) or {
+        result = _hang(log, process.filename) or {
             "status": "runtime_error", "message": f"{exc} (exit code {code})"}
     finally:
         log = process.stop()

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,15 @@ class KernelProcess:
             self.log.append(text)
             self._log_size += len(text)
 
-    def start(self, source: str, deadline: float, isolation: str, cwd: str | Path) -> None:
-        """Boot the kernel process on `source` (it loads the module without waiting for anything)."""
-        self.deadline = deadline
+    def start(self, source: str, ends_at: float, isolation: str, cwd: str | Path) -> None:
+        """Boot the kernel process on `source` (it loads the module without waiting for anything); it
+        stops itself at `ends_at` (time.time(); 0 for never), printing where it was."""
+        self.deadline = deadline = max(0.0, ends_at - time.time()) if ends_at else 0.0
         to_kernel_r, to_kernel_w = os.pipe()
         from_kernel_r, from_kernel_w = os.pipe()
         prefix, user, why = sandbox_command(isolation, Path(cwd))
         self.isolation = why
-        argv = [*prefix, sys.executable, "-I", str(KERNEL_SIDE), self.filename, f"{deadline:.1f}", str(from_kernel_w)]
+        argv = [*prefix, sys.executable, "-I", str(KERNEL_SIDE), self.filename, f"{ends_at:.3f}", str(from_kernel_w)]
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
         _not_dumpable()
