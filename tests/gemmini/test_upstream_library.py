@@ -219,3 +219,30 @@ int main() {
 }
 """)
     assert "differ on" in out
+
+
+def test_tiled_resadd_auto_matches_scaled_saturated_addition(gemmini_c) -> None:
+    run_ok(gemmini_c, r"""
+#define I 37
+#define J 45
+int main() {
+  static elem_t A[I][J], B[I][J], C[I][J], Cpu[I][J];
+  for (int i = 0; i < I; i++) for (int j = 0; j < J; j++) { A[i][j] = (elem_t)rnd(-128, 127); B[i][j] = (elem_t)rnd(-128, 127); }
+  const float a_scale = 0.5f, b_scale = 1.5f, c_scale = 0.75f;
+  for (int relu = 0; relu < 2; relu++) {
+    tiled_resadd_auto(I, J, a_scale, b_scale, c_scale, (elem_t *)A, (elem_t *)B, (elem_t *)C, relu, WS);
+    tiled_resadd_auto(I, J, a_scale, b_scale, c_scale, (elem_t *)A, (elem_t *)B, (elem_t *)Cpu, relu, CPU);
+    gemmini_fence();
+    for (int i = 0; i < I; i++) for (int j = 0; j < J; j++) {
+      long long sum = (long long)scaled(A[i][j], a_scale) + scaled(B[i][j], b_scale);  /* each saturated on mvin */
+      elem_t want = scaled(sum, c_scale);
+      if (relu && want < 0) want = 0;
+      if (C[i][j] != want || Cpu[i][j] != want) {
+        printf("relu %d C[%d][%d] = %d (cpu %d), want %d\n", relu, i, j, C[i][j], Cpu[i][j], want);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+""")

@@ -408,6 +408,42 @@ static inline void tiled_global_average_auto(const elem_t *input, elem_t *output
   free(ones);
 }
 
+/* Residual addition (upstream's argument list): C = act(C_scale * (A_scale*A + B_scale*B)), A, B and C
+ * I x J with rows J elements apart. Each operand is scaled on its way into the accumulator (x * scale,
+ * round half to even, saturated to elem_t), B accumulates onto A there, and the sum comes out through the
+ * accumulator's scale (C_scale, round half to even, saturate, ReLU when asked). Type CPU computes the
+ * same on the core. */
+static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
+                                     const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C,
+                                     bool relu, enum tiled_matmul_type_t matadd_type) {
+  const int act = relu ? RELU : NO_ACTIVATION;
+  if (matadd_type == CPU) {
+    for (size_t i = 0; i < I; i++)
+      for (size_t j = 0; j < J; j++) {
+        const int64_t sum = (int64_t)gemmini_cpu_mvin_scale(A[i * J + j], A_scale) +
+                            (int64_t)gemmini_cpu_mvin_scale(B[i * J + j], B_scale);
+        C[i * J + j] = gemmini_cpu_acc_to_elem(sum, C_scale, act);
+      }
+    return;
+  }
+  gemmini_extended4_config_ld(J * sizeof(elem_t), A_scale, true, DIM, 0);
+  gemmini_extended4_config_ld(J * sizeof(elem_t), B_scale, true, DIM, 1);
+  gemmini_extended_config_st(J * sizeof(elem_t), act, C_scale);
+  /* One DIM x DIM block at a time, rotating through the accumulator so that the next block's loads can
+   * proceed while earlier ones are still being stored. */
+  const uint32_t slots = (uint32_t)(ACC_ROWS / DIM);
+  uint32_t slot = 0;
+  for (size_t i = 0; i < I; i += DIM)
+    for (size_t j = 0; j < J; j += DIM) {
+      const size_t rows = gemmini_min(DIM, I - i), cols = gemmini_min(DIM, J - j);
+      const uint32_t acc = GEMMINI_ACC_ADDR | (slot * DIM);
+      gemmini_extended_mvin(A + i * J + j, acc, cols, rows);
+      gemmini_extended_mvin2(B + i * J + j, acc | GEMMINI_ACC_ACCUMULATE, cols, rows);
+      gemmini_extended_mvout(C + i * J + j, acc, cols, rows);
+      slot = (slot + 1) % slots;
+    }
+}
+
 #include "gemmini_conv.h"
 
 #endif /* SPEEDPATCH_GEMMINI_LIB_H */
