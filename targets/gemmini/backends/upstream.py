@@ -1,7 +1,8 @@
 """Using a real upstream gemmini-rocc-tests checkout's headers on the native model.
 
 Setting: `[backend.gemmini-native] include_dir = "/path/to/gemmini-rocc-tests"` (the folder that holds
-include/gemmini.h, include/gemmini_params.h and rocc-software/src/xcustom.h). Programs keep including
+include/gemmini.h, include/gemmini_params.h and rocc-software/src/xcustom.h), or `--include-dir DIR` on
+`speedpatch evaluate` / `speedpatch optimize` (resolved from the current folder; it wins over the file). Programs keep including
 "include/gemmini.h" and "include/gemmini_testutils.h".
 
 The upstream headers target a RISC-V core, so a native build needs exactly three adaptations, made on a
