@@ -247,6 +247,22 @@ def called_names(text: str, grammar: str = C) -> set[str]:
     return found
 
 
+def includes(text: str, grammar: str = C) -> list[str]:
+    """The `#include` lines of a source, wherever they sit (inside a function body too)."""
+    parsed = _parse(text, grammar)
+    if parsed is None:
+        return []
+    tree, _ = parsed
+    found: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "preproc_include":
+            found.append(" ".join(_text(node).split()))
+        stack.extend(reversed(node.children))
+    return found
+
+
 def syntax_error(text: str, grammar: str = C) -> str:
     """'' when the source parses cleanly, else where it does not (tree-sitter recovers from errors, so
     this is how a reply's prose mixed into code is told apart from code)."""

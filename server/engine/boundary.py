@@ -86,7 +86,8 @@ def outside_change(problem: Problem, source: str) -> str:
 
 def check(target: Target, problem: Problem, source: str) -> list[str]:
     """Why `source` is not a candidate for `problem` (empty when it is): it changes the file outside the
-    kernel region, or its region redefines a problem or harness name."""
+    kernel region, its region redefines a problem or harness name, or holds what only the problem file
+    may (Target.region_problems)."""
     if source == problem.source:
         return []
     changed = outside_change(problem, source)
@@ -110,4 +111,4 @@ def check(target: Target, problem: Problem, source: str) -> list[str]:
             f"the kernel region redefines {names}, which the problem or its harness defines outside the "
             f"kernel {problem.kernel.name}; the problem's constants, harness and main are fixed"
         ]
-    return []
+    return target.region_problems(region, problem.kernel)

@@ -98,6 +98,12 @@ def test_a_helper_named_like_a_library_function_the_harness_calls_is_rejected(ta
     assert "redefines exit" in reason
 
 
+def test_an_include_inside_the_kernel_is_rejected_naming_it(target, problem) -> None:
+    body = OS_KERNEL.replace("{\n", '{\n#include "include/gemmini_params.h"\n', 1)
+    (reason,) = boundary.check(target, problem, QUICK.replace(KERNEL, body))
+    assert '`#include "include/gemmini_params.h"`' in reason
+
+
 def test_a_change_outside_the_kernel_region_is_rejected_with_the_line(target, problem) -> None:
     candidate = QUICK.replace("#define MAT_DIM_I 128", "#define MAT_DIM_I 32")
     (reason,) = boundary.check(target, problem, candidate)
