@@ -314,11 +314,11 @@ def test_sbuf_capacity_counts_live_tiles_and_frees_dead_ones():
         return out
 
     @jit
-    def hoard(x):
-        keep = [nl.ndarray((128, 20 * 1024), dtype=nl.float32, buffer=nl.sbuf) for _ in range(3)]
-        return keep
+    def too_big(x):
+        return nl.ndarray((128, 49 * 1024), dtype=nl.float32, buffer=nl.sbuf)  # 196 KiB > 192 KiB
 
     reuse(rand(128, 4))
     assert 80 < last_report()["sbuf_peak_kib_per_partition"] <= 2 * 80 + 1
+    assert last_report()["sbuf_spills"] == 0
     with pytest.raises(NkiError, match="SBUF overflow"):
-        hoard(rand(128, 4))
+        too_big(rand(128, 4))

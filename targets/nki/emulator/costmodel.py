@@ -74,11 +74,14 @@ class RegionTimes:
 class _Slot:
     """The on-chip space of one allocation, as the allocator sees it (holds no reference to the tile)."""
 
-    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name")
+    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions")
 
-    def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str) -> None:
+    def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str,
+                 partitions: int = P.PARTITIONS) -> None:
         self.kind = kind
         self.nbytes = nbytes
+        self.spilled = False  # its data is in HBM (spilled by the compiler); reloaded at its next use
+        self.partitions = partitions
         self.reads = reads
         self.writes = writes
         self.retired = False  # out of scope: its space may be reused once its last access is done
@@ -127,6 +130,7 @@ class Trace:
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
         self.reuse_waits = 0
+        self.spills = 0
         self.loops: list[_Loop] = []
 
     # ---- loops and tile scope ----------------------------------------------------------------------
@@ -165,6 +169,9 @@ class Trace:
             self.slots[kind] = slots = keep
             if wait > 0:
                 self.reuse_waits += 1
+        if self.live[kind] + nbytes > limit and kind == "sbuf":
+            wait = max(wait, self._spill(nbytes, limit))
+            slots = self.slots[kind]
         if self.live[kind] + nbytes > limit:
             in_scope = sorted((s for s in slots if not s.retired), key=lambda s: -s.nbytes)[:4]
             biggest = ", ".join(f"{s.name!r} {s.nbytes} B" for s in in_scope)
@@ -175,7 +182,7 @@ class Trace:
                 + (f"; largest tiles in scope: {biggest}" if biggest else "")
             )
         alloc.reads.floor = alloc.writes.floor = wait
-        slot = _Slot(kind, nbytes, alloc.reads, alloc.writes, alloc.name)
+        slot = _Slot(kind, nbytes, alloc.reads, alloc.writes, alloc.name, alloc.shape[alloc.par_axis])
         alloc.slot = slot
         slots.append(slot)
         self.live[kind] += nbytes
@@ -183,6 +190,48 @@ class Trace:
         if self.loops:
             self.loops[-1].slots.append(slot)
         weakref.finalize(alloc, slot.retire)  # no Python name refers to it any more: out of scope
+
+    def _spill(self, nbytes: int, limit: int) -> float:
+        """SBUF tiles in scope do not fit: like the compiler, spill the least recently used ones to HBM
+        (a DMA store each; a DMA reload when next used, see reload). Returns when their space is free."""
+        free_at = 0.0
+        candidates = sorted((s for s in self.slots["sbuf"] if not s.retired and s.nbytes > 0),
+                            key=lambda s: s.last_access())
+        for slot in candidates:
+            if self.live["sbuf"] + nbytes <= limit:
+                break
+            done = self._spill_dma(slot, store=True)
+            slot.spilled = True
+            self.slots["sbuf"].remove(slot)
+            self.live["sbuf"] -= slot.nbytes
+            self.spills += 1
+            free_at = max(free_at, done)
+        return free_at
+
+    def _spill_dma(self, slot: _Slot, store: bool) -> float:
+        """The DMA of a spill (store) or reload: the tile's bytes, one descriptor per partition."""
+        nbytes = slot.nbytes * slot.partitions
+        per_engine = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + slot.partitions * P.DMA_DESCRIPTOR_NS) / P.DMA_ENGINES
+        ready = slot.writes.last() if store else 0.0
+        start = self._dma_place(ready, per_engine + P.DMA_DESCRIPTOR_NS)
+        end = start + per_engine + P.DMA_DESCRIPTOR_NS
+        self.busy["dma"] += (per_engine + P.DMA_DESCRIPTOR_NS) * P.DMA_ENGINES
+        self.dma_bytes += nbytes
+        self.horizon = max(self.horizon, end)
+        return end if store else end + P.DMA_LATENCY_NS
+
+    def reload(self, alloc: Allocation) -> None:
+        """A spilled tile is used again: make room for it and load it back (its data is ready after)."""
+        slot = alloc.slot
+        slot.spilled = False
+        wait = self._spill(slot.nbytes, P.SBUF_BYTES_PER_PARTITION) if (
+            self.live["sbuf"] + slot.nbytes > P.SBUF_BYTES_PER_PARTITION) else 0.0
+        slot.writes.floor = max(slot.writes.floor, wait)
+        done = self._spill_dma(slot, store=False)
+        slot.writes.add(alloc.full_region(), done)
+        self.slots["sbuf"].append(slot)
+        self.live["sbuf"] += slot.nbytes
+        self.peak["sbuf"] = max(self.peak["sbuf"], self.live["sbuf"])
 
     def release(self, alloc: Allocation) -> None:
         """Free a temporary the compiler never materializes (the SBUF result of `t[...] = nl.load(..)`,
@@ -339,6 +388,7 @@ class Trace:
             "dma_transfers": self.dma_transfers,
             "dma_descriptors": self.dma_descriptors,
             "buffer_reuse_waits": self.reuse_waits,
+            "sbuf_spills": self.spills,
             "dma_bytes": self.dma_bytes,
             "sbuf_peak_kib_per_partition": round(self.peak["sbuf"] / 1024, 2),
             "psum_peak_kib_per_partition": round(self.peak["psum"] / 1024, 2),

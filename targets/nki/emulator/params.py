@@ -46,8 +46,9 @@ How an instruction is costed (costmodel.py schedules them):
   is retired. A new tile takes free SBUF/PSUM space if there is any (so an iteration can overlap the
   previous one: the compiler's multi-buffering); otherwise it reuses the space of the oldest retired
   tiles, and must wait until their last reader/writer finished (the iteration cannot overlap). Only the
-  tiles that are live at the same time (in scope) must fit; if they do not, the kernel is refused, as
-  the compiler refuses it. Explicit allocation (nki.compiler.sbuf/psum mod_alloc(num_free_tiles=...))
+  tiles in scope at the same time must fit; if they do not, the least recently used SBUF tiles are
+  spilled to HBM (a DMA store, and a DMA reload at the next use), as the compiler spills; a single tile
+  larger than SBUF, or PSUM tiles beyond the 8 banks, are refused. Explicit allocation (nki.compiler.sbuf/psum mod_alloc(num_free_tiles=...))
   bounds the number of buffers of that site.
 
 What the model ignores: instruction fetch and semaphores, SBUF bank conflicts, the compiler's instruction

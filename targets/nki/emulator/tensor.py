@@ -375,9 +375,12 @@ class Tile:
         return tuple((f, min(la, n - 1)) for f, la, n in zip(first, last, ashape, strict=True))
 
     def access(self) -> costmodel.Access:
-        if self.alloc.pending_dma is not None:  # the load's result is used: issue the load now
-            self.alloc.pending_dma()
-        return (self.alloc, self.region())
+        alloc = self.alloc
+        if alloc.pending_dma is not None:  # the load's result is used: issue the load now
+            alloc.pending_dma()
+        if alloc.slot is not None and alloc.slot.spilled:  # the compiler spilled it: reload it first
+            costmodel.current().reload(alloc)
+        return (alloc, self.region())
 
     # ---- data ----------------------------------------------------------------------------------
     def _mask(self, mask: Any) -> np.ndarray | None:
