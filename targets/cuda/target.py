@@ -112,7 +112,8 @@ class CudaTarget(Target):
             item.names & roots or not item.names & problem_names)]
         if SOLUTION_NAME in roots:  # a whole solution: as written, less what the harness owns
             return cfamily.without(code, [item for item in items if item not in allowed])
-        used = cfamily.used_items(allowed, roots)  # kernels alone: with what they use
+        # kernels alone: with what they use, and new values for the solution's own constants and helpers
+        used = cfamily.used_items(allowed, roots | cfamily.touched_names(kernel.text, cfamily.CUDA))
         kept = [item for item in allowed if item.kind == "include" or item in used]
         return "\n\n".join(item.text.rstrip() for item in kept) + "\n"
 
@@ -150,11 +151,14 @@ class CudaTarget(Target):
 
     def splice(self, text: str, kernel: Kernel, new_code: str) -> str:
         """A whole solution replaces the region; kernels alone replace the same-named kernels in it (the
-        rest of the parent's solution, e.g. its launch configuration, stays)."""
+        rest of the parent's solution, e.g. its launch configuration, stays), and the helpers sent with
+        them (device functions, constants, includes) replace the same-named ones or go before the first
+        kernel."""
         if kernel.name != SOLUTION_NAME or _defines_launch(new_code) or not global_functions(new_code):
             return super().splice(text, kernel, new_code)
         region = text[kernel.start : kernel.end]
-        replacements = {f.name: new_code[f.start : f.end] for f in global_functions(new_code)}
+        kernels = global_functions(new_code)
+        replacements = {f.name: new_code[f.start : f.end] for f in kernels}
         for old in reversed(global_functions(region)):
             if old.name in replacements:
                 region = region[: old.start] + replacements.pop(old.name) + region[old.end :]
@@ -162,7 +166,10 @@ class CudaTarget(Target):
             launch = re.search(r"^[^\n]*\bvoid\s+launch\s*\(", region, re.MULTILINE)
             at = launch.start() if launch else len(region)
             region = region[:at] + "\n\n".join(replacements.values()) + "\n\n" + region[at:]
-        return text[: kernel.start] + region + text[kernel.end :]
+        kernel_names = {f.name for f in kernels}
+        helpers = [item for item in cfamily.items(new_code, cfamily.CUDA)
+                   if item.kind != "comment" and not item.names & kernel_names and (item.names or item.kind == "include")]
+        return text[: kernel.start] + _merge_helpers(region, helpers) + text[kernel.end :]
 
     # --- checks, feedback, moves --------------------------------------------------------------------
 
@@ -184,6 +191,33 @@ class CudaTarget(Target):
     def offline_moves(self, source: str, kernel: Kernel) -> list[Move]:
         return offline_moves(source, kernel)
 
+
+
+def _merge_helpers(region: str, helpers: list[cfamily.Item]) -> str:
+    """`region` with each helper in place of the region's item of the same name, or else before the
+    region's first kernel (an include: at the top, unless the region already has it)."""
+    current = cfamily.items(region, cfamily.CUDA)
+    edits: list[tuple[int, int, str]] = []
+    before_kernels: list[str] = []
+    top: list[str] = []
+    for helper in helpers:
+        same = next((item for item in current if item.names & helper.names), None)
+        if same is not None:
+            edits.append((same.start, same.end, helper.text))
+        elif helper.kind == "include":
+            if " ".join(helper.text.split()) not in {" ".join(i.text.split()) for i in current}:
+                top.append(helper.text)
+        else:
+            before_kernels.append(helper.text)
+    first = global_functions(region)
+    at = first[0].start if first else 0
+    if before_kernels:
+        edits.append((at, at, "\n\n".join(before_kernels) + "\n\n"))
+    if top:
+        edits.append((0, 0, "\n".join(top) + "\n"))
+    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        region = region[:start] + new + region[end:]
+    return region
 
 
 def _is_kernelbench(kernel: Kernel) -> bool:

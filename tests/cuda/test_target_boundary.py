@@ -51,6 +51,18 @@ def test_a_solution_reply_that_restates_n_drops_it(tmp_path, problem) -> None:
     assert code.source == HARNESS + MARKER + BIGGER
 
 
+def test_a_kernel_sent_alone_brings_its_device_helper_and_constant(tmp_path, problem) -> None:
+    kernel = SOLUTION[SOLUTION.index("__global__"): SOLUTION.index("void launch")].rstrip()
+    helper = "__device__ float madd(float a, float b, float c) { return a * b + c; }"
+    reply = f"#define BLOCK 32\n\n{helper}\n\n" + kernel.replace("acc += A[row * n + k] * B[k * n + col];",
+                                                                "acc = madd(A[row * n + k], B[k * n + col], acc);")
+    code, _ = propose(tmp_path, problem, fenced(reply))
+    solution = code.source.split(MARKER)[1]
+    assert solution.startswith("#define BLOCK 32\n\n" + helper + "\n\n__global__ void matmul_kernel(")
+    assert "acc = madd(" in solution and solution.count("void launch(") == 1
+    assert boundary.check(get_target("cuda"), problem, code.source) == []
+
+
 def test_a_solution_that_redefines_n_as_a_macro_is_rejected_naming_it(target, problem) -> None:
     (reason,) = boundary.check(target, problem, HARNESS + MARKER + "#undef N\n#define N 64\n" + BIGGER)
     assert "redefines N" in reason
