@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip "setuptools>=68" wheel
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,ray]'
 export PATH="$PWD/.venv/bin:$PATH"
 
 # The editor tools (code-server, Node 24, Chromium) take minutes to install cold: that setup runs in the

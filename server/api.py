@@ -6,12 +6,13 @@ import secrets
 import threading
 from dataclasses import asdict
 
-from speedpatch import redact, targets
+from speedpatch import __version__, redact, targets
 from speedpatch.config import Config, config_from_dict
 from speedpatch.engine import boundary
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
-from speedpatch.engine.pool import EvaluationPool
+from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
+from speedpatch.engine.pool import EvaluationPool, default_workers
 from speedpatch.engine.schedule import Schedule, find_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
@@ -117,6 +118,16 @@ def _require_usable(backend: Backend, config: Config) -> None:
         raise UserError(f"[sandbox] required = true in speedpatch.toml, but {sandbox.status().describe()}")
 
 
+def make_executor(config: Config, target: Target, backend: Backend, workers: int = 0) -> Executor:
+    """Where this configuration evaluates candidates: this machine, or the [ray] cluster (checked now,
+    before any evaluation: Ray installed, the head answering, a node offering what the backend needs, the
+    same speedpatch there)."""
+    if config.search.executor != RAY:
+        return LocalExecutor(workers or default_workers(), target, backend)
+    wanted = config.ray.resources.get(backend.name) or default_resources(backend.name)
+    return RayExecutor(config.ray.address, config.ray.namespace, wanted, config.ray.connect_timeout, __version__)
+
+
 def _protect_secrets(config: Config) -> None:
     """The LLM key may come from the editor or a variable of any name: make both known to the scrub."""
     redact.register(config.llm.api_key, "llm.api_key")
@@ -130,7 +141,7 @@ def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation
     pool = EvaluationPool(
         target, backend, problem, config.backend_settings.get(backend.name, {}), workers=1,
         timeout=config.search.eval_timeout, seed=config.search.seed, limits=config.sandbox.limits(),
-        sandbox_required=config.sandbox.required,
+        sandbox_required=config.sandbox.required, executor=make_executor(config, target, backend, workers=1),
     )
     try:
         return pool.submit(problem.source if source is None else source).result()
@@ -167,6 +178,7 @@ def _session(
         target, backend, problem, config.backend_settings.get(backend.name, {}),
         workers=config.search.workers, timeout=config.search.eval_timeout, seed=config.search.seed,
         cached=cached, limits=config.sandbox.limits(), sandbox_required=config.sandbox.required,
+        executor=make_executor(config, target, backend, config.search.workers),
     )
     cancel = cancel or threading.Event()
 
@@ -221,6 +233,7 @@ def resume(
     config: Config | None = None,
     on_event: ev.EventSink | None = None,
     cancel: threading.Event | None = None,
+    executor: str | None = None,
 ) -> RunRecord:
     """Continue a stored run: the same search is replayed, stored LLM replies and evaluations are reused,
     and only what is missing is asked or evaluated."""
@@ -240,6 +253,9 @@ def resume(
             stored.llm.base_url = config.llm.base_url
         stored.workspace = config.workspace or stored.workspace
         stored.sandbox = config.sandbox  # isolation is this machine's policy now, not the stored one's
+        stored.ray = config.ray  # where the cluster is, likewise
+    if executor:  # resume on another executor (a Ray run whose cluster went away, continued locally)
+        stored.search.executor = executor
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again
     budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0),
                     seconds=record.seconds)

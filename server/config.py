@@ -33,6 +33,7 @@ class SearchConfig:
     different_fraction: float = 0.1  # share that ask for one different from the menu
     early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
     fix_on_failure: bool = True
+    executor: str = "local"  # where candidates are evaluated: "local" (this machine) or "ray" (the [ray] cluster)
     seed: int = 0
     workers: int = 0  # parallel evaluations (0 = CPU count)
     eval_timeout: float = 120.0  # seconds per candidate evaluation (build + run)
@@ -92,11 +93,24 @@ class SandboxConfig:
 
 
 @dataclass
+class RayConfig:
+    """[ray]: the cluster that evaluates candidates when search.executor = "ray" (docs/distributed.md)."""
+
+    address: str = "auto"  # "auto" (a cluster started on this machine), "HOST:PORT" or "ray://HOST:PORT"
+    namespace: str = "speedpatch"
+    connect_timeout: float = 15.0  # seconds to wait for the head node before giving up
+    # backend -> what one evaluation asks of a node, e.g. {"cuda-local" = {GPU = 1}}; defaults: a GPU for
+    # cuda-local, neuron_cores for nki-neuron, firesim for gemmini-command, one CPU otherwise
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
 class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
     offline: bool = False
     backends: dict[str, str] = field(default_factory=dict)  # target -> backend name
     backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend -> table
@@ -114,10 +128,14 @@ class Config:
         return data
 
 
-_SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig, "sandbox": SandboxConfig}
+_SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig, "sandbox": SandboxConfig,
+             "ray": RayConfig}
+EXECUTORS = ("local", "ray")
 
 
 def _check(key: str, value: Any, default: Any) -> Any:
+    if key.endswith("ray.resources"):
+        return _resources(key, value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {value!r}")
@@ -146,11 +164,26 @@ def _check(key: str, value: Any, default: Any) -> Any:
     return value
 
 
+def _resources(key: str, value: Any) -> dict[str, dict[str, float]]:
+    """[ray.resources]: backend name -> {resource name: amount > 0}."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a table of backend = {{RESOURCE = AMOUNT}}, got {value!r}")
+    checked: dict[str, dict[str, float]] = {}
+    for backend, wanted in value.items():
+        if not isinstance(wanted, dict) or not wanted:
+            raise ConfigError(f"{key}.{backend}: expected {{RESOURCE = AMOUNT, ...}} such as {{GPU = 1}}, got {wanted!r}")
+        for name, amount in wanted.items():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount <= 0:
+                raise ConfigError(f"{key}.{backend}.{name}: expected a positive number, got {amount!r}")
+        checked[backend] = {name: float(amount) for name, amount in wanted.items()}
+    return checked
+
+
 _POSITIVE = {"search.iterations", "search.beam", "search.plans", "search.codes", "llm.max_concurrency"}
 _FRACTIONS = {"search.dropout_keep", "search.invent_fraction", "search.different_fraction"}
 # command-line flags for keys, so that an error in an option names the option the user typed
 _FLAGS = {"search.iterations": "--iterations/-T", "search.beam": "--beam/-B", "search.plans": "--plans/-N",
-          "search.codes": "--codes/-K", "search.seed": "--seed", "llm.models": "--model", "llm.base_url": "--base-url"}
+          "search.codes": "--codes/-K", "search.seed": "--seed", "search.executor": "--executor", "llm.models": "--model", "llm.base_url": "--base-url"}
 
 
 def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
@@ -169,6 +202,8 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 if full in _POSITIVE and isinstance(v, int) and not isinstance(v, bool) and v < 1:
                     raise ConfigError(f"{label}: must be at least 1, got {v}")
                 checked = _check(label, v, getattr(section, key))
+                if full == "search.executor" and checked not in EXECUTORS:
+                    raise ConfigError(f"{label}: expected one of {', '.join(EXECUTORS)}, got {checked!r}")
                 if full in _FRACTIONS and not 0 <= checked <= 1:
                     raise ConfigError(f"{full}: must be between 0 and 1, got {checked}")
                 setattr(section, key, checked)
@@ -185,7 +220,7 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 config.backend_settings.setdefault(backend, {}).update(table)
         else:
             raise ConfigError(
-                f"{origin}: unknown key {name!r} (known: search, llm, budget, sandbox, offline, backends, backend, menus)"
+                f"{origin}: unknown key {name!r} (known: search, llm, budget, sandbox, ray, offline, backends, backend, menus)"
             )
 
 

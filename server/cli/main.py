@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
 import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from rich.markup import escape
 from speedpatch import __version__, api, targets
 from speedpatch.cli import render
 from speedpatch.cli.progress import SearchProgress
-from speedpatch.config import Config, load_config
+from speedpatch.config import EXECUTORS, Config, load_config
 from speedpatch.errors import UserError
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import CANCELLED, FAILED, INTERRUPTED
@@ -61,7 +64,8 @@ def _read_source(file: str) -> str:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    search = {k: getattr(args, k) for k in ("iterations", "beam", "plans", "codes", "seed") if getattr(args, k, None) is not None}
+    search = {k: getattr(args, k) for k in ("iterations", "beam", "plans", "codes", "seed", "executor")
+              if getattr(args, k, None) is not None}
     llm: dict[str, Any] = {}
     if getattr(args, "model", None):
         llm["models"] = args.model
@@ -112,6 +116,24 @@ def _print_plain(text: str) -> None:
     sys.stdout.flush()
 
 
+@contextlib.contextmanager
+def _json_stdout(enabled: bool) -> Iterator[None]:
+    """With --json, stdout carries exactly one JSON object: whatever else writes to file descriptor 1
+    meanwhile (a library's own messages, such as Ray's about its nodes) goes to stderr."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warnings: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({**render.run_json(record), "warnings": warnings or []}))
@@ -142,7 +164,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     text = _read_source(args.file)
     problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
     store = Store(workspace)
-    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress, _json_stdout(args.json):
         record = api.optimize(problem, config, store, on_event=progress, cancel=cancel)
     return _finish_run(record, args, store, progress.warnings)
 
@@ -151,8 +173,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
     store = Store(workspace)
     config = load_config(workspace)
-    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
-        record = api.resume(args.run, store, config, on_event=progress, cancel=cancel)
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress, _json_stdout(args.json):
+        record = api.resume(args.run, store, config, on_event=progress, cancel=cancel, executor=args.executor)
     return _finish_run(record, args, store, progress.warnings)
 
 
@@ -164,9 +186,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                whole_program=True)
     if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
         err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
-    if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
-        err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
-    ev = api.evaluate(problem, None, config)
+    with _json_stdout(args.json):
+        ev = api.evaluate(problem, None, config)
     if args.json:
         print(json.dumps({
             "correct": ev.correct, "status": ev.status, "value": ev.value, "unit": ev.unit,
@@ -258,18 +279,27 @@ def cmd_backends(args: argparse.Namespace) -> int:
             rows.append({"target": target.name, "backend": backend.name, "usable": usable,
                          "measures_speed": backend.measures_speed, "default": backend.name == target.default_backend,
                          "reason": reason, "sandbox": isolation.active, "sandbox_reason": isolation.reason})
+    on_ray = (args.executor or config.search.executor) == "ray"
+    if on_ray:  # how many cluster nodes can run each backend
+        from speedpatch.engine.executors import nodes_per_backend
+
+        counts = nodes_per_backend(config.ray.address, config.ray.namespace, config.ray.resources,
+                                   [r["backend"] for r in rows], config.ray.connect_timeout)
+        for r in rows:
+            r["ray_nodes"] = counts[r["backend"]]
     if args.json:
         print(json.dumps(rows))
         return 0
     from rich.table import Table
 
     table = Table(title="backends")
-    for col in ("target", "backend", "usable", "times", "why / what"):
+    for col in ("target", "backend", "usable", "times", *(("Ray nodes",) if on_ray else ()), "why / what"):
         table.add_column(col, overflow="fold")
     for r in rows:
         name = r["backend"] + (" (default)" if r["default"] else "")
+        nodes = (str(r["ray_nodes"]),) if on_ray else ()
         table.add_row(r["target"], name, "yes" if r["usable"] else "no", "yes" if r["measures_speed"] else "no",
-                      escape(r["reason"]))
+                      *nodes, escape(r["reason"]))
     out.print(table)
     _print_sandbox(config, out)
     return 0
@@ -304,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workspace", help="workspace folder (default: nearest folder with speedpatch.toml)")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def executor_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--executor", choices=EXECUTORS,
+                       help="where candidates are evaluated: this machine, or the [ray] cluster of speedpatch.toml")
+
     def search_opts(p: argparse.ArgumentParser) -> None:
         p.add_argument("--iterations", "-T", type=int)
         p.add_argument("--beam", "-B", type=int)
@@ -313,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--base-url", help="OpenAI-compatible endpoint")
         p.add_argument("--offline", action="store_true", help="no LLM: deterministic offline moves")
         p.add_argument("--seed", type=int)
+        executor_opt(p)
 
     include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
                         "(same as [backend.gemmini-native] include_dir)")
@@ -326,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_optimize)
 
     p = sub.add_parser("evaluate", help="check and measure a file as it is")
+    executor_opt(p)
     p.add_argument("file")
     p.add_argument("--kernel")
     p.add_argument("--backend")
@@ -348,11 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser("resume", help="continue an interrupted run")
+    executor_opt(p)
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("backends", help="list backends and whether they work here")
+    executor_opt(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_backends)
 

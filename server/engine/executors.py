@@ -63,7 +63,7 @@ class LocalExecutor:
         self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
-def default_resources(backend: str, measures_on: str) -> dict[str, float]:
+def default_resources(backend: str) -> dict[str, float]:
     """What a backend's evaluation asks of a Ray node when the configuration says nothing: a GPU for
     CUDA timing, Neuron cores for Trainium, one CPU for models and emulators."""
     if backend in ("cuda-local",):
@@ -228,8 +228,19 @@ def check_versions(ray: Any, resources: dict[str, float], version: str) -> None:
 
 
 def _node_version() -> tuple[str, str]:
+    import ray
+
+    where = f"node {socket.gethostname()} ({ray.get_runtime_context().get_node_id()[:12]})"
     try:
         from speedpatch import __version__
     except ImportError:
-        return socket.gethostname(), "no speedpatch installed"
-    return socket.gethostname(), __version__
+        return where, "no speedpatch installed"
+    return where, __version__
+
+
+def nodes_per_backend(address: str, namespace: str, resources: dict[str, dict[str, float]], backends: list[str],
+                      timeout: float = 15.0) -> dict[str, int]:
+    """How many live nodes of the cluster can run each backend (what `speedpatch backends` shows)."""
+    ray = import_ray()
+    connect(ray, address, namespace, timeout)
+    return {name: len(nodes_offering(ray, resources.get(name) or default_resources(name))) for name in backends}

@@ -9,12 +9,13 @@ run goes, so a cancel, a budget running out or a crash never loses it.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
+from speedpatch.engine.executors import ExecutorLost
 from speedpatch.engine.pool import EvaluationPool
 from speedpatch.engine.proposer import Code, Plan, Proposer, Slot
 from speedpatch.engine.schedule import Schedule
@@ -55,10 +56,19 @@ class Session:
 
 
 def _await(session: Session, fut: Future[Evaluation]) -> Evaluation | None:
+    """The evaluation, or None when the run is cancelled or its executor is gone (the run then stops as
+    interrupted: nothing is lost, and resuming continues where it stopped)."""
     while True:
         done, _ = wait([fut], timeout=0.2)
         if done:
-            return fut.result()
+            try:
+                return fut.result()
+            except ExecutorLost as exc:
+                session.stop(INTERRUPTED, f"{exc}. The run is stored; continue it with: speedpatch resume "
+                                          f"{session.run_id}")
+                return None
+            except CancelledError:
+                return None
         if session.cancel.is_set():
             return None
 
@@ -162,6 +172,8 @@ def _search(session: Session, iterations: int) -> RunRecord:
     )
     session.budget.evaluations += 1  # the baseline counts against the evaluation budget, but always runs
     result = _await(session, session.pool.submit(base.source))
+    if result is None and session.stop_reason:
+        return _finish(session, None, None, session.stop_status, session.stop_reason)
     if result is None:
         return _finish(session, None, None, CANCELLED, "cancelled before the baseline was measured")
     base.evaluation = result
