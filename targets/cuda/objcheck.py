@@ -221,6 +221,52 @@ def host_instructions(obj: Path, timeout: float = 60) -> list[str] | None:
     return sorted({re.sub(r"\s+", " ", m.group(1)) for m in HOST_INSTRUCTIONS.finditer(out)})
 
 
+OBJDUMP_FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+OBJDUMP_TARGET = re.compile(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>|R_X86_64_\w+\s+([^\s+-]+)")
+LAUNCHES = re.compile(r"^(?:__cudaLaunchKernel|cudaLaunchKernel\w*|cudaLaunchCooperativeKernel\w*|"
+                      r"__cudaPushCallConfiguration)(?:@plt)?$|__device_stub__")
+
+
+def launch_starts_kernels(obj: Path, timeout: float = 60) -> bool | None:
+    """Whether `sp_candidate::launch` can reach a kernel launch through the calls and references of the
+    object's host code (None: the object cannot be read, or has no launch)."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        return None
+    code, out, _ = _run([objdump, "-d", "-r", "--no-show-raw-insn", str(obj)], timeout)
+    if code != 0:
+        return None
+    edges: dict[str, set[str]] = {}
+    current = ""
+    for line in out.splitlines():
+        if (m := OBJDUMP_FUNCTION.match(line)) is not None:
+            current = m.group(1)
+            edges.setdefault(current, set())
+            continue
+        if current:
+            # Relocations name what a function references; a resolved `<symbol+offset>` label counts only
+            # on a call (a jump's label is just the nearest symbol before its target, e.g. a cold clone).
+            for target in OBJDUMP_TARGET.finditer(line):
+                if target.group(1) and "call" not in line:
+                    continue
+                name = (target.group(1) or target.group(2) or "").split("@")[0]
+                if name and name != current:
+                    edges[current].add(name)
+    names = demangle(sorted(edges))
+    roots = [n for n in edges if names.get(n, n).startswith(f"{NAMESPACE}::launch(")]
+    if not roots:
+        return None
+    seen, todo = set(roots), list(roots)
+    while todo:
+        name = todo.pop()
+        if not name.endswith(".cold") and (LAUNCHES.search(name) or LAUNCHES.search(names.get(name, ""))):
+            return True
+        for nxt in edges.get(name, set()) - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return False
+
+
 # --- device code ------------------------------------------------------------------------------------
 
 SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
@@ -360,21 +406,26 @@ def _harness_kernels(code: str, is_sass: bool) -> set[str]:
     return {m.group(1) for m in PTX_ENTRY.finditer(code)}
 
 
-def device_code(obj: Path, timeout: float) -> tuple[str | None, bool, str]:
-    """(text, is_sass, note): the SASS of the object, else its PTX, else None and why."""
+def device_code(obj: Path, timeout: float) -> tuple[str | None, str | None, str]:
+    """(SASS, PTX, note): the object's device code as cuobjdump prints it; None where it is not available.
+    Both are read: the SASS is what executes; the PTX also names what SASS leaves anonymous (a `CALL.ABS` to
+    vprintf), and stands in when there is no SASS (no nvdisasm). A host-only object gives ("", "", "")."""
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
-        return None, False, "device code not inspected: cuobjdump not found (pip install nvidia-cuda-cuobjdump)"
+        return None, None, "device code not inspected: cuobjdump not found (pip install nvidia-cuda-cuobjdump)"
     env = cuobjdump_env(cuobjdump)
-    code, out, err = _run([cuobjdump, "-sass", str(obj)], timeout, env=env)
-    if code == 0 and "Function" in out:
-        return out, True, ""
-    code, out, err = _run([cuobjdump, "-ptx", str(obj)], timeout, env=env)
-    if code == 0 and (".entry" in out or ".func" in out):
-        return out, False, "SASS not available (nvdisasm missing?): device code inspected as PTX"
-    if "does not contain device code" in (out + err) or code == 0:
-        return "", True, ""  # a host-only object: nothing runs on a device
-    return None, False, f"device code not inspected: cuobjdump failed: {(err or out).strip()[-200:]}"
+    code, sass, err = _run([cuobjdump, "-sass", str(obj)], timeout, env=env)
+    if "does not contain device code" in (sass + err):
+        return "", "", ""
+    sass_text = sass if code == 0 and "Function" in sass else None
+    code, ptx, err2 = _run([cuobjdump, "-ptx", str(obj)], timeout, env=env)
+    ptx_text = ptx if code == 0 and (".entry" in ptx or ".func" in ptx) else None
+    if sass_text is None and ptx_text is None:
+        if code == 0:
+            return "", "", ""
+        return None, None, f"device code not inspected: cuobjdump failed: {(err or err2).strip()[-200:]}"
+    note = "" if sass_text is not None else "SASS not available (nvdisasm missing?): device code inspected as PTX only"
+    return sass_text, ptx_text, note
 
 
 def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *, precision: str, allow: Iterable[str],
@@ -406,9 +457,10 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
         # With device code in the build (nvcc, not a host-only stand-in), the work must run in a kernel of the
         # solution's own; a solution that only copies (the answer computed on the host, or kept from an
         # earlier call) is not a GPU kernel. Reference libraries the problem allows are the exception.
-        if "fatbinData" in base_names and not own_kernels(cand) and not allowed_libs:
-            result.findings.append(Finding("object", "the compiled solution launches no kernel of its own: the work "
-                                           "must run on the GPU, in the solution's kernels", line, 0))
+        if "fatbinData" in base_names and not allowed_libs and (
+                not own_kernels(cand) or launch_starts_kernels(candidate, timeout) is False):
+            result.findings.append(Finding("object", "the compiled solution launches no kernel of its own from "
+                                           "launch(): the work must run on the GPU, in the solution's kernels", line, 0))
     cand_init, base_init = init_array_bytes(candidate, timeout), init_array_bytes(harness_only, timeout)
     if cand_init is not None and base_init is not None and cand_init > base_init:
         result.findings.append(Finding("object", f"the solution has a static constructor ({cand_init - base_init} bytes "
@@ -421,14 +473,20 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
         result.findings.append(Finding("object", "the solution's host code contains "
                                        + ", ".join(f"`{i}`" for i in instructions)
                                        + " (system calls without libc, or a CPU timer): not allowed", line, 0))
-    text, is_sass, note = device_code(candidate, timeout)
+    sass, ptx, note = device_code(candidate, timeout)
     if note:
         result.notes.append(note)
-    if text:
-        base_text, _, _ = device_code(harness_only, timeout)
-        skip = _harness_kernels(base_text or "", is_sass)
-        uses = sass_uses(text, skip) if is_sass else ptx_uses(text, skip)
-        result.findings.extend(device_findings(uses, precision, allow, line, "SASS" if is_sass else "PTX"))
+    if sass or ptx:
+        base_sass, base_ptx, _ = device_code(harness_only, timeout)
+        uses: dict[str, dict[str, str]] = {}
+        for text, is_sass, base in ((sass, True, base_sass), (ptx, False, base_ptx)):
+            if not text:
+                continue
+            skip = _harness_kernels(base or "", is_sass)
+            for kernel, kinds in (sass_uses(text, skip) if is_sass else ptx_uses(text, skip)).items():
+                for kind, instruction in kinds.items():
+                    uses.setdefault(kernel, {}).setdefault(kind, instruction)  # SASS first: what executes
+        result.findings.extend(device_findings(uses, precision, allow, line, "device code"))
     return result
 
 
