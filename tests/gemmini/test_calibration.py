@@ -5,8 +5,8 @@ FireSim preset). On it, the hardware loops (LOOP_WS / LOOP_CONV_WS) keep the mes
 whose every preload/compute is issued by the in-order core is bound by the core's issue rate. That is NOT the
 ordering the Autocomp paper reports on FireSim (hand-tuned explicit code ~4x faster than the library); these
 tests pin down what the model says today, so that a change which moves it has to say so here.
-Figures at the time of writing (cycles): 512^3 GEMM library 532949, naive 2224706, tuned explicit 776796,
-tuned loop 568579; conv 14x14x256 library 2543172, naive 14086402, tuned explicit 2312894, tuned loop 2251897.
+Figures at the time of writing (cycles): 512^3 GEMM library 531281, naive 2224706, tuned explicit 776796,
+tuned loop 526959; conv 14x14x256 library 2543172, naive 14086402, tuned explicit 2312894, tuned loop 2251897.
 """
 
 from __future__ import annotations

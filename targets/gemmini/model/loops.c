@@ -155,8 +155,14 @@ static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
         preload(operand(cols_K, cols_J, i == 0 ? B_sp : GARBAGE), operand(rows_I, cols_J, out_sp));
         compute(operand(rows_I, cols_K, A_sp), operand(DIM, DIM, GARBAGE), i == 0);
 
-        if (G.lw_C && k == K - 1)
-          mvout(G.lw_C + (i * G.lw_C_stride + j) * DIM * c_size, operand(rows_I, cols_J, C_sp));
+        /* Like the loop unit's store unroller, C leaves in rows of up to MAX_BYTES: tiles (i, j0 .. j) of
+         * the finished group sit DIM accumulator rows apart, so one mvout carries them all. */
+        const uint64_t c_blocks = MAX_BYTES / (DIM * c_size) ? MAX_BYTES / (DIM * c_size) : 1;
+        if (G.lw_C && k == K - 1 && ((j + 1) % c_blocks == 0 || j == J - 1)) {
+          const uint64_t j0 = j - j % c_blocks, cols = (j - j0 + 1) * DIM - (j == J - 1 ? pad_J : 0);
+          mvout(G.lw_C + (i * G.lw_C_stride + j0) * DIM * c_size,
+                operand(rows_I, cols, C_start + (uint32_t)((i * J + j0) * DIM)));
+        }
       }
 }
 
