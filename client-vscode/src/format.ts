@@ -53,12 +53,14 @@ export function runDescription(run: RunSummary, showFolder = false): string {
   const progress = isRunning(run) ? `iteration ${run.iteration}/${run.iterations}` : run.status;
   const evals = `${run.evaluations.correct}/${run.evaluations.total} correct`;
   const folder = showFolder && run.folder ? ` · ${run.folder}` : '';
-  return `${progress} · ${formatSpeedup(run.speedup)} · ${evals} · ${run.backend}${folder}`;
+  const executor = run.executor && run.executor !== 'local' ? ` on ${run.executor}` : '';
+  return `${progress} · ${formatSpeedup(run.speedup)} · ${evals} · ${run.backend}${executor}${folder}`;
 }
 
 export function runTooltip(run: RunSummary): string {
   return [
     `${run.kernel} (${run.target}, ${run.backend})`,
+    `evaluated on: ${run.executor === 'ray' ? 'the Ray cluster' : 'this machine'}`,
     ...(run.folder ? [`folder: ${run.folder}`] : []),
     `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
     `baseline: ${formatValue(run.baselineValue, run.unit)}`,

@@ -39,6 +39,8 @@ export interface RunSummary {
   folderUri?: string;
   /** Absent from servers before the shared verdict. */
   verdict?: Verdict;
+  /** Where candidates are evaluated: "local" or "ray"; absent from servers before the Ray executor. */
+  executor?: string;
 }
 
 export interface LineageStep {

@@ -60,3 +60,10 @@ test('in a multi-root workspace a run is described with its workspace folder', (
   assert.equal(runDescription(summary(), true), runDescription(summary())); // an older server sends none
   assert.match(runTooltip(run), /^folder: kernels-b$/m);
 });
+
+test('a run evaluated on the Ray cluster says so in its row and tooltip', () => {
+  const run = summary({ executor: 'ray' });
+  assert.equal(runDescription(run), 'finished · 2.50x · 7/9 correct · gemmini-native on ray');
+  assert.match(runTooltip(run), /evaluated on: the Ray cluster/);
+  assert.match(runTooltip(summary()), /evaluated on: this machine/);
+});

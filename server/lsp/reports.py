@@ -37,6 +37,7 @@ def summary_of_record(record: RunRecord, path: str, stale: bool = False) -> dict
         "message": record.message,
         "stale": stale,  # extra field: the kernel or its file changed since the run
         "verdict": record.verdict.to_dict(),
+        "executor": (record.config.get("search") or {}).get("executor", "local"),
     }
 
 
