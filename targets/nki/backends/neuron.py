@@ -45,7 +45,7 @@ class NkiNeuronBackend(Backend):
         nonce = new_nonce()
         argv = ["--kernel", ctx.kernel.name, "--mode", "benchmark", "--warmup", str(warmup), "--iters", str(iters),
                 "--deadline", f"{max(1.0, ctx.timeout - 5.0):.1f}"]
-        proc = remote.run_runner(ctx.settings, source, argv, nonce, ctx.workdir, ctx.timeout)
+        proc = remote.run_runner(ctx.settings, source, argv, nonce, ctx.workdir, ctx.timeout, ctx.baseline_source)
         evaluation, result = to_evaluation(proc, nonce, "candidate.py", ctx.timeout, "the Trainium run")
         timing = result.get("timing") or {}
         if timing.get("p50"):

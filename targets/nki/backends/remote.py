@@ -30,6 +30,8 @@ BOOTSTRAP = (
     "try:\n"
     " open(os.path.join(d,'runner.py'),'w').write(job['runner'])\n"
     " c=os.path.join(d,'candidate.py'); open(c,'w').write(job['candidate'])\n"
+    " if job.get('problem') is not None:\n"
+    "  p=os.path.join(d,'problem.py'); open(p,'w').write(job['problem']); job['argv']+=['--problem',p]\n"
     " s=u.spec_from_file_location('speedpatch_runner',os.path.join(d,'runner.py')); m=u.module_from_spec(s)\n"
     " s.loader.exec_module(m); m.main([c]+job['argv'],job['nonce'])\n"
     "finally:\n"
@@ -105,7 +107,10 @@ def real_nki(info: dict[str, Any], backend: str) -> tuple[dict[str, Any] | None,
                   f"in [backend.{backend}] of speedpatch.toml")
 
 
-def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float) -> ProcResult:
-    job = {"runner": RUNNER.read_text(encoding="utf-8"), "candidate": source, "argv": argv, "nonce": nonce}
+def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float,
+               problem: str | None = None) -> ProcResult:
+    """runner.py on the candidate; the harness is taken from `problem` (the original file) when given."""
+    job = {"runner": RUNNER.read_text(encoding="utf-8"), "candidate": source, "argv": argv, "nonce": nonce,
+           "problem": problem}
     return run_process(command(settings, BOOTSTRAP), cwd, timeout, env=environment(settings), input_text=json.dumps(job),
                        **isolation(settings))

@@ -36,7 +36,7 @@ class NkiSimulateBackend(Backend):
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         nonce = new_nonce()
         argv = ["--kernel", ctx.kernel.name, "--mode", "simulate", "--deadline", f"{max(1.0, ctx.timeout - 2.0):.1f}"]
-        proc = remote.run_runner(ctx.settings, source, argv, nonce, ctx.workdir, ctx.timeout)
+        proc = remote.run_runner(ctx.settings, source, argv, nonce, ctx.workdir, ctx.timeout, ctx.baseline_source)
         evaluation, result = to_evaluation(proc, nonce, "candidate.py", ctx.timeout, "nki.simulate")
         if evaluation.status == OK:
             evaluation.status = NOT_MEASURED

@@ -111,7 +111,7 @@ class KernelProcess:
         data = self._rfile.read(size)
         try:
             message = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a deeply nested message
             raise ProtocolError("the kernel process sent a malformed message") from exc
         if not isinstance(message, list) or len(message) < 3 or not isinstance(message[0], str) \
                 or not isinstance(message[2], list):
