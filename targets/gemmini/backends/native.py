@@ -130,7 +130,7 @@ class NativeBackend(Backend):
             "scratchpad, 64 KiB accumulator)",
             headers=str(settings.get("include_dir") or "speedpatch's gemmini.h"),
             compiler=common.compiler_version("gcc"),
-            flags=" ".join(build.USER_CFLAGS + (build.KERNEL_TU_CFLAGS if trusted_path else [])),
+            flags=" ".join(build.USER_CFLAGS + (build.NATIVE_KERNEL_TU_CFLAGS if trusted_path else [])),
             seed=ctx.seed or 1,
         )
         if rejections:

@@ -10,22 +10,24 @@ scripts/setup/gemmini-spike.sh installs them. The build/run driver lives in targ
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import INFRA_ERROR, NOT_MEASURED, OK, Evaluation
+from speedpatch.model import INFRA_ERROR, NOT_MEASURED, OK, REJECTED, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
-from speedpatch.targets.gemmini.backends import common
+from speedpatch.targets.gemmini.backends import common, trusted
 from speedpatch.targets.gemmini.backends.native import include_dirs, settings_problem, source_name
 
 STATS_FILE = "gemmini-stats.json"
+RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
 
 
 def _driver():
     from speedpatch.targets.gemmini import build
 
-    needed = ("build_spike", "run_spike", "spike_unavailable_reason", "spike_model_cycles")
+    needed = ("build_spike", "build_spike_trusted", "run_spike", "spike_unavailable_reason", "spike_model_cycles")
     return build if all(hasattr(build, n) for n in needed) else None
 
 
@@ -66,6 +68,9 @@ class SpikeBackend(Backend):
                               "gemmini-native only; on Spike the upstream headers work unchanged with the real toolchain")
         src = ctx.workdir / source_name(ctx)
         params_dir = Path(str(settings["params_dir"])).expanduser() if settings.get("params_dir") else None
+        original = ctx.baseline_source if ctx.baseline_source is not None else source
+        if common.uses_harness(original):
+            return self._evaluate_trusted(driver, source, original, ctx, params_dir)
         # On bare metal the harness takes its seed from SPEEDPATCH_SEED at compile time; #line keeps the
         # compiler's line numbers those of the candidate.
         src.write_text(f"#define SPEEDPATCH_SEED {int(ctx.seed or 1)}\n#line 1 \"{src.name}\"\n" + source,
@@ -94,6 +99,60 @@ class SpikeBackend(Backend):
             feedback.pop(key, None)
         feedback.update({k: v for k, v in measured.items() if k == "model_cycles"})
         message = f"correct on Spike; timed region: {host_instructions} host instructions"
+        if measured.get("model_cycles"):
+            message += f"; model cycles of the whole run (harness included): {measured['model_cycles']}"
+        return Evaluation(status=NOT_MEASURED, value=float(host_instructions), unit="instructions", message=message,
+                          log=ev.log, feedback=feedback, receipt=rec)
+
+    def _evaluate_trusted(self, driver: Any, source: str, original: str, ctx: EvalContext,
+                          params_dir: Path | None) -> Evaluation:
+        """A harness program: kernel region and harness as two translation units, the kernel's RISC-V
+        object inspected; the verdict is the one result line the model inside Spike was handed (its hash
+        in the model's statistics) and that carries this evaluation's nonce."""
+        split = trusted.split_candidate(source, original, ctx.kernel)
+        if isinstance(split, str):
+            return Evaluation(status=REJECTED, message=split)
+        secret = trusted.Secret.new()
+        result, elf, rejections = driver.build_spike_trusted(
+            split.prefix, split.region, split.suffix, ctx.kernel.name, split.declaration, source_name(ctx),
+            ctx.workdir, secret.seed, secret.nonce, include_dirs(ctx, ctx.settings or {}), params_dir, ctx.timeout)
+        rec = common.receipt(
+            self.name, model="speedpatch Gemmini model as a Spike extension",
+            compiler=common.compiler_version("riscv64-unknown-elf-gcc"), flags=" ".join(driver.RISCV_CFLAGS),
+            seed=ctx.seed or 1, statistic="functional run; Spike's rdcycle counts retired host instructions",
+            inputs=f"random per evaluation (input seed {secret.seed})",
+            verdict="the harness's result line as handed to the model inside Spike (hash in its statistics)",
+        )
+        if rejections:
+            return Evaluation(status=REJECTED, message="; ".join(rejections), log=result.output, receipt=rec)
+        if elf is None:
+            ev = common.build_failed(result, ctx.timeout)
+            ev.receipt = rec
+            return ev
+        stats_path = ctx.workdir / STATS_FILE
+        remaining = max(5.0, ctx.timeout - result.seconds)
+        run = driver.run_spike(elf, ctx.workdir, remaining, stats_path, params_dir)
+        stats = common.read_stats(stats_path)
+        lines = [m.group(0) + "\n" for m in RESULT_LINE.finditer(run.output)]
+        mine = [ln for ln in lines if ln.rstrip("\n").endswith(f" nonce={secret.nonce}")]
+        if not run.timed_out and lines and (len(lines) != 1 or len(mine) != 1):
+            return Evaluation(status=REJECTED, log=run.output, receipt=rec,
+                              message=f"{len(lines)} result lines, {len(mine)} with this evaluation's nonce: "
+                                      "something besides the harness printed a verdict")
+        if mine:
+            why = trusted.model_vouches(mine[0], stats)
+            if why:
+                return Evaluation(status=REJECTED, message=why, log=run.output, receipt=rec)
+        ev = common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=False)
+        if ev.status != OK:
+            return ev
+        measured = driver.spike_model_cycles(stats) if stats else {}
+        host_instructions = int(ev.value or 0)
+        feedback = dict(ev.feedback, host_instructions=host_instructions)
+        for key in ("utilization", "cycles", "stall"):
+            feedback.pop(key, None)
+        feedback.update({k: v for k, v in measured.items() if k == "model_cycles"})
+        message = f"correct on Spike (trusted build); timed region: {host_instructions} host instructions"
         if measured.get("model_cycles"):
             message += f"; model cycles of the whole run (harness included): {measured['model_cycles']}"
         return Evaluation(status=NOT_MEASURED, value=float(host_instructions), unit="instructions", message=message,

@@ -172,9 +172,23 @@ void gm_fail(const char *fmt, ...) {
   exit(3);
 }
 
+#ifdef GEMMINI_MODEL_SPIKE
+#include "trusted_region.h"
+#define F_VERDICT 125 /* the Spike harness hands over its verdict line: rs1 = address, rs2 = length */
+#endif
+
 uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   init();
   gm_guard_check("a Gemmini instruction");
+#ifdef GEMMINI_MODEL_SPIKE
+  if (funct == F_VERDICT) { /* not an accelerator instruction: nothing is counted or timed */
+    char text[4096];
+    const uint64_t n = rs2 < sizeof text ? rs2 : sizeof text;
+    gm_dram_read(rs1, text, n);
+    gemmini_model_verdict(text, n);
+    return 0;
+  }
+#endif
   gm_insn_no++;
   gm_cur_funct = funct, gm_cur_rs1 = rs1, gm_cur_rs2 = rs2;
   gm_in_loop = NULL;
