@@ -316,3 +316,13 @@ def test_public_apis_the_emulator_lacks_are_refused_by_name_and_reason():
     assert not hasattr(nl, "softmax")
     with pytest.raises(AttributeError, match="no attribute 'not_an_api'"):
         nl.not_an_api  # noqa: B018
+
+
+def test_the_public_api_lists_name_only_what_the_emulator_implements():
+    for module in (nl, nisa):
+        for name in module.PUBLIC_FUNCTIONS:
+            assert callable(getattr(module, name)), name
+        for name in module.PUBLIC_VALUES:
+            getattr(module, name)
+    assert {"exp", "sum", "spmd_dim", "shared_constant"} <= nl.PUBLIC_FUNCTIONS
+    assert "all_reduce" not in nl.PUBLIC_FUNCTIONS

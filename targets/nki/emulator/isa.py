@@ -273,5 +273,15 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
                            dtype=ops.out_dtype(a.get("dtype"), a["data0"]), mask=a.get("mask"))
 
 
+# The public nki.isa names the emulator implements (for proxies that serve only the public API).
+PUBLIC_FUNCTIONS = frozenset({
+    "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
+    "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
+    "tensor_scalar_reduce", "tensor_tensor_scan",
+})
+PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
+                           "unknown_engine", "reduce_cmd"})
+
+
 def __getattr__(name: str) -> Any:
     raise nl.not_emulated("nisa", name)

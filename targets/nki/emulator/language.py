@@ -511,5 +511,19 @@ NOT_EMULATED_ISA = {
 }
 
 
+# The public nki.language names the emulator implements (for proxies that serve only the public API).
+PUBLIC_FUNCTIONS = frozenset({
+    "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
+    "zeros_like", "shared_constant", "load", "store", "load_transpose2d", "copy", "transpose", "matmul", "where",
+    "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc",
+    *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
+})
+PUBLIC_VALUES = frozenset({
+    "mgrid", "tile_size", "par_dim", "sbuf", "psum", "hbm", "shared_hbm", "private_hbm", "float32", "bfloat16",
+    "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32",
+    "bool_",
+})
+
+
 def __getattr__(name: str) -> Any:
     raise not_emulated("nl", name)

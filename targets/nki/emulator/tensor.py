@@ -96,6 +96,7 @@ class Allocation:
         self.slot: Any = None  # the cost model's record of its on-chip space
         self.pending_dma: Any = None  # a load not issued yet: it may still be retargeted (ops.dma)
         self.deferred_fill: Any = None  # fills the storage of a retargeted load if it is read after all
+        self.region_cache: dict[tuple, costmodel.Region] = {}
         if any(d <= 0 for d in self.shape):
             raise NkiError(f"tensor {self.name!r} has an empty or negative shape {self.shape}")
         if buffer.kind != "hbm":
@@ -340,7 +341,17 @@ class Tile:
 
     def region(self) -> costmodel.Region:
         if self._region is None:
-            self._region = self._strided_region() if self.strides is not None else self._gather_region()
+            if self.strides is None:
+                self._region = self._gather_region()
+            else:  # the same view recurs every iteration: cache its region on the allocation
+                key = (self.offset, self.shape, self.strides, self.lo, self.hi)
+                cache = self.alloc.region_cache
+                region = cache.get(key)
+                if region is None:
+                    region = self._strided_region()
+                    if len(cache) < 4096:
+                        cache[key] = region
+                self._region = region
         return self._region
 
     def _gather_region(self) -> costmodel.Region:
@@ -435,7 +446,8 @@ class Tile:
         m = self._mask(mask)
         self._check_bounds(m)
         try:
-            vals = np.broadcast_to(np.asarray(values), self.shape)
+            vals = values if (isinstance(values, np.ndarray) and values.shape == self.shape) else \
+                np.broadcast_to(np.asarray(values), self.shape)
         except ValueError as exc:
             raise NkiError(
                 f"cannot write a value of shape {np.shape(values)} into {self.name!r} tile of shape {self.shape}"
