@@ -34,6 +34,7 @@ ALLOWED_IMPORTS = frozenset({
 })
 LOCAL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "trace")
 _HEADER = struct.Struct(">I")
+BATCH_BYTES = 32 * 1024  # deferred messages are written in batches of about this size
 
 
 class NkiError(Exception):
@@ -56,6 +57,8 @@ class Channel:
         self.filename = filename
         self.released: list[int] = []  # handles whose proxies died; piggybacked on the next request
         self.next_id = 0  # handles this side names for deferred results are negative
+        self.pending: list[bytes] = []  # deferred messages not written yet
+        self.pending_bytes = 0
 
     def line(self) -> int:
         """The candidate line that issued the current operation (for the cost model's hot lines)."""
@@ -89,11 +92,25 @@ class Channel:
         self.next_id -= 1
         released, self.released = self.released, []
         data = json.dumps([op, self.line(), released, self.next_id, *args], separators=(",", ":")).encode()
-        self._write_all(data)
+        self.queue(data)
         return Proxy(self.next_id, {"T": 1} if tile else {})
 
+    def queue(self, data: bytes) -> None:
+        """A message that needs no answer: batched, so that the trusted process wakes once per batch."""
+        self.pending.append(_HEADER.pack(len(data)))
+        self.pending.append(data)
+        self.pending_bytes += len(data) + 4
+        if self.pending_bytes >= BATCH_BYTES:
+            self._write_all(b"")
+
     def _write_all(self, data: bytes) -> None:
-        view = memoryview(_HEADER.pack(len(data)) + data)
+        """Everything queued, then `data` as one message (b"": only the queue)."""
+        chunks = self.pending
+        if data:
+            chunks.append(_HEADER.pack(len(data)))
+            chunks.append(data)
+        self.pending, self.pending_bytes = [], 0
+        view = memoryview(b"".join(chunks))
         while view:
             view = view[os.write(self.wfd, view):]
 
@@ -258,7 +275,7 @@ class Proxy:
             released, CHANNEL.released = CHANNEL.released, []
             data = json.dumps(["dset", CHANNEL.line(), released, CHANNEL.next_id, self_handle, encode(key),
                                encode(value)], separators=(",", ":")).encode()
-            CHANNEL._write_all(data)
+            CHANNEL.queue(data)
             return
         CHANNEL.request("setitem", self._h, encode(key), encode(value))
 

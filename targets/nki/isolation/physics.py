@@ -54,6 +54,17 @@ class Ledger:
     def _mark(book: dict[int, np.ndarray], tile: Any, mask: Any) -> None:
         if not isinstance(tile, Tile) or tile.buffer.kind != "hbm":
             return
+        shape = tile.alloc.shape
+        seen = book.get(id(tile.alloc))
+        if seen is None:
+            seen = book[id(tile.alloc)] = np.zeros(math.prod(shape), dtype=bool)
+        if mask is None and not tile.oob and getattr(tile, "strides", None) is not None:
+            # The common case, cheaply: a sliced view (distinct elements) that fills its bounding box marks
+            # the box; gathers, masks and anything else mark their positions one by one.
+            box = tile.region()
+            if math.prod(hi - lo + 1 for lo, hi in box) == math.prod(tile.shape):
+                seen.reshape(shape)[tuple(slice(lo, hi + 1) for lo, hi in box)] = True
+                return
         pos = tile.pos
         if mask is not None:
             try:
@@ -61,9 +72,6 @@ class Ledger:
             except ValueError:
                 pass  # a mask for the other operand's shape: the whole tile moved
         pos = pos[pos >= 0] if pos.size else pos
-        seen = book.get(id(tile.alloc))
-        if seen is None:
-            seen = book[id(tile.alloc)] = np.zeros(math.prod(tile.alloc.shape), dtype=bool)
         seen[pos.reshape(-1)] = True
 
     def coverage(self, book: dict[int, np.ndarray], tile: Tile) -> int:
