@@ -195,7 +195,8 @@ def _session(
         proposer = LLMProposer(config, target, problem, menu, store, run_id, budget, cancel.is_set)
         plan_models = config.llm.plan_models or config.llm.models
         code_models = config.llm.code_models or config.llm.models
-        for warning in ensemble_warnings(plan_models, code_models, config.search.plans, config.search.codes):
+        for warning in ensemble_warnings(plan_models, code_models, config.search.plans, config.search.codes,
+                                         config.search.beam):
             emit(ev.Event(ev.WARNING, run_id, {"message": warning}))
     else:
         proposer = OfflineProposer(target, problem.kernel)

@@ -33,6 +33,7 @@ class Slot:
     index: int  # plan number for this parent
     key: str
     guidance: str = ""  # a step of a reused schedule this plan should adapt (see engine/schedule.py)
+    position: int = 0  # this slot's place among all of the iteration's slots (beam member x plan number)
 
     def rng(self, seed: int) -> random.Random:
         return random.Random(f"{seed}:{self.key}")

@@ -201,7 +201,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
             for b, parent in enumerate(beam):
                 for n in range(session.proposer.slots(parent, cfg.plans)):
                     guided = session.schedule.step(it) if session.schedule and b == 0 and n == 0 else ""
-                    slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}", guided)
+                    slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}", guided, position=len(futures))
                     futures.append(slots.submit(_run_slot, session, slot))
             children: list[Candidate] = []
             pending = set(futures)

@@ -1,28 +1,44 @@
-"""Split plan and code work across an ensemble of models, as the method does."""
+"""Split plan and code work across an ensemble of models, as the method does: every plan slot of an
+iteration and every code sample takes its turn round the models, so each model plans and writes code
+whatever K and N are."""
 
 from __future__ import annotations
 
 
-def plan_model(models: list[str], slot: int) -> str:
-    return models[slot % len(models)]
+def plan_turn(position: int) -> int:
+    """Whose turn it is to plan the slot at `position` among the iteration's slots."""
+    return position
 
 
-def code_model(models: list[str], sample: int) -> str:
-    return models[sample % len(models)]
+def code_turn(position: int, sample: int, codes: int) -> int:
+    """Whose turn it is to write code sample `sample` of the slot at `position` (K = `codes` per plan)."""
+    return position * max(1, codes) + sample
 
 
-def ensemble_warnings(plan_models: list[str], code_models: list[str], plans: int, codes: int) -> list[str]:
+def plan_model(models: list[str], turn: int) -> str:
+    return models[turn % len(models)]
+
+
+def code_model(models: list[str], turn: int) -> str:
+    return models[turn % len(models)]
+
+
+def ensemble_warnings(plan_models: list[str], code_models: list[str], plans: int, codes: int,
+                      beam: int = 1) -> list[str]:
+    """Models that would never get a call: the widest iteration has beam x plans slots, each with
+    `codes` samples."""
     warnings = []
-    if plans < len(plan_models):
-        idle = ", ".join(plan_models[plans:])
+    slots = max(1, beam) * plans
+    if slots < len(plan_models):
+        idle = ", ".join(plan_models[slots:])
         warnings.append(
-            f"plans per parent ({plans}) < planning models ({len(plan_models)}): {idle} will never plan; "
-            f"raise --plans to at least {len(plan_models)}"
+            f"plan slots per iteration (beam {beam} x plans {plans} = {slots}) < planning models "
+            f"({len(plan_models)}): {idle} will never plan; raise --plans or --beam"
         )
-    if codes < len(code_models):
-        idle = ", ".join(code_models[codes:])
+    if slots * codes < len(code_models):
+        idle = ", ".join(code_models[slots * codes:])
         warnings.append(
-            f"code samples per plan ({codes}) < code models ({len(code_models)}): {idle} will never write "
-            f"code; raise --codes to at least {len(code_models)}"
+            f"code samples per iteration ({slots * codes}) < code models ({len(code_models)}): {idle} will "
+            f"never write code; raise --codes, --plans or --beam"
         )
     return warnings

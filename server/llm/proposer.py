@@ -9,6 +9,7 @@ prompt that says what was wrong (a counted, stored call like any other).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from speedpatch.config import Config
@@ -16,9 +17,9 @@ from speedpatch.engine import boundary, prompts
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.extract import kernel_code
 from speedpatch.engine.proposer import Code, Plan, Slot
-from speedpatch.errors import LLMError
+from speedpatch.errors import LLMError, LLMRequestError
 from speedpatch.llm.client import ChatClient
-from speedpatch.llm.ensemble import code_model, plan_model
+from speedpatch.llm.ensemble import code_turn, plan_turn
 from speedpatch.menu import Menu
 from speedpatch.model import Candidate, Problem
 from speedpatch.redact import redact
@@ -61,6 +62,8 @@ class LLMProposer:
         if not self.plan_models or not self.code_models:
             raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
         self.language = LANGUAGE.get(target.name, target.name)
+        self._dead: dict[str, str] = {}  # model -> why its endpoint is unusable for the rest of the run
+        self._dead_lock = threading.Lock()
 
     def slots(self, parent: Candidate, plans: int) -> int:
         return plans
@@ -69,6 +72,29 @@ class LLMProposer:
         return codes
 
     # one stored-or-fresh call ---------------------------------------------------------------------
+    def _live(self, models: list[str], turn: int) -> str:
+        """The model whose turn it is, skipping models whose endpoint failed for good; none left means
+        the whole ensemble is down, and only that interrupts the run."""
+        with self._dead_lock:
+            for i in range(len(models)):
+                model = models[(turn + i) % len(models)]
+                if model not in self._dead:
+                    return model
+            raise LLMError("every model of the ensemble failed: " + "; ".join(self._dead.values()))
+
+    def _ask_turn(self, key: str, phase: str, models: list[str], turn: int, prompt: str) -> tuple[str, str]:
+        """(reply, model): the call goes to the model whose turn it is; a model that fails for good (not
+        one refused request) is set aside and its turn goes to the next live one."""
+        while True:
+            model = self._live(models, turn)
+            try:
+                return self._ask(key, phase, model, prompt), model
+            except LLMRequestError:
+                raise
+            except LLMError as exc:
+                with self._dead_lock:
+                    self._dead[model] = str(exc)
+
     def _ask(self, key: str, phase: str, model: str, prompt: str) -> str:
         prompt = redact(prompt)  # prompts carry candidate output: no known secret leaves this machine
         stored = self.store.get_llm_call(self.run_id, key)
@@ -96,14 +122,22 @@ class LLMProposer:
         code = self.target.extract_kernel(found.code, self.kernel, self.problem_names)
         return self.target.splice(parent_source, parent, code), ""
 
-    def _code_from(self, key: str, phase: str, model: str, prompt: str, parent_source: str) -> Code:
-        """Ask, and when the reply is unusable ask once more with what was wrong."""
-        reply = self._ask(key, phase, model, prompt)
+    def _code_from(self, key: str, phase: str, turn: int, prompt: str, parent_source: str) -> Code:
+        """Ask, and when the reply is unusable ask once more with what was wrong. A request the endpoint
+        refuses (too long for the model, filtered) fails this sample only, recorded with the reason."""
+        model = self._live(self.code_models, turn)
+        try:
+            reply, model = self._ask_turn(key, phase, self.code_models, turn, prompt)
+        except LLMRequestError as exc:
+            return Code(None, model, f"the LLM request failed: {exc}")
         source, error = self._candidate(parent_source, reply)
         if source is not None:
             return Code(source, model)
         repair = prompts.repair_prompt(prompt, reply, error, self.kernel.name, self.language)
-        again = self._ask(f"{key}:repair", "repair", model, repair)
+        try:
+            again = self._ask(f"{key}:repair", "repair", model, repair)
+        except LLMRequestError as exc:
+            return Code(None, model, f"{error}; the repair request failed: {exc}")
         source, second = self._candidate(parent_source, again)
         if source is not None:
             return Code(source, model)
@@ -121,24 +155,28 @@ class LLMProposer:
             self.menu, self.language, parent.source, self.kernel.name, ev.value if ev else None,
             ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations, slot.guidance,
         )
-        model = plan_model(self.plan_models, slot.index)
-        text = self._ask(f"{slot.key}:plan", "plan", model, prompt).strip()
+        try:
+            reply, model = self._ask_turn(f"{slot.key}:plan", "plan", self.plan_models,
+                                          plan_turn(slot.position), prompt)
+        except LLMRequestError:
+            return None  # this slot plans nothing; the others go on
+        text = reply.strip()
         if not text:
             return None
         return Plan(text=text, model=model)
 
     def code(self, slot: Slot, plan: Plan, sample: int) -> Code:
-        model = code_model(self.code_models, sample)
         prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text)
-        return self._code_from(f"{slot.key}:code{sample}", "code", model, prompt, slot.parent.source)
+        turn = code_turn(slot.position, sample, self.config.search.codes)
+        return self._code_from(f"{slot.key}:code{sample}", "code", turn, prompt, slot.parent.source)
 
     def fix(self, slot: Slot, plan: Plan, sample: int, child: Candidate) -> Code | None:
         ev = child.evaluation
         if ev is None or not child.source:
             return None
-        model = code_model(self.code_models, sample)
         output = truncate_output(f"{ev.message}\n{ev.log}", limit=8000)
         prompt = prompts.fix_prompt(
             self.menu, self.language, child.source, self.kernel.name, plan.text, ev.status, output
         )
-        return self._code_from(f"{slot.key}:fix{sample}", "fix", model, prompt, child.source)
+        turn = code_turn(slot.position, sample, self.config.search.codes)
+        return self._code_from(f"{slot.key}:fix{sample}", "fix", turn, prompt, child.source)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from speedpatch.llm.ensemble import code_model, ensemble_warnings, plan_model
+from speedpatch.llm.ensemble import code_model, code_turn, ensemble_warnings, plan_model
 
 MODELS = ["alpha", "beta", "gamma"]
 
@@ -32,17 +32,31 @@ def test_no_warnings_when_n_and_k_cover_every_model():
     assert ensemble_warnings(MODELS, ["x", "y"], plans=3, codes=2) == []
 
 
-def test_warns_when_plans_per_parent_are_fewer_than_planning_models():
+def test_with_one_code_sample_per_plan_code_still_rotates_across_models():
+    # K = 1: the samples of successive plan slots go to successive models, not all to the first
+    assert [code_model(["x", "y"], code_turn(slot, 0, codes=1)) for slot in range(4)] == ["x", "y", "x", "y"]
+
+
+def test_code_turns_cover_every_sample_of_every_slot_once():
+    turns = [code_turn(slot, sample, codes=2) for slot in range(3) for sample in range(2)]
+    assert turns == list(range(6))
+
+
+def test_warns_when_an_iteration_has_fewer_plan_slots_than_planning_models():
     warnings = ensemble_warnings(MODELS, ["x"], plans=2, codes=2)
     assert len(warnings) == 1
-    assert "gamma" in warnings[0] and "never plan" in warnings[0] and "--plans to at least 3" in warnings[0]
+    assert "gamma" in warnings[0] and "never plan" in warnings[0] and "raise --plans or --beam" in warnings[0]
     assert "alpha" not in warnings[0]
 
 
-def test_warns_when_code_samples_are_fewer_than_code_models():
-    warnings = ensemble_warnings(["a"], ["x", "y", "z"], plans=4, codes=1)
+def test_the_beam_widens_an_iteration_so_every_model_gets_a_turn():
+    assert ensemble_warnings(MODELS, MODELS, plans=2, codes=1, beam=2) == []
+
+
+def test_warns_when_an_iteration_has_fewer_code_samples_than_code_models():
+    warnings = ensemble_warnings(["a"], ["x", "y", "z", "w", "v"], plans=2, codes=1, beam=2)
     assert len(warnings) == 1
-    assert "y, z" in warnings[0] and "never write code" in warnings[0] and "--codes to at least 3" in warnings[0]
+    assert "v" in warnings[0] and "never write code" in warnings[0]
 
 
 def test_both_shortfalls_give_two_warnings():

@@ -266,3 +266,56 @@ def test_repair_prompts_count_against_the_llm_call_budget(tmp_path):
         record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
     assert len(server.requests) == 2 and record.llm["calls"] == 2
     assert "2 LLM calls" in record.message
+
+
+TOO_LONG = (400, {"error": {"message": "This model's maximum context length is 8192 tokens",
+                            "type": "invalid_request_error"}})
+
+
+def test_a_request_refused_as_too_long_fails_its_sample_and_the_run_goes_on(tmp_path):
+    calls = {"code": 0}
+
+    def script(request):
+        phase = phase_of(request)
+        if phase == "code":
+            calls["code"] += 1
+            if calls["code"] == 1:
+                return TOO_LONG
+        return scripted()(request)
+
+    with FakeOpenAI(script) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=2, codes=1)
+        store = Store(tmp_path)
+        record = api.optimize(toy_problem(tmp_path, config), config, store)
+    assert record.status == "finished" and record.speedup > 1
+    failed = [c for c in store.candidates(record.run_id) if c.evaluation and c.evaluation.status == "rejected"]
+    assert any("the LLM request failed" in c.evaluation.message and "context" in c.evaluation.message
+               for c in failed)
+
+
+def test_a_model_whose_endpoint_refuses_it_for_good_hands_its_turns_to_the_others(tmp_path):
+    def script(request):
+        if request["model"] == "model-b":
+            return (404, {"error": {"message": "model-b does not exist", "type": "not_found"}})
+        return scripted()(request)
+
+    with FakeOpenAI(script) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1)
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    assert record.status == "finished" and record.speedup > 1
+
+
+def test_only_a_dead_ensemble_interrupts_the_run(tmp_path):
+    with FakeOpenAI(lambda request: (404, {"error": {"message": "no such model"}})) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1)
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    assert record.status == "interrupted"
+    assert "every model of the ensemble failed" in record.message
+
+
+def test_with_one_sample_per_plan_code_requests_still_reach_every_model(tmp_path):
+    with FakeOpenAI(scripted()) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=2, codes=1)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    code_models = {r["model"] for r in server.requests if phase_of(r) == "code"}
+    assert code_models == {"model-a", "model-b"}
