@@ -107,13 +107,50 @@ def _globals(tree: ast.AST) -> set[str]:
     return {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
 
 
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mutated(tree: ast.Module) -> set[str]:
+    """Names whose object the code changes in place (`torch.relu = f`, `INPUTS["a"] = x`, `del np.sum`),
+    wherever it runs, unless the name is a local of the function doing it."""
+    found: set[str] = set()
+
+    def targets(node: ast.AST) -> list[ast.expr]:
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            return list(node.targets)
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            return [node.target]
+        return []
+
+    def visit(node: ast.AST, local: frozenset[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                own = _arguments(child) | {n.id for n in ast.walk(child) if isinstance(n, ast.Name)
+                                           and isinstance(n.ctx, ast.Store)}
+                visit(child, local | own - _globals(child))
+                continue
+            for target in targets(child):
+                for part in ast.walk(target):
+                    if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, (ast.Store, ast.Del)):
+                        root = _root(part)
+                        if root and root not in local:
+                            found.add(root)
+            visit(child, local)
+
+    visit(tree, frozenset())
+    return found
+
+
 def touched_names(text: str) -> set[str] | None:
-    """Every name `text` binds at module scope, or declares `global` anywhere; None when it does not
-    parse."""
+    """Every name `text` binds at module scope, declares `global` anywhere, or whose object it changes in
+    place (an attribute or item of it); None when it does not parse."""
     tree = parse(text)
     if isinstance(tree, SyntaxError):
         return None
-    names = _globals(tree)
+    names = _globals(tree) | _mutated(tree)
     for stmt in tree.body:
         names |= _binds(stmt)
     return names

@@ -87,6 +87,14 @@ def test_kernelbench_solution_redefining_the_inputs_is_rejected_naming_them(targ
     assert "redefines get_inputs" in reason
 
 
+def test_kernelbench_solution_patching_torch_is_rejected_naming_it(target) -> None:
+    # the reference Model calls torch.relu: patching it would make the reference agree with anything
+    problem = problem_of(KB_PATH, "ModelNew")
+    region = "torch.relu = lambda x: x\n\n" + problem.kernel.text
+    (reason,) = boundary.check(target, problem, boundary.compose(problem, region))
+    assert "redefines torch" in reason
+
+
 def test_kernelbench_whole_file_reply_keeps_the_reference_model(tmp_path, target) -> None:
     problem = problem_of(KB_PATH, "ModelNew")
     reply = KB.replace("torch.randn(4096, 4096)", "torch.randn(4, 4)").replace("256>>>", "512>>>")

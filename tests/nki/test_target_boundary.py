@@ -61,6 +61,12 @@ def test_a_kernel_that_declares_a_harness_name_global_is_rejected_naming_it(targ
     assert "redefines INPUTS" in reason
 
 
+def test_a_kernel_that_patches_the_language_module_is_rejected_naming_it(target, problem) -> None:
+    body = FASTER.replace("    TILE_F = 512", "    nl.add = nl.subtract\n    TILE_F = 512")
+    (reason,) = boundary.check(target, problem, ADD.replace(KERNEL, body))
+    assert "redefines nl" in reason
+
+
 def test_a_region_that_sets_a_tolerance_the_problem_lacks_is_rejected_naming_it(target, problem) -> None:
     region = 'TOLERANCE = {"rtol": 1.0, "atol": 1.0}\n\n\n' + FASTER
     (reason,) = boundary.check(target, problem, ADD.replace(KERNEL, region))
