@@ -545,6 +545,9 @@ def kernel_object_problems(obj: Path, entry: str, timeout: float = 60, riscv: bo
     reserved = sorted({parts[-1] for parts in (d.split() for d in defined) if parts and RESERVED_DEFINITION.match(parts[-1])})
     if reserved:
         problems.append(f"the kernel defines {', '.join(reserved)}, a name the model or the link uses")
+    ifuncs = sorted({parts[-1] for parts in (d.split() for d in defined) if len(parts) == 3 and parts[1] == "i"})
+    if ifuncs:
+        problems.append(f"the kernel defines indirect functions ({', '.join(ifuncs)}): their resolvers run before main")
     # -- instructions
     try:
         argv = [objdump, "-dr", str(obj)] if riscv else [objdump, "-dr", "--no-show-raw-insn", str(obj)]
@@ -708,9 +711,11 @@ def build_trusted(
                           f"(const void *){kernel_name};\n", encoding="utf-8", errors="replace")
     harness_src = workdir / f"{stem}.harness.c"
     harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
-    kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
+    kernel_asm, kernel_obj, harness_obj = (workdir / f"{stem}.kernel.s", workdir / f"{stem}.kernel.o",
+                                           workdir / f"{stem}.harness.o")
     jobs = [
-        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
+        # Compiled to assembly first: gcc marks every inline or top-level asm statement there (#APP).
+        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-S", str(kernel_src), "-o", str(kernel_asm)],
         # The harness is not instrumented: none of its work is the kernel's, and the model's figure for the
         # timed region then equals the harness's own read_cycles difference exactly.
         [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *incs, "-I", str(MODEL_DIR), "-c", str(harness_src), "-o",
@@ -722,6 +727,15 @@ def build_trusted(
     for r in (kernel_res, harness_res):
         if r.returncode != 0:
             return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
+    if "#APP" in kernel_asm.read_text(errors="replace"):
+        # Natively the Gemmini API is plain calls into the model: assembly in kernel code can only be host
+        # work that the per-block charge does not see (a loop inside one asm statement) or worse.
+        return ProcResult(0, output, time.monotonic() - start, False), None, [
+            "the kernel contains inline assembly (an asm statement, or a macro that expands to one): kernel code "
+            "must be C against the Gemmini API"]
+    res = run_process([compiler(), "-c", str(kernel_asm), "-o", str(kernel_obj)], cwd=workdir, timeout=left())
+    if res.returncode != 0:
+        return ProcResult(res.returncode, output + "\n" + res.output, time.monotonic() - start, res.timed_out), None, []
     problems = kernel_object_problems(kernel_obj, kernel_name, timeout=left())
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems

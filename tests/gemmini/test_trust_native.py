@@ -154,12 +154,23 @@ OBJECT_CHEATS = {
     "an address computed from an allowed function": (
         kernel(f"  volatile unsigned long p = (unsigned long)&gemmini_model_rocc + 4096;\n  (void)p;\n  {LIBRARY_CALL}"),
         "takes the address of gemmini_model_rocc"),
-    "inline assembly reading the clock": (
-        kernel(f'  unsigned lo, hi;\n  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));\n  (void)lo; (void)hi;\n  {LIBRARY_CALL}'),
+    "a compiler builtin reading the clock": (
+        kernel(f"  volatile unsigned long long t = __builtin_ia32_rdtsc();\n  (void)t;\n  {LIBRARY_CALL}"),
         "instruction rdtsc"),
     "a system call in assembly": (
         kernel(f'  long r;\n  __asm__ volatile("syscall" : "=a"(r) : "a"(39L) : "rcx", "r11", "memory");\n  (void)r;\n  {LIBRARY_CALL}'),
-        "instruction syscall"),
+        "inline assembly"),
+    "a host loop inside one asm statement": (
+        kernel(f'  long n = 1000000;\n  __asm__ volatile("1: dec %0; jnz 1b" : "+r"(n));\n  {LIBRARY_CALL}'),
+        "inline assembly"),
+    "assembly hidden behind a macro": (
+        kernel(f'  long n = 3;\n  SPIN(n);\n  {LIBRARY_CALL}', before='#define SPIN(x) __asm__ volatile("nop" : "+r"(x))'),
+        "inline assembly"),
+    "an indirect function resolved before main": (
+        kernel(f"  pick();\n  {LIBRARY_CALL}",
+               before="static void real(void) { }\nstatic void (*resolve(void))(void) { return real; }\n"
+                      "void pick(void) __attribute__((ifunc(\"resolve\")));"),
+        "indirect functions"),
     "longjmp out of the kernel": (
         kernel(f"  static jmp_buf env;\n  if (setjmp(env) == 0) longjmp(env, 1);\n  {LIBRARY_CALL}", before="#include <setjmp.h>"),
         "setjmp"),
