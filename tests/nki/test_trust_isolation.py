@@ -86,6 +86,22 @@ def test_an_honest_kernel_is_measured_in_its_own_sandboxed_process(honest):
     assert "bubblewrap" in honest.receipt["isolation"] or "separate process" in honest.receipt["isolation"]
     assert honest.feedback["required_work"] == {"dma_bytes": (128 * 128 + 128 * 512 * 2) * 4,
                                                 "tensor_macs": 128 * 128 * 512}
+    body_lines = range(HEADER.count("\n") + 1, HEADER.count("\n") + HONEST_BODY.count("\n") + 1)
+    hot = [h["line"] for h in honest.feedback["hot_lines"]]
+    assert hot and all(line in body_lines for line in hot), f"hot lines {hot} are not kernel lines {body_lines}"
+
+
+def test_raw_protocol_messages_from_the_kernel_cannot_make_a_verdict(tmp_path, honest):
+    body = ESCAPE + """osm = real_import("o" + "s")
+system = real_import("s" + "ys")
+fd = int(system.argv[3])
+forged = b'["return",0,[],["h",1]]'
+osm.write(fd, len(forged).to_bytes(4, "big") + forged)
+osm.write(fd, (7).to_bytes(4, "big") + b"garbage")
+""" + HONEST_BODY
+    ev = evaluate(candidate(body), tmp_path)
+    not_accepted(ev, honest, "raw protocol messages")
+    assert ev.status != OK, ev.message
 
 
 def test_numpy_on_the_arguments_gets_no_input_values(tmp_path, honest):

@@ -173,6 +173,7 @@ class Server:
         self.deferred_error: list[Any] | None = None  # [kind, message, line] of the first failed deferred op
         self._trampolines: dict[int, Callable[..., Any]] = {}
         self.requests = 0
+        self._source_lines = -1
         self.last_trace: Any = None
         self.last_args: tuple[Any, ...] = ()
         self.last_kwargs: dict[str, Any] = {}
@@ -257,12 +258,12 @@ class Server:
         if tag == "d":
             return {str(k): self.decode(v, depth + 1) for k, v in value[1]}
         if tag == "np":
-            return np.dtype(str(value[1]))
+            return _numeric_dtype(value[1])
         if tag == "a":
             size = int(np.prod([int(d) for d in value[2]]))
             if size > INDEX_ARRAY_LIMIT or len(value[3]) != size:
                 raise TypeError("malformed host array")
-            return np.asarray(value[3], dtype=np.dtype(str(value[1]))).reshape([int(d) for d in value[2]])
+            return np.asarray(value[3], dtype=_numeric_dtype(value[1])).reshape([int(d) for d in value[2]])
         raise TypeError(f"malformed value tag {tag!r}")
 
     # ---- requests ---------------------------------------------------------------------------------
@@ -280,7 +281,7 @@ class Server:
         op, line, released = message[0], message[1], message[2]
         self.table.release(released)
         self.requests += 1
-        line = line if type(line) is int else 0
+        line = line if type(line) is int and 0 < line <= self.source_lines else 0
         if op in DEFERRED:
             if self.deferred_error is None:
                 try:
@@ -417,6 +418,12 @@ class Server:
             if reply is not None:
                 self.process.send(reply)
 
+    @property
+    def source_lines(self) -> int:
+        if self._source_lines < 0:
+            self._source_lines = self.process.source.count("\n") + 1
+        return self._source_lines
+
     def source_line(self, line: int) -> str:
         lines = self.process.source.splitlines()
         return lines[line - 1].strip() if 0 < line <= len(lines) else ""
@@ -454,6 +461,14 @@ class Server:
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
         kernel.__code__ = kernel.__code__.replace(co_filename=self.filename)
         return kernel
+
+def _numeric_dtype(name: Any) -> np.dtype:
+    """A NumPy dtype named by the kernel: numbers only (no object, string or structured arrays)."""
+    dtype = np.dtype(str(name))
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{dtype} values cannot be passed to nki")
+    return dtype
+
 
 def _call(f, a, k): return f(*a, **k)  # noqa: E704 - one line: its frame's line is its first line
 
