@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,11 @@ class NkiEmulatorBackend(Backend):
     description = "NumPy emulator of NKI + engine-level cost model (deterministic, modeled microseconds)"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
-        return Availability(True, f"built in (NumPy {np.__version__}); latency is a deterministic model")
+        from speedpatch.targets.nki.isolation.process import sandbox_command
+
+        _, _, isolation = sandbox_command(str((settings or {}).get("isolation", "auto")), Path("/"))
+        return Availability(True, f"built in (NumPy {np.__version__}); latency is a deterministic model; the "
+                                  f"kernel runs in its own process: {isolation}")
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         candidate = ctx.workdir / "candidate.py"
