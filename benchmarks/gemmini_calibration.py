@@ -535,7 +535,8 @@ def report(results: list[Result]) -> str:
             f"{fam}: tuned explicit vs library geomean {geomean(s['tuned']):.2f}x, best hand-written vs library "
             f"{geomean(s['best']):.2f}x (paper's FireSim: ~{paper['speedup']:.1f}x); library utilization "
             f"{min(s['lib_util'], default=0):.0%}..{max(s['lib_util'], default=0):.0%} (paper: at most "
-            f"~{paper['library_util']:.0%}); naive explicit is {geomean(s['naive']):.1f}x slower than the library")
+            f"~{paper['library_util']:.0%})"
+            + (f"; naive explicit is {geomean(s['naive']):.1f}x slower than the library" if s["naive"] else ""))
     return "\n".join(lines)
 
 
