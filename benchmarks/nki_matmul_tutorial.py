@@ -61,6 +61,7 @@ def run(k: int, m: int, n: int, names: list[str], check_values: bool) -> list[di
             err = np.max(np.abs(out.astype(np.float32) - expected)) / np.max(np.abs(expected))
             row["max_rel_error"] = float(err)
         rows.append(row)
+        print(f"{name}: {row['ms']:.3f} ms modeled, {wall:.1f} s wall, {cpu:.1f} s CPU", file=sys.stderr, flush=True)
     return rows
 
 

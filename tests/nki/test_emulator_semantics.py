@@ -326,3 +326,24 @@ def test_the_public_api_lists_name_only_what_the_emulator_implements():
             getattr(module, name)
     assert {"exp", "sum", "spmd_dim", "shared_constant"} <= nl.PUBLIC_FUNCTIONS
     assert "all_reduce" not in nl.PUBLIC_FUNCTIONS
+
+
+def test_the_partition_axis_of_a_5d_block_view_is_tracked_through_indexing():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        blocks = nl.ndarray((2, 3, nl.par_dim(4), 2, 8), dtype=nl.float32, buffer=nl.sbuf)
+        i_p, i_f = nl.mgrid[0:4, 0:8]
+        for b in nl.affine_range(2):
+            blocks[b, 1, i_p, 0, i_f] = nl.load(x[b])
+        # keep the leading block axis: a (2, 4, 8) view whose partition axis is axis 1, not 0
+        view = blocks[:, 1, :, 0, :]
+        assert view.shape == (2, 4, 8) and view.par_axis == 1 and view.partitions == 4
+        # a reduction along the free axis (2) of each block is allowed; along axis 1 (partitions) it is not
+        nl.store(out[:, :, 0:1], value=nl.sum(view, axis=2, keepdims=True))
+        with pytest.raises(NkiError, match="partition axis"):
+            nl.sum(view, axis=1)
+        return out
+
+    x = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    np.testing.assert_array_equal(k(x)[:, :, 0], x.sum(axis=2))

@@ -107,7 +107,7 @@ def _partition_aligned(values: list[Any], operands: Sequence[Any]) -> list[Any]:
 
 
 def check_partitions(tiles: Sequence[Tile], what: str) -> None:
-    parts = {t.shape[0] for t in tiles if t.shape}
+    parts = {t.partitions for t in tiles if t.shape}
     if len(parts) > 1:
         raise NkiError(
             f"{what}: operands have different partition sizes {sorted(parts)}; engines cannot broadcast "

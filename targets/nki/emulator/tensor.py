@@ -167,7 +167,9 @@ class Allocation:
         return tuple((0, n - 1) for n in self.shape)
 
     def tile(self) -> Tile:
-        return Tile(self, self.shape, 0, self.strides)
+        view = Tile(self, self.shape, 0, self.strides)
+        view._par = self.par_axis
+        return view
 
 
 class Tile:
@@ -196,6 +198,7 @@ class Tile:
         self.oob = oob  # description of the first out-of-bounds index, if any
         self._region: costmodel.Region | None = None
         self._inplace = False  # set by += until the matching __setitem__ of `t[i] += v`
+        self._par: int | None = None  # partition axis of the view, when indexing tracked it
 
     # ---- what kernel code sees ----------------------------------------------------------------
     @property
@@ -284,6 +287,10 @@ class Tile:
 
     @property
     def par_axis(self) -> int:
+        """The view axis that is the allocation's partition axis (tracked through strided indexing; for
+        gathers and views that index the partition axis away, the leading axis after the block axes)."""
+        if self._par is not None:
+            return self._par
         if self.shape == self.alloc.shape:
             return self.alloc.par_axis
         return max(0, self.alloc.par_axis - (len(self.alloc.shape) - self.ndim))
@@ -599,6 +606,9 @@ def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
 
     # advanced (array) part: one view axis per broadcast axis
     adv_dims: list[tuple[int, int, int, int]] = []
+    par_parent = tile.par_axis
+    par_j: int | None = None  # the broadcast axis that indexes the partition axis
+    par_out: int | None = None  # the view axis that is the partition axis
     if arrays:
         try:
             bshape = np.broadcast_shapes(*[np.shape(comps[i]) for i in adv])
@@ -633,6 +643,8 @@ def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
                         oob_note(f"index {bad} on axis {axis} of size {tile.shape[axis]}")
                     offset += v0 * st[axis]
                     dims[j] = (size, st[axis] * step, t_lo, t_hi)
+                    if axis == par_parent:
+                        par_j = j
             axis += 1
         adv_dims = [d if d is not None else (bshape[j], 0, 0, bshape[j]) for j, d in enumerate(dims)]
         if any(n != 1 and s == 0 for n, s, _, _ in adv_dims):
@@ -642,6 +654,8 @@ def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
     axis = 0
     for i, comp in enumerate(comps):
         if adv and not placed and (not adjacent or i == adv[0]):
+            if par_j is not None:
+                par_out = len(out_shape) + par_j
             for n, s, lo, hi in adv_dims:
                 out_shape.append(n)
                 out_st.append(s)
@@ -675,18 +689,24 @@ def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
             if start < 0 or stop > n or (t_lo, t_hi) != (0, size):
                 oob_note(f"slice {start}:{stop} on axis {axis} of size {n}")
             offset += start * st[axis]
+            if axis == par_parent:
+                par_out = len(out_shape)
             out_shape.append(size)
             out_st.append(st[axis] * step)
             out_lo.append(t_lo)
             out_hi.append(t_hi)
         axis += 1
     while axis < tile.ndim:  # trailing axes not indexed
+        if axis == par_parent:
+            par_out = len(out_shape)
         out_shape.append(tile.shape[axis])
         out_st.append(st[axis])
         out_lo.append(tile.lo[axis])
         out_hi.append(tile.hi[axis])
         axis += 1
     if adv and not placed:
+        if par_j is not None:
+            par_out = len(out_shape) + par_j
         for n, s, lo, hi in adv_dims:
             out_shape.append(n)
             out_st.append(s)
@@ -697,8 +717,10 @@ def _strided_index(tile: Tile, comps: list[Any]) -> Tile | None:
             return None  # a fully out-of-bounds scalar: the gather path describes it
         out_hi = list(out_lo)
     full = all(lo == 0 and hi == n for lo, hi, n in zip(out_lo, out_hi, out_shape, strict=True))
-    return Tile(tile.alloc, tuple(out_shape), offset, tuple(out_st), tuple(out_lo), tuple(out_hi),
+    view = Tile(tile.alloc, tuple(out_shape), offset, tuple(out_st), tuple(out_lo), tuple(out_hi),
                 oob="" if full else (oob or "out of bounds"))
+    view._par = par_out
+    return view
 
 
 def index_positions(pos: np.ndarray, index: Any, name: str) -> tuple[np.ndarray, str]:
