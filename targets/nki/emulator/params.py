@@ -37,19 +37,24 @@ How an instruction is costed (costmodel.py schedules them):
 - DMA: each nl.load/store/dma_copy is split by the compiler into transfers over the 16 DMA engines of
   the NeuronCore ([ARCH]: a 128x512 fp32 load = 16 transfers of 8 DMA buffers each). Each DMA buffer
   (descriptor) is one contiguous run of memory: at least one per SBUF partition, more when the data in a
-  partition is not contiguous in HBM ([ARCH]). An engine is busy for bytes / 17 B/ns ([DMA], trn1) plus
-  DMA_DESCRIPTOR_NS per descriptor; the data is usable DMA_LATENCY_NS after the engines finish ([DMA]
-  "~1300 ns cross-engine" semaphore-to-start latency; it delays the consumer, it does not occupy the
-  engine). Masked or out-of-bounds elements are not transferred.
-- Capacity and buffer reuse: a tile allocated inside a loop body is local to that iteration (NKI
-  scoping), so when the same allocation site allocates again in a later iteration, the previous instance
-  is retired. A new tile takes free SBUF/PSUM space if there is any (so an iteration can overlap the
-  previous one: the compiler's multi-buffering); otherwise it reuses the space of the oldest retired
-  tiles, and must wait until their last reader/writer finished (the iteration cannot overlap). Only the
-  tiles in scope at the same time must fit; if they do not, the least recently used SBUF tiles are
-  spilled to HBM (a DMA store, and a DMA reload at the next use), as the compiler spills; a single tile
-  larger than SBUF, or PSUM tiles beyond the 8 banks, are refused. Explicit allocation (nki.compiler.sbuf/psum mod_alloc(num_free_tiles=...))
-  bounds the number of buffers of that site.
+  partition is not contiguous in HBM ([ARCH]). The engines are busy for bytes / 17 B/ns ([DMA], trn1)
+  plus DMA_DESCRIPTOR_NS per descriptor, plus one completion-semaphore descriptor on every engine
+  ([DMAI]); the data is usable DMA_LATENCY_NS after the engines finish ([DMA] "~1300 ns cross-engine"
+  semaphore-to-start latency: it delays the consumer, it does not occupy the engines). The 16 engines are
+  one pool: a DMA takes the earliest idle gap once its data and destination buffer are ready (the
+  compiler issues DMAs from several queues ahead of the compute that needs them). Masked or
+  out-of-bounds elements are not transferred, and cost nothing.
+- Capacity and buffer reuse: a tile allocated inside an NKI loop body is local to that iteration (NKI
+  scoping): it goes out of scope when the next iteration starts, as does a tile no Python name refers to.
+  A new tile takes free SBUF/PSUM space if there is any (so an iteration can overlap the previous one: the
+  compiler's multi-buffering); otherwise it reuses the space of the oldest out-of-scope tiles, and waits
+  until their last reader/writer finished (the iteration cannot overlap). If the tiles in scope at the
+  same time do not fit, the least recently used SBUF tiles are spilled to HBM (a DMA store, and a DMA
+  reload at the next use), as the compiler spills; a single tile larger than SBUF, or PSUM tiles beyond
+  the 8 banks, are refused. nki.compiler.sbuf/psum.mod_alloc(num_free_tiles=(n,)) makes only n blocks of
+  a blocked tensor physical. PSUM tiles take whole 2 KiB banks. A zeroed PSUM accumulator costs no
+  instruction: the first matmul into it overwrites instead of accumulating ([ARCH] "Every nc_matmul
+  instruction can choose whether to override existing bank data ... or accumulate").
 
 What the model ignores: instruction fetch and semaphores, SBUF bank conflicts, the compiler's instruction
 reordering beyond program order per engine, HBM bandwidth limits other than the DMA engines' own (16 x 17
