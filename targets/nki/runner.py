@@ -254,11 +254,17 @@ def load_module(path: str, name: str, source: str | None = None) -> Any:
     return module
 
 
-def load_problem(opts: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
-    """The trusted problem module (harness owner), or an error result."""
+def read_problem(opts: argparse.Namespace) -> str:
+    """The trusted problem's text, read before anything of the candidate runs."""
+    with open(os.path.abspath(opts.problem or opts.candidate), encoding="utf-8") as f:
+        return f.read()
+
+
+def load_problem(opts: argparse.Namespace, text: str | None = None) -> tuple[Any, dict[str, Any] | None]:
+    """The trusted problem module (harness owner) from its file or its text read earlier, or an error."""
     path = os.path.abspath(opts.problem or opts.candidate)
     try:
-        problem = load_module(path, "speedpatch_problem")
+        problem = load_module(path, "speedpatch_problem", text)
     except Exception as exc:  # noqa: BLE001
         if not opts.problem or _same_file(opts.problem, opts.candidate):  # the candidate's own error, with its line
             return None, describe(exc, path, "compile_error" if isinstance(exc, (SyntaxError, ImportError))
@@ -324,6 +330,12 @@ def _process_module() -> Any:
 def evaluate_emulated(opts: argparse.Namespace, path: str, kernel_source: str) -> dict[str, Any]:
     """Emulate mode: the kernel module boots in its own sandboxed process first (isolation/process.py is
     stdlib only), while this process imports the emulator, loads the problem and builds the inputs."""
+    # Everything this process reads from the scratch folder is read before the kernel process exists (in
+    # a fallback without bubblewrap it could write there), and that folder is not on sys.path here.
+    try:
+        problem_text = read_problem(opts)
+    except OSError as exc:
+        return {"status": "infra_error", "message": f"cannot read the problem: {exc}"}
     process = _process_module().KernelProcess(path)
     # The kernel process stops itself (dumping where it was) a little before this process would: the
     # timeout then names the kernel's line. An absolute time, so that its own start-up counts too.
@@ -331,9 +343,8 @@ def evaluate_emulated(opts: argparse.Namespace, path: str, kernel_source: str) -
     process.start(kernel_source, ends_at, opts.isolation, os.path.dirname(path))
     try:
         sys.path.insert(0, opts.pkgs)
-        sys.path.append(os.path.dirname(path))
         nki_mod, why = import_nki()
-        problem, error = load_problem(opts) if nki_mod is not None else (None, None)
+        problem, error = load_problem(opts, problem_text) if nki_mod is not None else (None, None)
     except BaseException:
         process.stop()
         raise
