@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, Evaluation
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, RUNTIME_ERROR, Evaluation
 from speedpatch.targets.base import EvalContext, timeout_evaluation
 from speedpatch.targets.cuda import guards
 from speedpatch.targets.cuda.build import (
@@ -77,7 +77,8 @@ def evaluation_seed(run_seed: int) -> int:
 
 def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
     return ["--trials", str(int(settings.get("trials", 100))), "--warmup", str(int(settings.get("warmup", 3))),
-            "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed)), "--result", RESULT_FILE]
+            "--seeds", str(int(settings.get("seeds", 3))), "--seed", str(int(seed)), "--nonce", "stdin",
+            "--result", RESULT_FILE]
 
 
 class _Run:
@@ -87,15 +88,17 @@ class _Run:
         self.executor, self.ctx = executor, ctx
         self.start = time.monotonic()
         self.log = ""
+        self.channel: str | None = None  # what the last step wrote to its private result pipe
 
     def left(self) -> float:
         return self.ctx.timeout - (time.monotonic() - self.start)
 
-    def step(self, what: str, argv: list[str]) -> tuple[Evaluation | None, str]:
+    def step(self, what: str, argv: list[str], stdin: str | None = None) -> tuple[Evaluation | None, str]:
         """(failure, output): runs argv where the build lives; timeouts and ssh failures become failures."""
         if self.left() <= 1:
             return timeout_evaluation(what, self.ctx.timeout, self.log), ""
-        result = self.executor.run(argv, self.left())
+        result = self.executor.run(argv, self.left(), stdin=stdin)
+        self.channel = getattr(result, "result", None)
         self.log += result.output + "\n"
         if result.timed_out:
             return timeout_evaluation(f"{what} on {self.executor.where}", self.ctx.timeout, self.log), ""
@@ -159,12 +162,21 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         with gpu_lock(default_cache_dir(settings), key, max(0.0, run.left() - 1)) as held:
             if not held:
                 return timeout_evaluation("waiting for the GPU", ctx.timeout, run.log)
-            failure, output = run.step("run", [*bench, *timing_args(settings, evaluation_seed(ctx.seed))])
+            nonce = secrets.token_hex(16)
+            failure, output = run.step("run", [*bench, *timing_args(settings, evaluation_seed(ctx.seed))],
+                                       stdin=nonce + "\n")
         if failure is not None:
             return failure
-        # The verdict comes from the harness's result file only, never from the program's output: the
-        # candidate runs in that process and could print a result line (its object may not do file I/O).
-        result = parse_result(executor.fetch(RESULT_FILE, max(5.0, run.left())) or "")
+        # The verdict comes from the harness's result pipe (locally) or result file, never from the program's
+        # output: the candidate runs in that process and could print a line (its object may not do I/O).
+        # It must carry this evaluation's secret, which the harness read from stdin before any solution code.
+        channel = run.channel if run.channel else executor.fetch(RESULT_FILE, max(5.0, run.left()))
+        receipt["verdict"] = (f"the harness's {'private result pipe' if run.channel else 'result file'}, sealed with a "
+                              "per-evaluation secret; inputs from a fresh seed; the reference computed after both sides ran")
+        result = parse_result(channel or "")
+        if result is not None and result.get("nonce") != nonce:
+            return Evaluation(status=RUNTIME_ERROR, log=run.log, message="the result does not carry this evaluation's "
+                              "secret: it was not written by the harness")
     finally:
         executor.cleanup()
     evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds",

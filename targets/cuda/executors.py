@@ -18,7 +18,9 @@ class Executor(Protocol):
     def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
         """Make local_dir's files available; a ProcResult describes a failure, None is success."""
 
-    def run(self, argv: list[str], timeout: float) -> ProcResult: ...
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> ProcResult:
+        """Run argv where the build lives; `stdin` is written to its standard input. Where the runner
+        offers one (locally), the process also gets a private result pipe: ProcResult.result."""
 
     def fetch(self, name: str, timeout: float) -> str | None:
         """The whole text of a file the run wrote in the build folder, or None."""
@@ -36,9 +38,10 @@ class LocalExecutor:
         self.dir = local_dir
         return None
 
-    def run(self, argv: list[str], timeout: float) -> ProcResult:
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> ProcResult:
         assert self.dir is not None, "upload first"
-        return run_process(argv, cwd=self.dir, timeout=timeout, devices=DEVICES["nvidia"])
+        return run_process(argv, cwd=self.dir, timeout=timeout, devices=DEVICES["nvidia"], input_text=stdin,
+                           result_channel=True)
 
     def fetch(self, name: str, timeout: float) -> str | None:
         assert self.dir is not None, "upload first"
@@ -62,9 +65,10 @@ class SshExecutor:
         self.scratch = scratch  # local cwd for the ssh/scp processes themselves
         self.where = f"host {self.host}"
 
-    def _ssh(self, command: str, timeout: float) -> ProcResult:
+    def _ssh(self, command: str, timeout: float, stdin: str | None = None) -> ProcResult:
         # trusted: ssh/scp need the network and your keys; the candidate runs on the host, outside our sandbox
-        return run_process([*self.ssh, self.host, command], cwd=self.scratch, timeout=timeout, trusted=True)
+        return run_process([*self.ssh, self.host, command], cwd=self.scratch, timeout=timeout, trusted=True,
+                           input_text=stdin)
 
     def upload(self, local_dir: Path, timeout: float) -> ProcResult | None:
         made = self._ssh(f"mkdir -p {shlex.quote(self.remote)}", timeout)
@@ -75,8 +79,8 @@ class SshExecutor:
                              trusted=True)
         return None if copied.returncode == 0 else copied
 
-    def run(self, argv: list[str], timeout: float) -> ProcResult:
-        return self._ssh(f"cd {shlex.quote(self.remote)} && {shlex.join(argv)}", timeout)
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None) -> ProcResult:
+        return self._ssh(f"cd {shlex.quote(self.remote)} && {shlex.join(argv)}", timeout, stdin)
 
     def fetch(self, name: str, timeout: float) -> str | None:
         local = self.scratch / f"fetched-{name}"

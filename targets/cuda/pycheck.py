@@ -24,7 +24,10 @@ from speedpatch.targets.cuda.guards import Finding
 ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.utils.cpp_extension", "math", "__future__", "typing"}
 FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
                    "vars", "open", "breakpoint", "input", "__builtins__", "__loader__", "__spec__", "importlib",
-                   "memoryview", "exit", "quit"}
+                   "memoryview", "exit", "quit",
+                   # modules the harness part may have imported: the solution may not use them either
+                   "os", "sys", "subprocess", "ctypes", "builtins", "shutil", "socket", "threading",
+                   "multiprocessing", "inspect", "gc", "signal", "pickle", "marshal", "io", "pathlib"}
 ALLOWED_DUNDERS = {"__init__", "__name__"}
 # torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
 FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",

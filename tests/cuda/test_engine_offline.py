@@ -23,7 +23,8 @@ ratio=$(awk -v m="$ms" 'BEGIN { printf "%.6f", 4 / m }')
 cat > result.txt <<JSON
 SPEEDPATCH_RESULT {"status":"ok","message":"fake","seeds":3,"seed0":0,"warmup":3,"trials":10,"flush_bytes":1,"device":{"name":"Fake GPU","cc":"9.0"},"baseline_ms":{"median":4.0,"low":3.99,"high":4.01},"candidate_ms":{"median":$ms,"low":$ms,"high":$ms},"speedup":{"median":$ratio,"low":$ratio,"high":$ratio}}
 JSON
-printf '#!/bin/bash\ncat result.txt\ncp result.txt "${@: -1}"\n' > bench  # the result file is the verdict
+# the result file is the verdict, sealed with the secret the backend writes to stdin
+printf '#!/bin/bash\nread -r nonce\ncat result.txt\nsed "s/^SPEEDPATCH_RESULT {/SPEEDPATCH_RESULT {\\"nonce\\":\\"$nonce\\",/" result.txt > "${@: -1}"\n' > bench
 chmod +x bench
 """
 

@@ -43,8 +43,11 @@ def fake_host(tmp_path: Path) -> dict:
                                     'exec cp "${files[@]}" "${dest#*:}"\n')
     (tmp_path / "result.txt").write_text("SPEEDPATCH_RESULT " + json.dumps(RESULT) + "\n")
     # The "built program": records its arguments, prints the result and writes it to --result (last arg).
-    bench = _script(tmp_path / "bench.template", f'echo "$@" > {tmp_path}/bench.args\ncat {tmp_path}/result.txt\n'
-                                                 f'cp {tmp_path}/result.txt "${{@: -1}}"\n')
+    # It reads the evaluation's secret from stdin and seals the result file with it, as the kit harness does.
+    bench = _script(tmp_path / "bench.template", f'echo "$@" > {tmp_path}/bench.args\nread -r nonce\n'
+                                                 f'cat {tmp_path}/result.txt\n'
+                                                 f'sed "s/^SPEEDPATCH_RESULT {{/SPEEDPATCH_RESULT {{\\"nonce\\":\\"$nonce\\",/" '
+                                                 f'{tmp_path}/result.txt > "${{@: -1}}"\n')
     nvcc = _script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
                    'if grep -q BROKEN candidate.cu; then echo "candidate.cu(40): error: expected a ;"; exit 1; fi\n'
                    "echo \"ptxas info    : Compiling entry function '_ZN12sp_candidate13matmul_kernelEPKfS1_Pfi' for 'sm_90'\"\n"
@@ -138,7 +141,8 @@ def test_hanging_program_on_the_host_times_out(fake_host: dict, matmul_source: s
 def test_kernelbench_problem_is_staged_with_the_trusted_runner(fake_host: dict) -> None:
     problem = (EXAMPLES / "kernelbench_relu.py").read_text()
     python = _script(fake_host["dir"] / "python", f'ls > {fake_host["dir"]}/kb.files; echo "$@" > {fake_host["dir"]}/kb.args\n'
-                                                  f'cp {fake_host["dir"]}/result.txt "${{@: -1}}"\n')
+                                                  f'read -r nonce\nsed "s/^SPEEDPATCH_RESULT {{/SPEEDPATCH_RESULT '
+                                                  f'{{\\"nonce\\":\\"$nonce\\",/" {fake_host["dir"]}/result.txt > "${{@: -1}}"\n')
     settings = dict(fake_host["settings"], python=python)
     ev = CudaSshBackend().evaluate(problem, context(fake_host["dir"], source_path=EXAMPLES / "kernelbench_relu.py",
                                                     settings=settings, baseline=problem))

@@ -108,11 +108,19 @@ struct Options {
 };
 
 // Everything the harness reports goes through one JSON line so the backend never parses prose. The line
-// also goes to the file named by --result: program output may be cut to a length limit on its way back,
-// a file is read whole.
+// goes to the verdict channels, which the backend reads instead of the program output (the candidate runs
+// in this process and could print a line of its own): the pipe named by $SPEEDPATCH_RESULT_FD (the
+// sandbox's result channel) and the file named by --result (a file is read whole; remote hosts use it).
+// With --nonce stdin, the first line of stdin is a per-evaluation secret, read before any solution code
+// runs; it goes into the channels' copies of the line (not the printed one), and the backend accepts only
+// a verdict that carries it.
 inline std::string& result_file() {
   static std::string path;
   return path;
+}
+inline std::string& result_nonce() {
+  static std::string nonce;
+  return nonce;
 }
 
 inline void emit(const std::string& status, const std::string& message, const std::string& extra = "") {
@@ -120,9 +128,17 @@ inline void emit(const std::string& status, const std::string& message, const st
                      (extra.empty() ? "" : ",") + extra + "}";
   std::printf("SPEEDPATCH_RESULT %s\n", json.c_str());
   std::fflush(stdout);
+  std::string sealed = json;
+  if (!result_nonce().empty()) sealed = "{\"nonce\":\"" + json_escape(result_nonce()) + "\"," + json.substr(1);
+  if (const char* fd = std::getenv("SPEEDPATCH_RESULT_FD")) {
+    if (FILE* f = fdopen(std::atoi(fd), "w")) {
+      std::fprintf(f, "SPEEDPATCH_RESULT %s\n", sealed.c_str());
+      std::fflush(f);  // not closed: a later emit (none is expected) must not reuse a closed descriptor
+    }
+  }
   if (!result_file().empty()) {
     if (FILE* f = std::fopen(result_file().c_str(), "w")) {
-      std::fprintf(f, "SPEEDPATCH_RESULT %s\n", json.c_str());
+      std::fprintf(f, "SPEEDPATCH_RESULT %s\n", sealed.c_str());
       std::fclose(f);
     }
   }
@@ -139,6 +155,10 @@ inline Options parse_options(int argc, char** argv) {
     else if (key == "--trials") o.trials = std::max(1, std::atoi(val));
     else if (key == "--confidence") o.confidence = std::atof(val);
     else if (key == "--result") result_file() = val;
+    else if (key == "--nonce" && std::string(val) == "stdin") {
+      char line[256] = {0};
+      if (std::fgets(line, sizeof line, stdin)) result_nonce() = std::string(line, std::strcspn(line, "\r\n"));
+    }
   }
   return o;
 }

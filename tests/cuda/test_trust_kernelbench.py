@@ -1,0 +1,107 @@
+"""KernelBench `.py` solutions: the syntax-tree check (runs anywhere) and the checks of what actually runs
+on the GPU host (the dispatched torch ops, the extension's linked symbols), which need torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from speedpatch.targets.cuda import pycheck
+from speedpatch.targets.cuda.target import CudaTarget
+
+from .conftest import EXAMPLES
+
+KB = (EXAMPLES / "kernelbench_relu.py").read_text()
+SOLUTION = KB[KB.index("# speedpatch: solution") + len("# speedpatch: solution\n"):]
+HONEST_FORWARD = "return relu.relu_cuda(x.contiguous())"
+
+
+def findings_for(forward: str) -> list[str]:
+    code = SOLUTION.replace(HONEST_FORWARD, forward)
+    assert code != SOLUTION
+    return [f.message for f in pycheck.check(code)]
+
+
+def test_the_example_solution_passes() -> None:
+    assert pycheck.check(SOLUTION) == []
+    assert CudaTarget().diagnostics(KB, "kernelbench_relu.py") == []
+
+
+@pytest.mark.parametrize(("forward", "named"), [
+    ('return getattr(torch, "re" + "lu")(x)', "`getattr`"),
+    ('return vars(torch)["relu"](x)', "`vars`"),
+    ('return __import__("torch").relu(x)', "`__import__`"),
+    ('return eval("torch.re" + "lu")(x)', "`eval`"),
+    ('return exec("y = 1") or x', "`exec`"),
+    ("return x.__class__.__base__", "`__class__`"),
+    ("global CACHE\n        return x", "`global`"),
+    ('return os.system("true") or x', "`os`"),  # a module the harness part imported
+])
+def test_names_reached_by_strings_or_reflection_are_rejected(forward: str, named: str) -> None:
+    assert any(named in m for m in findings_for(forward)), findings_for(forward)
+
+
+@pytest.mark.parametrize(("line", "named"), [
+    ("import os", "imports `os`"),
+    ("import ctypes", "imports `ctypes`"),
+    ("from importlib import import_module", "imports from `importlib`"),
+    ("import torch.nn.functional as F", "imports `torch.nn.functional`"),
+    ("from subprocess import run as go", "imports from `subprocess`"),
+])
+def test_imports_outside_the_allowlist_are_rejected(line: str, named: str) -> None:
+    found = [f.message for f in pycheck.check(line + "\n" + SOLUTION)]
+    assert any(named in m for m in found), found
+
+
+def test_patching_torch_or_the_timer_is_rejected_however_it_is_reached() -> None:
+    found = findings_for("ev = torch.cuda.Event\n        ev.elapsed_time = lambda a, b: 0.0\n        return x")
+    assert any("assigns to `ev.elapsed_time`" in m for m in found)
+    assert any("uses `torch.cuda.Event`" in m for m in found)
+
+
+def test_an_aliased_torch_is_still_torch() -> None:
+    found = [f.message for f in pycheck.check("import torch as t\n" + SOLUTION.replace(
+        HONEST_FORWARD, "t.backends.cuda.matmul.allow_tf32 = True\n        return x"))]
+    assert any("uses `torch.backends.cuda.matmul.allow_tf32`" in m for m in found), found
+
+
+def test_a_fallback_to_the_reference_op_is_rejected() -> None:
+    found = findings_for("try:\n            return relu.relu_cuda(x)\n        except RuntimeError:\n"
+                         "            return x.clamp(min=0)")
+    assert any("try/except" in m for m in found)
+
+
+def test_findings_carry_the_line_in_the_whole_file() -> None:
+    text = KB.replace(HONEST_FORWARD, 'return getattr(torch, "relu")(x)')
+    line = next(i for i, s in enumerate(text.splitlines()) if "getattr" in s)
+    found = [f for f in CudaTarget().diagnostics(text, "kernelbench_relu.py") if "getattr" in f.message]
+    assert found and found[0].line == line
+
+
+needs_torch_gpu = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="torch is not installed on this machine: the dispatched-op check runs in kernelbench_runner.py on the "
+           "GPU host (tests/cuda/test_gpu.py and scripts/gpu_check.py run it there)")
+
+
+@needs_torch_gpu
+def test_the_runner_sees_a_reference_op_called_as_a_tensor_method() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch")
+    sys.path.insert(0, str(EXAMPLES.parents[1] / "targets" / "cuda"))
+    import kernelbench_runner
+
+    class Cheat(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.relu()  # no name check could tell this from a tensor's own method
+
+    class Honest(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.empty_like(x).copy_(x)
+
+    x = [torch.randn(1024, device="cuda")]
+    assert kernelbench_runner.foreign_ops(Cheat(), x) == ["aten::relu"]
+    assert kernelbench_runner.foreign_ops(Honest(), x) == []
