@@ -59,13 +59,13 @@ PROBLEM = candidate(HONEST_BODY)
 
 
 def evaluate(source: str, tmp_path: Path, problem: str = PROBLEM, kernel: str = "matmul",
-             timeout: float = 60.0) -> Evaluation:
+             timeout: float = 60.0, settings: dict | None = None) -> Evaluation:
     target = NkiTarget()
     (found,) = [k for k in target.find_kernels(problem) if k.name == kernel]
     workdir = tmp_path / f"eval-{len(list(tmp_path.iterdir()))}"
     workdir.mkdir()
     ctx = EvalContext(kernel=found, path=str(tmp_path / "problem.py"), workdir=workdir, timeout=timeout,
-                      baseline_source=problem)
+                      baseline_source=problem, settings=settings or {})
     return target.backend("nki-emulator").evaluate(source, ctx)
 
 
@@ -359,3 +359,14 @@ def reference(aT, b):
     ev = evaluate(vector, tmp_path, problem=problem, kernel="mm")
     assert ev.status != OK
     assert "Tensor engine did 0 multiply-accumulates" in ev.message and "16384" in ev.message, ev.message
+
+
+def test_without_bubblewrap_the_kernel_still_runs_apart_and_holds_no_data(tmp_path, honest):
+    plain = evaluate(PROBLEM, tmp_path, settings={"isolation": "process"})
+    assert plain.status == OK and plain.value == honest.value, plain.message
+    assert "separate process" in plain.receipt["isolation"]
+    body = ESCAPE + """collector = real_import("g" + "c")
+arrays = [o for o in collector.get_objects() if type(o).__name__ == "ndarray" and getattr(o, "size", 0) >= 128]
+raise RuntimeError(f"arrays with data: {len(arrays)}")"""
+    ev = evaluate(candidate(body), tmp_path, settings={"isolation": "process"})
+    assert "arrays with data: 0" in ev.message, ev.message

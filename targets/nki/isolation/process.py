@@ -156,6 +156,7 @@ def _limits(deadline: float, dropped: bool) -> Callable[[], None]:
             _lower(resource.RLIMIT_CPU, int(deadline) + 5)
         if dropped:  # the 'nobody' fallback: few processes of its own
             _lower(resource.RLIMIT_NPROC, 32)
+        _die_with_parent()
 
     return apply
 
@@ -165,6 +166,18 @@ def _lower(which: int, value: int) -> None:
     _, hard = resource.getrlimit(which)
     cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
     resource.setrlimit(which, (cap, cap))
+
+
+def _die_with_parent() -> None:
+    """The kernel process is killed when the trusted process dies, however it dies (its own deadline, a
+    kill): prctl(PR_SET_PDEATHSIG, SIGKILL). Bubblewrap does the same with --die-with-parent."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
 
 
 def _not_dumpable() -> None:
