@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -21,6 +22,8 @@ from speedpatch.targets.base import Backend, Target
 
 LOCAL, RAY = "local", "ray"
 KINDS = (LOCAL, RAY)
+WATCH_INTERVAL = 1.0  # seconds between checks that the Ray head still answers while tasks are pending
+WATCH_MISSES = 3  # checks in a row without an answer before the cluster counts as gone
 
 
 class ExecutorLost(Exception):
@@ -97,18 +100,60 @@ class RayExecutor:
             num_cpus=cpus, resources=self.resources or None, max_retries=3, retry_exceptions=False,
         )
         self._refs: dict[int, Any] = {}
+        self._pending: dict[int, Future[Evaluation]] = {}
+        self._lost = ""
         self._lock = threading.Lock()
+        self._gcs = str(ray.get_runtime_context().gcs_address or "")
+        threading.Thread(target=self._watch, name="ray-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Ray's own driver waits a long time for a head node that is gone, and then exits the process
+        (which could be the language server): notice it ourselves, within seconds, and fail what is
+        pending as ExecutorLost so the run stops as interrupted."""
+        misses = 0
+        while not self._lost:
+            time.sleep(WATCH_INTERVAL)
+            with self._lock:
+                busy = bool(self._pending)
+            if not busy:
+                continue
+            try:
+                _probe(self._gcs, WATCH_INTERVAL)
+                misses = 0
+            except UserError:
+                misses += 1
+            if misses >= WATCH_MISSES:
+                self._give_up(f"the Ray cluster at {self._gcs} stopped answering")
+
+    def _give_up(self, why: str) -> None:
+        with self._lock:
+            self._lost = why
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._refs.clear()
+        for future in pending:
+            if not future.done():
+                future.set_exception(ExecutorLost(why))
+        # leave the dead cluster behind, so that a later run in this process can connect afresh
+        threading.Thread(target=self._ray.shutdown, name="ray-shutdown", daemon=True).start()
 
     def submit(self, task: EvalTask) -> Future[Evaluation]:
+        result: Future[Evaluation] = Future()
+        if self._lost:
+            result.set_exception(ExecutorLost(self._lost))
+            return result
         ref = self._remote.remote(task)
         with self._lock:
             self._refs[id(ref)] = ref
-        result: Future[Evaluation] = Future()
+            self._pending[id(ref)] = result
         source = ref.future()
 
         def done(f: Future) -> None:
             with self._lock:
                 self._refs.pop(id(ref), None)
+                self._pending.pop(id(ref), None)
+            if result.done():  # already failed by the watchdog
+                return
             if f.cancelled():
                 result.cancel()
                 return
@@ -180,6 +225,10 @@ def connect(ray: Any, address: str, namespace: str, timeout: float) -> None:
         return
     _probe(address, timeout)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray exits a driver whose head node has been gone this long; our watchdog handles a lost cluster
+    # itself, and the driver may be the language server, which must outlive any cluster
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(365 * 24 * 3600))
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # the driver's core worker: no state dumps on stderr
     try:
         ray.init(address=address or "auto", namespace=namespace or "speedpatch", logging_level="ERROR",
                  log_to_driver=False, ignore_reinit_error=True)
