@@ -85,7 +85,7 @@ class Channel:
             raise exc
         raise NkiError(f"unexpected reply from the emulator: {str(reply)[:200]}")
 
-    def defer(self, op: str, *args: Any, tile: bool = True) -> Proxy:
+    def defer(self, op: str, *args: Any, kind: str = "T") -> Proxy:
         """An operation whose result is a tile (or a loop): sent without waiting for the reply (the trusted
         side keeps the result under a handle chosen here; an error is reported at the next request that
         waits)."""
@@ -93,7 +93,7 @@ class Channel:
         released, self.released = self.released, []
         data = json.dumps([op, self.line(), released, self.next_id, *args], separators=(",", ":")).encode()
         self.queue(data)
-        return Proxy(self.next_id, {"T": 1} if tile else {})
+        return Proxy(self.next_id, {kind: 1} if kind else {})  # T: a tile, A: an index array
 
     def queue(self, data: bytes) -> None:
         """A message that needs no answer: batched, so that the trusted process wakes once per batch."""
@@ -208,19 +208,36 @@ def decode(value: Any) -> Any:
 _TILE_OPERATORS = frozenset({"add", "sub", "mul", "truediv", "iadd", "isub", "imul", "itruediv"})
 
 
+# Operators that, on index arrays and numbers only, always give an index array.
+_ARRAY_OPERATORS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor", "lt",
+                              "le", "gt", "ge", "iadd", "isub", "imul", "itruediv"})
+
+
 def _is_tile(value: Any) -> bool:
     return isinstance(value, Proxy) and value._meta is not None and "T" in value._meta
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, Proxy) and value._meta is not None and "A" in value._meta
 
 
 def _op(name: str, reflected: bool = False):  # noqa: ANN202 - builds dunder methods
     def method(self: Proxy, other: Any) -> Any:
         a, b = (other, self) if reflected else (self, other)
-        if name in _TILE_OPERATORS and _is_tile(self) and (other is None or type(other) in (int, float, bool)
-                                                           or isinstance(other, Proxy)):
+        number = other is None or type(other) in (int, float, bool)
+        if name in _TILE_OPERATORS and (_is_tile(self) and (number or isinstance(other, Proxy)) or _is_tile(other)):
             return CHANNEL.defer("dop", name, encode(a), encode(b))
+        if name in _ARRAY_OPERATORS and _is_array(self) and (number or _is_array(other)):
+            return CHANNEL.defer("dop", name, encode(a), encode(b), kind="A")
         return CHANNEL.request("op", name, encode(a), encode(b))
 
     return method
+
+
+def _slicing(key: Any) -> bool:
+    """Whether indexing an array with `key` certainly gives an array (slices, None, ...)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is None or p is Ellipsis or isinstance(p, slice) for p in parts)
 
 
 class Proxy:
@@ -261,11 +278,15 @@ class Proxy:
             if "creates" in meta:  # nl.ndarray / zeros / ones / full: shape and dtype are the arguments
                 _creation_meta(result, meta["creates"], args, kwargs)
             return result
+        if meta is not None and meta.get("returns_array"):
+            return CHANNEL.defer("dcall", self._h, *encoded, kind="A")
         return CHANNEL.request("call", self._h, *encoded)
 
     def __getitem__(self, key: Any) -> Any:
         if _is_tile(self):
             return CHANNEL.defer("ditem", self._h, encode(key))
+        if _is_array(self) and _slicing(key):
+            return CHANNEL.defer("ditem", self._h, encode(key), kind="A")
         return CHANNEL.request("item", self._h, encode(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -361,12 +382,23 @@ class _LocalLoop:
     def __iter__(self) -> Any:
         indices = range(*[int(a) for a in self.args])
         loop = CHANNEL.defer("dcall", self.remote._h, [encode(a) for a in self.args],
-                             {k: encode(v) for k, v in self.kwargs.items()}, tile=False)
-        steps = CHANNEL.defer("diter", loop._h, tile=False)
+                             {k: encode(v) for k, v in self.kwargs.items()}, kind="")
+        steps = CHANNEL.defer("diter", loop._h, kind="")
         for i in indices:
-            CHANNEL.defer("dnext", steps._h, tile=False)
+            CHANNEL.defer("dnext", steps._h, kind="")
             yield i
-        CHANNEL.defer("dnext", steps._h, tile=False)  # the emulator's loop ends (and closes its scope)
+        CHANNEL.defer("dnext", steps._h, kind="")  # the emulator's loop ends (and closes its scope)
+
+
+def _dynamic_slice(remote: Proxy) -> Any:
+    """nl.ds(start, size, step=1) with plain ints is the slice start:start+size*step:step (no round trip)."""
+
+    def ds(start: Any, size: Any, step: Any = 1) -> Any:
+        if type(start) is int and type(size) is int and type(step) is int:
+            return slice(start, start + size * step, step)
+        return remote(start, size, step)
+
+    return ds
 
 
 def _loop_function(remote: Proxy) -> Any:
@@ -451,6 +483,8 @@ def install_nki_modules() -> None:
         remote = getattr(language, name, None)
         if isinstance(remote, Proxy):
             setattr(language, name, _loop_function(remote))
+    if isinstance(getattr(language, "ds", None), Proxy):
+        language.ds = _dynamic_slice(language.ds)  # type: ignore[attr-defined]
     isa = _remote_module("nki.isa", served["isa"])
     compiler = _remote_module("nki.compiler", served["compiler"])
     compiler.skip_middle_end_transformations = _identity_decorator  # type: ignore[attr-defined]

@@ -214,7 +214,7 @@ class Server:
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in "iufb":
                 raise TypeError(f"{value.dtype} arrays are not index expressions")
-            return ["h", self.table.add(value)]
+            return ["h", self.table.add(value), {"A": 1}]
         if isinstance(value, (Iterator, *LOOP_TYPES)):
             return ["h", self.table.add(value)]
         if isinstance(value, _Method):
@@ -223,8 +223,11 @@ class Server:
             return ["h", self.table.add(value)]
         if id(value) in self.api_callables or isinstance(value, API_VALUE_TYPES) or value is E_tensor.par_dim:
             handle = self.table.add(value, callable_=callable(value), intern=True)
+            if value is self.modules["language"].get("arange"):
+                return ["h", handle, {"returns_array": 1}]
             if id(value) not in self.tile_callables:
-                return ["h", handle]
+                constants = self._constant_attributes(value)
+                return ["h", handle, constants] if constants else ["h", handle]
             meta: dict[str, Any] = {"returns_tile": 1}
             creates = CREATION_DTYPE_ARG.get(getattr(value, "__name__", ""))
             if creates is not None and value is getattr(E_nl, value.__name__, None):
@@ -235,6 +238,18 @@ class Server:
         if type(value).__name__ == "_Allocator":  # nki.compiler.sbuf / psum
             return ["h", self.table.add(value, intern=True)]
         raise TypeError(f"the emulator returned a {type(value).__name__}, which kernels cannot hold")
+
+    @staticmethod
+    def _constant_attributes(value: Any) -> dict[str, Any]:
+        """The allowed plain attributes of an API constant (nl.tile_size.pmax, nl.sbuf.name...), sent
+        along with its handle so that reading them costs no round trip."""
+        if isinstance(value, enum.Enum):
+            return {k: v for k, v in (("name", value.name), ("value", value.value)) if type(v) in (int, str)}
+        for kind, names in ATTRIBUTES.items():
+            if isinstance(value, kind) and kind in (E_nl._TileSize, E_tensor.Buffer):
+                found = {name: getattr(value, name, None) for name in names}
+                return {k: v for k, v in found.items() if type(v) in (int, float, str)}
+        return {}
 
     def decode(self, value: Any, depth: int = 0) -> Any:
         if not isinstance(value, list):
@@ -290,8 +305,10 @@ class Server:
                         raise TypeError("malformed deferred request")
                     result = self._dispatch(DEFERRED[op], line, message[4:])
                     if op not in ("dset", "dnext"):
-                        if not isinstance(result, (E_tensor.Tile, Iterator, range, *LOOP_TYPES)):
+                        if not isinstance(result, (E_tensor.Tile, Iterator, range, np.ndarray, *LOOP_TYPES)):
                             raise TypeError(f"{op[1:]} gave a {type(result).__name__}, not a tile")
+                        if isinstance(result, np.ndarray) and result.dtype.kind not in "biuf":
+                            raise TypeError(f"{result.dtype} arrays are not index expressions")
                         self.table.add_at(slot, result)
                 except Exception as exc:  # noqa: BLE001
                     self.deferred_error = [type(exc).__name__, str(exc)[:2000], line]
