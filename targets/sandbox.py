@@ -56,7 +56,7 @@ ALLOWED_ENV = frozenset({
 ALLOWED_ENV_PREFIXES = ("LC_",)
 # Folders whose contents a candidate must not see or keep anything in: replaced by an empty tmpfs.
 MASKED_DIRS = ("/tmp", "/var/tmp", "/run", "/root", "/home")
-# Host secrets readable by uid 0 even without capabilities (speedpatch running as root): hidden.
+# Host secrets readable by uid 0 even without capabilities: hidden when speedpatch runs as root.
 HIDDEN_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 HIDDEN_DIRS = ("/etc/ssh", "/etc/sudoers.d")
 TMPFS_BYTES = 256 << 20  # each masked folder's tmpfs: scratch space for compilers, not storage
@@ -354,10 +354,10 @@ def _layout(masked: list[Path]) -> list[str]:
         for root in sorted(masked, key=lambda m: len(m.parts)):  # $HOME under /tmp or /home: its own, after
             if root.is_dir():
                 args += ["--size", str(TMPFS_BYTES), "--tmpfs", str(root)]
-        for hidden in HIDDEN_FILES:
+        for hidden in HIDDEN_FILES if os.geteuid() == 0 else ():  # others cannot read them anyway
             if os.path.isfile(hidden):
                 args += ["--ro-bind", "/dev/null", hidden]
-        for hidden in HIDDEN_DIRS:
+        for hidden in HIDDEN_DIRS if os.geteuid() == 0 else ():
             if os.path.isdir(hidden):
                 args += ["--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]
         _layouts[key] = args
