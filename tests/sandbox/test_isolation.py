@@ -196,3 +196,26 @@ def test_tools_named_inside_a_shell_command_are_shown(bwrap, scratch, tmp_path):
     tool.chmod(0o755)
     run = sandbox.run_process(["/bin/sh", "-c", f"{tool} 'prog.elf'"], scratch, 30)
     assert run.output.strip() == "simulated prog.elf", run.output
+
+
+def test_cancelling_the_owner_kills_a_running_sandbox_and_its_children(bwrap, scratch, alive):
+    import threading
+
+    marker = "54321.125"
+    done: list[sandbox.ProcResult] = []
+
+    def evaluation() -> None:
+        sandbox.set_process_scope("cancelled-pool", scratch)
+        done.append(sandbox.run_process(["/bin/sh", "-c", f"setsid sleep {marker} & sleep {marker}"], scratch, 60))
+
+    worker = threading.Thread(target=evaluation)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not alive(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    sandbox.kill_processes("cancelled-pool")
+    worker.join(timeout=20)
+    assert done and time.monotonic() - started < 10
+    time.sleep(0.2)
+    assert alive(f"sleep {marker}") == []
