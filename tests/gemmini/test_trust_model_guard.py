@@ -39,3 +39,19 @@ def test_writing_the_accelerators_completion_time_stops_the_run(gemmini_c):
 def test_writing_the_mac_counter_stops_the_run(gemmini_c):
     run = gemmini_c(PROGRAM % "S.macs += 1000000;")()
     assert run.returncode == 4 and "tampering" in run.output
+
+
+def test_accelerator_dma_into_the_models_clock_is_an_error(gemmini_c):
+    # The accelerator writes host memory natively: an mvout aimed at the model's own state would rewrite it
+    # from inside the model, where no seal can tell. The model refuses the address.
+    body = ("static elem_t zeros[DIM][DIM];\n  gemmini_config_ld(DIM);\n  gemmini_mvin(zeros, 0);\n"
+            "  gemmini_config_st(DIM);\n  gemmini_extended_mvout((uintptr_t)&T, 0, DIM, 1);\n  gemmini_fence();")
+    run = gemmini_c(PROGRAM % body)()
+    assert run.returncode == 3 and "aimed at the model's own memory" in run.output and "cycles " not in run.output
+
+
+def test_accelerator_dma_that_reads_the_seal_key_is_an_error(gemmini_c):
+    body = ("extern uint64_t gm_guard_key;\n  gemmini_config_ld(8);\n"
+            "  gemmini_extended_mvin((uintptr_t)&gm_guard_key, 0, 8, 1);\n  gemmini_fence();")
+    run = gemmini_c(PROGRAM % body)()
+    assert run.returncode == 3 and "aimed at the model's own memory" in run.output

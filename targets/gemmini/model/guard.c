@@ -116,3 +116,21 @@ void gm_guard_stats(FILE *f) {
   fprintf(f, "  \"verdicts\": %llu,\n  \"verdict_fnv1a64\": \"%016llx\",\n", (unsigned long long)verdicts,
           (unsigned long long)verdict_hash);
 }
+
+/* Whether [addr, addr + n) touches the model's own state: natively the accelerator's DMA reaches all of
+ * host memory, and an mvin/mvout aimed there would read the secret or rewrite the clock from inside the
+ * model (where no seal can tell). */
+int gm_guard_owns(uint64_t addr, uint64_t n) {
+  const struct { const void *p; uint64_t size; } owned[] = {
+      {&T, sizeof T}, {&S, sizeof S}, {&G, sizeof G}, {&gm_guard_key, sizeof gm_guard_key},
+      {&gm_guard_host_seal, sizeof gm_guard_host_seal}, {&state_seal, sizeof state_seal},
+      {&table_digest, sizeof table_digest}, {&r_host, sizeof r_host}, {&r_macs, sizeof r_macs},
+      {&r_read, sizeof r_read}, {&r_write, sizeof r_write}, {&r_host_cycles, sizeof r_host_cycles},
+      {&r_insns, sizeof r_insns}, {&r_open, sizeof r_open}, {&verdict_hash, sizeof verdict_hash},
+      {&verdicts, sizeof verdicts}};
+  for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+    const uint64_t lo = (uint64_t)(uintptr_t)owned[i].p, hi = lo + owned[i].size;
+    if (addr < hi && addr + n > lo) return 1;
+  }
+  return 0;
+}

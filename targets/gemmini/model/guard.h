@@ -15,6 +15,7 @@ void gm_guard_seal(void);               /* the model changed its state itself: s
 __attribute__((noreturn)) void gm_guard_tampered(const char *what, const char *where);
 uint64_t gm_block_table_digest(void); /* runtime.c: a hash of the host-work block table */
 void gm_guard_stats(FILE *f);          /* the verdict's hash and count, for the statistics file */
+int gm_guard_owns(uint64_t addr, uint64_t n); /* whether a DMA range touches the model's own state */
 
 /* The host clock moves on every basic block of the program (trace-pc): a cheap seal of just that value.
  * The model's other state moves only inside the model's own entry points (check on entry, seal on exit). */

@@ -274,8 +274,14 @@ uint64_t gemmini_model_accelerator_done(void) { return T.all_done; }
 
 /* ---- DRAM access ---- */
 
-static void host_read(uint64_t addr, void *dst, uint64_t n) { memcpy(dst, (const void *)(uintptr_t)addr, n); }
-static void host_write(uint64_t addr, const void *src, uint64_t n) { memcpy((void *)(uintptr_t)addr, src, n); }
+static void host_read(uint64_t addr, void *dst, uint64_t n) {
+  if (gm_guard_owns(addr, n)) gm_fail("the accelerator was aimed at the model's own memory (DRAM address 0x%llx)", (unsigned long long)addr);
+  memcpy(dst, (const void *)(uintptr_t)addr, n);
+}
+static void host_write(uint64_t addr, const void *src, uint64_t n) {
+  if (gm_guard_owns(addr, n)) gm_fail("the accelerator was aimed at the model's own memory (DRAM address 0x%llx)", (unsigned long long)addr);
+  memcpy((void *)(uintptr_t)addr, src, n);
+}
 static gemmini_model_read_fn dram_read = host_read;
 static gemmini_model_write_fn dram_write = host_write;
 
