@@ -35,6 +35,7 @@ ALLOWED_IMPORTS = frozenset({
 LOCAL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "trace")
 _HEADER = struct.Struct(">I")
 BATCH_BYTES = 32 * 1024  # deferred messages are written in batches of about this size
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # one encoder (json.dumps with options builds one per call)
 
 
 class NkiError(Exception):
@@ -73,7 +74,7 @@ class Channel:
 
     def request(self, op: str, *args: Any) -> Any:
         released, self.released = self.released, []
-        data = json.dumps([op, self.line(), released, *args], separators=(",", ":")).encode()
+        data = _DUMPS([op, self.line(), released, *args]).encode()
         self._write_all(data)
         reply = self.receive()
         if reply[0] == "ok":
@@ -91,7 +92,7 @@ class Channel:
         waits)."""
         self.next_id -= 1
         released, self.released = self.released, []
-        data = json.dumps([op, self.line(), released, self.next_id, *args], separators=(",", ":")).encode()
+        data = _DUMPS([op, self.line(), released, self.next_id, *args]).encode()
         self.queue(data)
         return Proxy(self.next_id, {kind: 1} if kind else {})  # T: a tile, A: an index array
 
@@ -294,8 +295,8 @@ class Proxy:
             self_handle = self._h
             CHANNEL.next_id -= 1  # unused result slot keeps the deferred message layout uniform
             released, CHANNEL.released = CHANNEL.released, []
-            data = json.dumps(["dset", CHANNEL.line(), released, CHANNEL.next_id, self_handle, encode(key),
-                               encode(value)], separators=(",", ":")).encode()
+            data = _DUMPS(["dset", CHANNEL.line(), released, CHANNEL.next_id, self_handle, encode(key),
+                           encode(value)]).encode()
             CHANNEL.queue(data)
             return
         CHANNEL.request("setitem", self._h, encode(key), encode(value))

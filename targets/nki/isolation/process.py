@@ -20,6 +20,7 @@ from typing import Any
 KERNEL_SIDE = Path(__file__).resolve().parent / "kernel_side.py"
 _HEADER = struct.Struct(">I")
 MAX_MESSAGE = 64 << 20
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 KERNEL_LOG_LIMIT = 64_000  # characters of the kernel process's own output kept
 
 
@@ -93,7 +94,7 @@ class KernelProcess:
             self.append_log(raw.decode("utf-8", "replace"))
 
     def send(self, message: list[Any]) -> None:
-        data = json.dumps(message, separators=(",", ":")).encode()
+        data = _DUMPS(message).encode()
         view = memoryview(_HEADER.pack(len(data)) + data)
         try:
             while view:
