@@ -72,6 +72,9 @@
                                       store may start (the write queues hold them) */
 #define T_DMA_PUT_BYTES 64         /* gperf dma.put_bytes: one Put per 64-byte piece of a row */
 #define T_DMA_MAX_PUTS 32          /* gperf dma.max_puts_in_flight: outstanding Puts (StreamWriter) */
+/* The accumulator (or scratchpad) is read one DIM-wide row per cycle (T_SPAD_ROW_CYCLES per row and block).
+ * gperf's st.spad_read_interval (one read per 4 cycles) applies to accumulator-to-scratchpad stores of the
+ * MX build, which this ISA does not have. */
 /* The store queue is serial: a store starts when the previous one is done (gperf reservation_station.cc:
  * Q_ST issues only when no older store is outstanding). */
 
