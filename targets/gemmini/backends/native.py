@@ -152,6 +152,9 @@ class NativeBackend(Backend):
                        verdict="from the trusted harness through a private channel, with the model's own counters")
             run, record = trusted.run_with_channel(exe, ctx.workdir, remaining, stats_path, secret)
             return trusted.evaluation(run, record, secret, remaining, common.read_stats(stats_path), rec)
+        if common.uses_harness(original):  # upstream headers: one unit, the printed line is the verdict
+            rec = dict(rec, verdict="the program's printed result line (include_dir build: one translation unit, "
+                                    "without the trusted split; see docs/threat-model.md)")
         run = run_program(exe, ctx.workdir, remaining, stats_path, ctx.seed)
         return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec,
                                         whole_program_fallback=not common.uses_harness(source))
