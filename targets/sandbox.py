@@ -544,5 +544,8 @@ def run_process(
     secrets = known_secrets()
     text = redact(drains[0].text(), secrets)
     result = redact(drains[1].text(), secrets) if result_channel else None
-    return ProcResult(None if timed_out else proc.returncode, truncate_output(text), time.monotonic() - start,
+    code = proc.returncode
+    if sandboxed and code is not None and 128 < code < 128 + signal.NSIG:
+        code = 128 - code  # bubblewrap reports a death by signal N as 128+N: read it as Popen would (-N)
+    return ProcResult(None if timed_out else code, truncate_output(text), time.monotonic() - start,
                       timed_out, sandboxed, result, drains[0].total)

@@ -219,3 +219,8 @@ def test_cancelling_the_owner_kills_a_running_sandbox_and_its_children(bwrap, sc
     assert done and time.monotonic() - started < 10
     time.sleep(0.2)
     assert alive(f"sleep {marker}") == []
+
+
+def test_a_crash_reads_as_the_signal_it_died_of(bwrap, scratch):
+    run = sandbox.run_process(["/bin/sh", "-c", "kill -SEGV $$"], scratch, 30)
+    assert run.returncode == -11
