@@ -107,6 +107,9 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
         notes = seen.notes
         if seen.findings:
             return Built(_rejection(seen.findings), candidate_output, None, notes)
+        why = objcheck.localize(build / "candidate.o", max(5.0, deadline - time.monotonic()))
+        if why:
+            notes.append(why)
     arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
     objects = [u.replace(".cu", ".o") for u in names if u != HARNESS_ONLY]
     # main.o first: where the harness and the candidate both instantiate an inline function or template,

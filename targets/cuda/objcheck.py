@@ -175,7 +175,25 @@ def _base(demangled: str) -> str:
     name = re.sub(r"\s*\[clone [^\]]*\]$", "", demangled)
     name = re.sub(r"^(?:guard variable for |typeinfo (?:name )?for |vtable for |VTT for |reference temporary #\d+ for )",
                   "", name)
-    return re.sub(r"\.(?:cold|part\.\d+|constprop\.\d+|isra\.\d+)(?:\.\d+)?$", "", name)
+    name = re.sub(r"\.(?:cold|part\.\d+|constprop\.\d+|isra\.\d+)(?:\.\d+)?$", "", name)
+    return _qualified_name(name)
+
+
+def _qualified_name(demangled: str) -> str:
+    """`void std::sort<int*>(int*, int*)` -> `std::sort<int*>(int*, int*)`: a function template's demangled
+    name starts with its return type; what the entity is, is the name after the last top-level space
+    before its parameter list."""
+    depth, start = 0, 0
+    for i, ch in enumerate(demangled):
+        if ch in "<(":
+            if ch == "(" and depth == 0 and not demangled[:i].endswith("operator"):
+                break
+            depth += 1
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0 and not demangled[:i].endswith("operator"):
+            start = i + 1
+    return demangled[start:]
 
 
 def belongs_to_solution(sym: Symbol) -> bool:
@@ -538,6 +556,23 @@ def own_kernels(syms: list[Symbol]) -> list[str]:
     """The solution's kernels, by their host launch stubs."""
     return sorted({s.demangled for s in syms if not s.undefined and _base(s.demangled).startswith(
         f"__device_stub__ZN{len(NAMESPACE)}{NAMESPACE}")})
+
+
+def localize(obj: Path, timeout: float = 60) -> str:
+    """Make every strong global symbol of the checked candidate object local except its entry point
+    `sp_candidate::launch` (objcopy --localize-symbol): nothing it defines can then stand in for a symbol of
+    the harness, the runtime or libc at link time, whatever the checks above missed. Weak (COMDAT) inline and
+    template instantiations stay as they are: the linker keeps one copy of each group, main.o's first, and
+    the references into a discarded group must still resolve. '' on success, else why not."""
+    objcopy = shutil.which("objcopy")
+    syms = symbols(obj, timeout)
+    if objcopy is None or syms is None:
+        return "objcopy or nm not found: the candidate's symbols were not localized"
+    strong = sorted({s.name for s in syms if s.kind in "TDBRGSC" and not s.demangled.startswith(f"{NAMESPACE}::launch(")})
+    if not strong:
+        return ""
+    code, _, err = _run([objcopy, *(f"--localize-symbol={name}" for name in strong), str(obj)], timeout)
+    return "" if code == 0 else f"objcopy failed: {err.strip()[-200:]}"
 
 
 def exported_interpositions(binary: Path, candidate_only: set[str], timeout: float = 30) -> list[str]:

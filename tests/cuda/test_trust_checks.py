@@ -136,3 +136,10 @@ def test_a_plausible_figure_passes_and_an_unknown_device_uses_the_harness_peaks(
     other = {"name": "Some GPU", "peak_gbps": 1000.0, "peak_gflops_fp32": 10000.0}
     assert physics.bound_ms(other, 0, 1e9, "fp32") is not None
     assert to_evaluation(result(0.1, 0, 1e9, other), "", {}).status == REJECTED  # 1 ms ideal, 0.5 ms floor
+
+
+def test_a_function_template_is_judged_by_its_name_not_its_return_type() -> None:
+    assert objcheck._base("void std::sort<int*>(int*, int*) [clone .isra.0]") == "std::sort<int*>(int*, int*)"
+    assert objcheck._base("unsigned long spd::f<int>()") == "spd::f<int>()"
+    sym = objcheck.Symbol("_ZN12sp_candidate6helperILi16EEvPf", "t", "void sp_candidate::helper<16>(float*)")
+    assert objcheck.belongs_to_solution(sym)

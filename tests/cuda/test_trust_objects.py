@@ -63,3 +63,22 @@ def test_half_operators_are_rejected_from_their_sass_when_the_problem_says_fp32(
     assert "sp_candidate::matmul_kernel" in ev.message and "fp16 arithmetic" in ev.message
     assert re.search(r"`H(?:ADD|FMA|MUL)2 ", ev.message)  # the SASS instruction that does it
     assert ev.feedback["checked"] == "compiled object"
+
+
+LIBRARY_USE = """#include <algorithm>
+#include <vector>
+template <int T> __global__ void mm(const float* A, const float* B, float* C, int n) {
+  int r = blockIdx.y * T + threadIdx.y, c = blockIdx.x * T + threadIdx.x;
+  if (r < n && c < n) { float acc = 0.0f; for (int k = 0; k < n; ++k) acc += A[r * n + k] * B[k * n + c]; C[r * n + c] = acc; }
+}
+template <int T> static void go(const float* const* in, float* out) { mm<T><<<dim3(N / T, N / T), dim3(T, T)>>>(in[0], in[1], out, N); }
+static std::vector<int> tiles() { std::vector<int> v = {8, 32, 16}; std::sort(v.begin(), v.end(), [](int a, int b) { return a > b; }); return v; }
+void launch(const float* const* in, float* out) { if (tiles()[1] == 16) go<16>(in, out); else go<8>(in, out); }
+"""
+
+
+def test_standard_library_templates_and_solution_templates_pass_and_link(tmp_path: Path, compile_cache: Path) -> None:
+    path = EXAMPLES / "matmul.cu"
+    ev = evaluate(tmp_path, with_solution(path, LIBRARY_USE), path, compile_cache)
+    assert ev.status == NOT_MEASURED, ev.message + ev.log[-2000:]
+    assert (tmp_path / "work" / "build" / "bench").is_file()  # linked, with the candidate's symbols localized
