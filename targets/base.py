@@ -88,6 +88,7 @@ class Target(ABC):
     name: str = ""
     extensions: tuple[str, ...] = ()  # file suffixes this target looks at, e.g. (".c", ".h")
     language_ids: tuple[str, ...] = ()  # LSP languageId values
+    fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)
     default_backend: str = ""
 
     @abstractmethod

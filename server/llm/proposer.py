@@ -26,8 +26,6 @@ from speedpatch.redact import redact
 from speedpatch.store import Store
 from speedpatch.targets.base import Target, truncate_output
 
-LANGUAGE = {"gemmini": "c", "cuda": "cuda", "nki": "python"}
-
 
 class BudgetExhausted(Exception):
     pass
@@ -61,7 +59,7 @@ class LLMProposer:
         self.code_models = config.llm.code_models or config.llm.models
         if not self.plan_models or not self.code_models:
             raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
-        self.language = LANGUAGE.get(target.name, target.name)
+        self.language = target.fence_language or target.name
         self._dead: dict[str, str] = {}  # model -> why its endpoint is unusable for the rest of the run
         self._dead_lock = threading.Lock()
 

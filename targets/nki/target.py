@@ -67,6 +67,7 @@ def _line_offsets(text: str) -> list[int]:
 
 class NkiTarget(Target):
     name = "nki"
+    fence_language = "python"
     extensions = (".py",)
     language_ids = ("python",)
     default_backend = "nki-emulator"
