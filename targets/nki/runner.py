@@ -26,7 +26,7 @@ optional:
     def make_inputs(rng): return {"a": ...}     # instead of INPUTS, for structured inputs
     OUTPUTS = {"out": ((256, 512), "float32")}  # output arguments the kernel writes (baremetal style)
     TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}    # default 1e-4 (fp32 outputs), 2e-2 (fp16 outputs)
-    SEEDS = (0, 1, 2)                           # a fresh random input set per seed
+    SEEDS = (0, 1, 2)                           # how many input sets (values drawn afresh per evaluation)
 """
 
 from __future__ import annotations

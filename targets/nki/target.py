@@ -11,8 +11,10 @@ rewrites the kernel function):
     # optional: make_inputs(rng) -> dict (instead of INPUTS), OUTPUTS = {name: (shape, dtype)} for kernels
     # that write output arguments, TOLERANCE = {"rtol": ..., "atol": ...}, SEEDS = (0, 1, 2)
 
-Every evaluation checks the kernel against reference() on fresh random inputs for each seed (rtol/atol,
-rejecting NaN and constant outputs) before its latency counts. See runner.py for the details.
+Every evaluation checks the kernel against reference() on input sets drawn from fresh random seeds
+(as many as SEEDS has; rtol/atol, rejecting NaN and constant outputs) before its latency counts. In the
+emulator the kernel runs in its own sandboxed process that holds only handles; the harness, inputs, cost
+model and verdict stay in the trusted process (isolation/, docs/threat-model.md "NKI"). See runner.py.
 
 Backends: nki-emulator (default; NumPy emulator + engine cost model, "us" of modeled latency),
 nki-simulate (the real nki.simulate, functional only), nki-neuron (real Trainium via nki.benchmark).
