@@ -164,9 +164,12 @@ def _limits(deadline: float, dropped: bool) -> Callable[[], None]:
 
 def _lower(which: int, value: int) -> None:
     """Set a limit, never above the one already in force (an outer sandbox may have set a lower one)."""
-    _, hard = resource.getrlimit(which)
-    cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    resource.setrlimit(which, (cap, cap))
+    try:
+        _, hard = resource.getrlimit(which)
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (cap, cap))
+    except (ValueError, OSError):  # a limit this system does not support (macOS: RLIMIT_AS)
+        pass
 
 
 def _die_with_parent() -> None:
