@@ -15,16 +15,19 @@ from speedpatch.targets.base import EvalContext, timeout_evaluation
 from speedpatch.targets.cuda import guards
 from speedpatch.targets.cuda.build import (
     ProblemError,
+    Units,
     compile_flags,
+    find_nvcc,
     include_flags,
     kit_units,
     layouts,
+    nvcc_version,
     write_units,
 )
 from speedpatch.targets.cuda.compilerinfo import arch_of_device, resource_feedback
 from speedpatch.targets.cuda.executors import Executor, LocalExecutor, SshExecutor
 from speedpatch.targets.cuda.gpulock import gpu_lock
-from speedpatch.targets.cuda.localbuild import build_local, default_cache_dir
+from speedpatch.targets.cuda.localbuild import build_local, compile_checked, default_cache_dir
 from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
 from speedpatch.targets.cuda.results import parse_result, to_evaluation
 
@@ -146,6 +149,10 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             compiler_output = built.compiler_output
             compile_argv = None
         else:
+            checked = _inspect_here(units, ctx, cand, arch, run.start + ctx.timeout)
+            if isinstance(checked, Evaluation):
+                return checked
+            receipt["object_check"] = checked
             write_units(units, build)
             # -Xptxas -v: registers/spills of the candidate come back in the remote compiler output.
             compile_argv = [nvcc, *flags, "-Xptxas", "-v", "-I.", "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]
@@ -185,6 +192,28 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         _add_resources(evaluation, compiler_output, build, cand, arch, run.left())
     evaluation.seconds = time.monotonic() - run.start
     return evaluation
+
+
+def _inspect_here(units: Units, ctx: EvalContext, cand: ProblemLayout, arch: str, deadline: float) -> Evaluation | str:
+    """The object check for a remote build, run on this machine: the same units compiled with this machine's
+    nvcc (`local_nvcc`, else the one on PATH) for `inspect_arch` (default: the remote arch, sm_90 for
+    "native"), inspected as cuda-local's are. A rejection or compile error is returned as the evaluation;
+    otherwise what was checked, for the receipt. `inspect = "off"` in the backend's table skips it."""
+    settings = ctx.settings or {}
+    if str(settings.get("inspect", "local")).lower() == "off":
+        return "not run (inspect = \"off\")"
+    nvcc = find_nvcc({"nvcc": settings["local_nvcc"]} if settings.get("local_nvcc") else None)
+    if nvcc is None:
+        return "not run: no nvcc on this machine to compile the candidate for inspection (set local_nvcc)"
+    inspect_arch = str(settings.get("inspect_arch") or (arch if arch.startswith("sm_") else "sm_90"))
+    flags = compile_flags(inspect_arch, list(settings.get("extra_flags", [])))
+    built = compile_checked(units, ctx.workdir / "inspect", nvcc, flags, include_flags(ctx.path),
+                            default_cache_dir(settings), deadline, cand)
+    if built.evaluation is not None:
+        built.evaluation.message = f"{built.evaluation.message} (object check on this machine, {inspect_arch})"
+        return built.evaluation
+    return f"passed on this machine ({nvcc_version(nvcc)}, {inspect_arch})" + (
+        f"; {'; '.join(built.notes)}" if built.notes else "")
 
 
 def _add_resources(evaluation: Evaluation, compiler_output: str, build: Path, cand: ProblemLayout, arch: str,

@@ -75,6 +75,36 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
                 deadline: float, layout: ProblemLayout | None = None) -> Built:
     """Compile the units (in parallel: they are independent), inspect the candidate's object (objcheck.py;
     `layout` gives the problem's precision and allowed libraries), then link them into `bench`."""
+    checked = compile_checked(units, build, nvcc, arch_flags, includes, cache, deadline, layout)
+    if checked.evaluation is not None:
+        return checked
+    candidate_output, notes = checked.compiler_output, checked.notes
+    names = [u for u in ("main.cu", "baseline.cu", "candidate.cu") if u in units.files]
+    arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
+    objects = [u.replace(".cu", ".o") for u in names]
+    # main.o first: where the harness and the candidate both instantiate an inline function or template,
+    # the linker keeps the first copy, the harness's.
+    linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
+                         max(1.0, deadline - time.monotonic()))
+    if linked.returncode != 0 or linked.timed_out:
+        message = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "
+                   "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
+                   "SPEEDPATCH_ELEMENT?)")
+        return Built(Evaluation(status=COMPILE_ERROR, message=message, log=linked.output), candidate_output, None)
+    if HARNESS_ONLY in units.files:
+        interposed = _interpositions(build, [build / "main.o", build / "baseline.o"])
+        if interposed:
+            return Built(_rejection([objcheck.Finding(
+                "object", "the linked program exports " + ", ".join(f"`{n}`" for n in interposed[:5])
+                + " from the solution to its shared libraries: it would replace the libraries' own",
+                layout.solution_line if layout else 0, 0)]), candidate_output, None, notes)
+    return Built(None, candidate_output, build / "bench", notes)
+
+
+def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str], includes: list[str], cache: Path,
+                    deadline: float, layout: ProblemLayout | None = None) -> Built:
+    """Compile every unit to an object and inspect the candidate's (objcheck.py), localizing its symbols when
+    it passes; no link. cuda-ssh runs this on this machine before the remote build, as its object check."""
     write_units(units, build)
     names = [u for u in ("main.cu", "baseline.cu", "candidate.cu", HARNESS_ONLY) if u in units.files]
     left = deadline - time.monotonic()
@@ -110,25 +140,7 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
         why = objcheck.localize(build / "candidate.o", max(5.0, deadline - time.monotonic()))
         if why:
             notes.append(why)
-    arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
-    objects = [u.replace(".cu", ".o") for u in names if u != HARNESS_ONLY]
-    # main.o first: where the harness and the candidate both instantiate an inline function or template,
-    # the linker keeps the first copy, the harness's.
-    linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
-                         max(1.0, deadline - time.monotonic()))
-    if linked.returncode != 0 or linked.timed_out:
-        message = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "
-                   "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
-                   "SPEEDPATCH_ELEMENT?)")
-        return Built(Evaluation(status=COMPILE_ERROR, message=message, log=linked.output), candidate_output, None)
-    if HARNESS_ONLY in units.files:
-        interposed = _interpositions(build, linked_objects)
-        if interposed:
-            return Built(_rejection([objcheck.Finding(
-                "object", "the linked program exports " + ", ".join(f"`{n}`" for n in interposed[:5])
-                + " from the solution to its shared libraries: it would replace the libraries' own",
-                layout.solution_line if layout else 0, 0)]), candidate_output, None, notes)
-    return Built(None, candidate_output, build / "bench", notes)
+    return Built(None, candidate_output, None, notes)
 
 
 def _interpositions(build: Path, harness_objects: list[Path]) -> list[str]:

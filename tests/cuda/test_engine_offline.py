@@ -42,7 +42,8 @@ def test_offline_search_keeps_the_fastest_block_size(tmp_path: Path) -> None:
                                     'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
                                     'exec cp "${files[@]}" "${dest#*:}"\n')
     settings = {"host": "fake", "ssh": ssh, "scp": scp, "remote_dir": str(tmp_path / "remote"),
-                "nvcc": _script(tmp_path / "nvcc", FAKE_NVCC), "cache_dir": str(tmp_path / "cache")}
+                "nvcc": _script(tmp_path / "nvcc", FAKE_NVCC), "cache_dir": str(tmp_path / "cache"),
+                "inspect": "off"}  # no local object check: the fake host is what this test is about
     config = load_config(None, {"offline": True, "search": {"iterations": 1, "beam": 2, "workers": 2},
                                 "backend": {"cuda-ssh": settings}})
     text = MATMUL.read_text()

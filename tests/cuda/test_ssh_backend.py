@@ -54,7 +54,8 @@ def fake_host(tmp_path: Path) -> dict:
                    "echo 'ptxas info    : Used 40 registers, used 0 barriers'\n"
                    f"cp {bench} bench\n")
     return {"settings": {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(remote), "nvcc": nvcc,
-                         "arch": "sm_90", "trials": 7, "cache_dir": str(tmp_path / "cache")},
+                         "arch": "sm_90", "trials": 7, "cache_dir": str(tmp_path / "cache"),
+                         "inspect": "off"},  # the local object check is tested in test_trust_ssh.py
             "log": log, "remote": remote, "dir": tmp_path}
 
 

@@ -39,7 +39,7 @@ def remote_settings(tmp_path: Path, bench_body: str) -> dict:
     template = _script(tmp_path / "bench.template", bench_body)
     nvcc = _script(tmp_path / "nvcc", f"cp {template} bench\n")
     return {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(tmp_path / "remote"), "nvcc": nvcc,
-            "cache_dir": str(tmp_path / "cache")}
+            "cache_dir": str(tmp_path / "cache"), "inspect": "off"}
 
 
 def test_a_result_line_printed_on_stdout_is_not_a_verdict(tmp_path: Path, matmul_source: str) -> None:
