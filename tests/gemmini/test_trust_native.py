@@ -229,7 +229,7 @@ def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with
 def test_the_physics_bound_names_the_array_and_dram_limits():
     from speedpatch.targets.gemmini.backends.trusted import physics_problems
 
-    trial = {"cycles": 100, "macs": 2097152, "dim": 16, "bpc": 8}
+    trial = {"cycles": 100, "macs": 2097152, "dim": 16, "bpc": 8, "read": 32768, "write": 16384}
     problems = physics_problems(2097152, 32768, 16384, trial)
     assert any("below the array's bound" in p and "8192 cycles" in p for p in problems)
     assert any("DRAM bound" in p and "4096 cycles" in p for p in problems)
@@ -270,3 +270,23 @@ LEGITIMATE = {
 def test_ordinary_kernel_code_passes_the_object_checks(target, tmp_path, name):
     ev = evaluate(target, tmp_path, LEGITIMATE[name])
     assert ev.status == OK, f"{name}: {ev.message}"
+
+
+def test_a_kernel_that_moves_less_data_than_the_problem_is_refused_with_the_numbers():
+    from speedpatch.targets.gemmini.backends.trusted import physics_problems
+
+    trial = {"cycles": 10000, "macs": 2097152, "dim": 16, "bpc": 8, "read": 0, "write": 16384}
+    (problem,) = physics_problems(2097152, 32768, 16384, trial)
+    assert "read 0 bytes of DRAM, the problem's inputs are 32768 bytes" in problem
+
+
+def test_a_kernel_that_frees_its_output_buffer_is_not_correct(target, tmp_path):
+    # The array does all its MACs on zeros (no DRAM reads), and C is freed so that the gold result might
+    # land in C's memory: the gold buffer is allocated before the kernel runs, and the DMA bytes are checked.
+    body = ("  gemmini_config_ex(WS, NO_ACTIVATION, 0);\n  gemmini_config_ld(MAT_DIM_K);\n"
+            "  for (int i = 0; i < MAT_DIM_I / DIM; i++) for (int j = 0; j < MAT_DIM_J / DIM; j++) {\n"
+            "    gemmini_mvin(0, 0);\n    gemmini_mvin(0, DIM);\n"
+            "    for (int k = 0; k < MAT_DIM_K / DIM; k++) { gemmini_preload(DIM, 1u << 31);\n"
+            "      gemmini_compute_preloaded(0, GARBAGE_ADDR); }\n  }\n  gemmini_fence();\n  free(C);")
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status != OK, ev.message

@@ -120,7 +120,11 @@ def physics_problems(required_macs: int, min_read: int, min_write: int, trial: d
     if cycles < array_bound:
         problems.append(f"{cycles} cycles is below the array's bound for {required_macs} MACs on a {dim}x{dim} array "
                         f"({array_bound} cycles)")
-    for what, need in (("read", min_read), ("written", min_write)):
+    for what, need, moved in (("read", min_read, trial["read"]), ("written", min_write, trial["write"])):
+        if moved < need:
+            problems.append(f"the accelerator {what} {moved} bytes of DRAM, the problem's "
+                            f"{'inputs' if what == 'read' else 'output'} are {need} bytes: the data did not all "
+                            "pass through Gemmini")
         bound = -(-need // bpc)
         if cycles < bound:
             problems.append(f"{cycles} cycles is below the DRAM bound: at least {need} bytes must be {what} at "

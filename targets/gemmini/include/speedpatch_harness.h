@@ -372,12 +372,16 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_
   elem_t *B = (elem_t *)speedpatch_alloc(dim_K * dim_J * sizeof(elem_t));
   acc_t *bias = with_bias ? (acc_t *)speedpatch_alloc(dim_J * sizeof(acc_t)) : NULL;
   elem_t *C = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
+  /* Allocated now but filled only after the kernel: a kernel that frees C cannot have the gold result
+   * land in C's memory. */
+  elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
   bool correct = true;
   uint64_t first_cycles = 0;
   unsigned t = 0;
   for (; t < v.trials && correct; t++) {
     speedpatch_matmul_inputs(v.seed + t, A, B, bias, dim_I, dim_J, dim_K);
     memset(C, 0x5a, dim_I * dim_J * sizeof(elem_t));
+    memset(gold, 0xa5, dim_I * dim_J * sizeof(elem_t));
     uint64_t cycles = 0;
     gemmini_model_region_t region;
     SPEEDPATCH_TIMED_REGION(cycles, &region, kernel(A, B, bias, C));
@@ -385,15 +389,13 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_
     /* Only now: the inputs again (whatever the kernel wrote into them) and the gold result. */
     const uint64_t gold_seed = v.seed + t;
     speedpatch_matmul_inputs(gold_seed, A, B, bias, dim_I, dim_J, dim_K);
-    elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
     speedpatch_gold_matmul(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act);
     correct = speedpatch_compare(&v, C, gold, dim_I * dim_J, "C", dim_J);
-    free(gold);
     speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
   v.required_macs = (uint64_t)dim_I * dim_J * dim_K; /* from the sizes as they are now */
   speedpatch_verdict_close(&v, correct, first_cycles, t);
-  free(A), free(B), free(bias), free(C);
+  free(A), free(B), free(bias), free(C), free(gold);
   return correct ? 0 : 1;
 }
 
@@ -428,28 +430,28 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_conv(struct speedpatch_con
   elem_t *weights = (elem_t *)speedpatch_alloc(w_n);
   acc_t *bias = (acc_t *)speedpatch_alloc((size_t)s.out_channels * sizeof(acc_t));
   elem_t *output = (elem_t *)speedpatch_alloc(out_n);
+  elem_t *gold = (elem_t *)speedpatch_alloc(out_n); /* filled only after the kernel, see speedpatch_run_matmul */
   bool correct = true;
   uint64_t first_cycles = 0;
   unsigned t = 0;
   for (; t < v.trials && correct; t++) {
     speedpatch_conv_inputs(v.seed + t, input, in_n, weights, w_n, bias, (size_t)s.out_channels);
     memset(output, 0x5a, out_n);
+    memset(gold, 0xa5, out_n);
     uint64_t cycles = 0;
     gemmini_model_region_t region;
     SPEEDPATCH_TIMED_REGION(cycles, &region, kernel(input, weights, bias, output));
     if (t == 0) first_cycles = speedpatch_figure(cycles, &region);
     const uint64_t gold_seed = v.seed + t;
     speedpatch_conv_inputs(gold_seed, input, in_n, weights, w_n, bias, (size_t)s.out_channels);
-    elem_t *gold = (elem_t *)speedpatch_alloc(out_n);
     speedpatch_gold_conv(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
                          s.padding, input, weights, bias, gold, scale, act);
     correct = speedpatch_compare(&v, output, gold, out_n, "output", (size_t)s.out_channels);
-    free(gold);
     speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
   v.required_macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
   speedpatch_verdict_close(&v, correct, first_cycles, t);
-  free(input), free(weights), free(bias), free(output);
+  free(input), free(weights), free(bias), free(output), free(gold);
   return correct ? 0 : 1;
 }
 
