@@ -459,6 +459,7 @@ def run_process(
     limits: Limits | None = None,
     result_channel: bool = False,
     pass_fds: Sequence[int] = (),
+    raw_exit: bool = False,
 ) -> ProcResult:
     """Run a command in its own process group with a time limit, sandboxed unless `trusted`.
 
@@ -468,6 +469,8 @@ def run_process(
     result_channel: give the process a pipe of its own, named by $SPEEDPATCH_RESULT_FD, whose contents
         come back as ProcResult.result however much the process prints.
     pass_fds: descriptors the process inherits under the same numbers (a verdict file the caller reads).
+    raw_exit: keep the exit status as the sandbox reports it. By default 128+N reads as death by signal N
+        (-N, as Popen says), but a program may itself exit with 128+N (Spike: 128 + the trap cause).
     """
     start = time.monotonic()
     scope = current_scope()
@@ -545,7 +548,7 @@ def run_process(
     text = redact(drains[0].text(), secrets)
     result = redact(drains[1].text(), secrets) if result_channel else None
     code = proc.returncode
-    if sandboxed and code is not None and 128 < code < 128 + signal.NSIG:
+    if sandboxed and not raw_exit and code is not None and 128 < code < 128 + signal.NSIG:
         code = 128 - code  # bubblewrap reports a death by signal N as 128+N: read it as Popen would (-N)
     return ProcResult(None if timed_out else code, truncate_output(text), time.monotonic() - start,
                       timed_out, sandboxed, result, drains[0].total)
