@@ -441,7 +441,7 @@ def run_spike(
     if stats_path is not None:
         env["GEMMINI_MODEL_STATS"] = str(inside)
     argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(Path(elf).resolve())]
-    res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env, raw_exit=True)  # 128 + trap cause
+    res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
     if stats_path is not None and inside.exists():
         shutil.move(str(inside), str(stats_path))
     return res

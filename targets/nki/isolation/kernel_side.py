@@ -1,6 +1,6 @@
 """The untrusted side of an NKI evaluation: the process that executes the candidate's kernel module.
 
-Run as `python -I kernel_side.py FILENAME ENDS_AT FD` (stdlib only, so that it needs nothing from
+Run as `python -I -S kernel_side.py FILENAME ENDS_AT FD NUMPY_FOLDER` (stdlib only, so that it needs nothing from
 speedpatch). Requests go to the trusted process on the fd named by the third argument, replies come back on stdin; stdout/stderr are
 the candidate's own log. Here `nki`, `nki.language`, `nki.isa`, `nki.compiler` (and the legacy
 `neuronxcc.nki.*`) are PROXIES: every attribute, call, index and operator on them or on the tiles they
@@ -567,6 +567,8 @@ def _kernels(module: types.ModuleType) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     global CHANNEL
     filename, ends_at, request_fd = argv[0], float(argv[1]), int(argv[2])
+    if len(argv) > 3 and argv[3]:
+        sys.path.append(argv[3])  # NumPy's folder (this interpreter runs without site directories)
     if ends_at > 0:
         deadline = max(0.1, ends_at - time.time())
         # On a hang, print where the kernel is: the trusted side names the line.

@@ -55,7 +55,10 @@ class KernelProcess:
         from_kernel_r, from_kernel_w = os.pipe()
         prefix, user, why = sandbox_command(isolation, Path(cwd))
         self.isolation = why
-        argv = [*prefix, sys.executable, "-I", str(KERNEL_SIDE), self.filename, f"{ends_at:.3f}", str(from_kernel_w)]
+        # -I -S: no environment, no user or site directories (nor their .pth hooks); only NumPy's folder is
+        # added back, for kernels that import it.
+        argv = [*prefix, sys.executable, "-I", "-S", str(KERNEL_SIDE), self.filename, f"{ends_at:.3f}",
+                str(from_kernel_w), _numpy_folder()]
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
         _not_dumpable()
@@ -170,6 +173,19 @@ def _lower(which: int, value: int) -> None:
         resource.setrlimit(which, (cap, cap))
     except (ValueError, OSError):  # a limit this system does not support (macOS: RLIMIT_AS)
         pass
+
+
+def _numpy_folder() -> str:
+    """The folder NumPy is installed in ('' if none), found without importing it."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("numpy")
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    return str(Path(list(spec.submodule_search_locations)[0]).parent)
 
 
 def _die_with_parent() -> None:
