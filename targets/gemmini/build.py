@@ -401,7 +401,7 @@ def build_spike_trusted(
     for r in results:
         if r.returncode != 0:
             return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
-    problems = kernel_object_problems(kernel_obj, kernel_name, timeout=left(), riscv=True)
+    problems = kernel_object_problems(kernel_obj, timeout=left(), riscv=True)
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems
     global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
@@ -441,7 +441,7 @@ def run_spike(
     if stats_path is not None:
         env["GEMMINI_MODEL_STATS"] = str(inside)
     argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(Path(elf).resolve())]
-    res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env)
+    res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env, raw_exit=True)  # 128 + trap cause
     if stats_path is not None and inside.exists():
         shutil.move(str(inside), str(stats_path))
     return res
@@ -513,7 +513,7 @@ PACKED_SIMD = re.compile(r"^v?(?:p(?:add|sub|mul|madd|sad|avg|min|max|dp|hadd|hs
 WIDE_REGISTER = re.compile(r"%[yz]mm\d+|%k[0-7]\b")
 
 
-def kernel_object_problems(obj: Path, entry: str, timeout: float = 60, riscv: bool = False) -> list[str]:
+def kernel_object_problems(obj: Path, timeout: float = 60, riscv: bool = False) -> list[str]:
     """Why the kernel object may not be linked with the harness (empty: it may). Each reason names what
     the object contains. riscv: the object is the bare-metal RISC-V kernel of a Spike build."""
     problems: list[str] = []
@@ -736,7 +736,7 @@ def build_trusted(
     res = run_process([compiler(), "-c", str(kernel_asm), "-o", str(kernel_obj)], cwd=workdir, timeout=left())
     if res.returncode != 0:
         return ProcResult(res.returncode, output + "\n" + res.output, time.monotonic() - start, res.timed_out), None, []
-    problems = kernel_object_problems(kernel_obj, kernel_name, timeout=left())
+    problems = kernel_object_problems(kernel_obj, timeout=left())
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems
     global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
