@@ -3,6 +3,10 @@
 The harness (main(), the speedpatch_run_* runners, read_cycles, the fences around the timed region) is
 trusted; a candidate may only change kernel code. Known cheats on this target: touching the timer or the
 harness, talking to the model directly, and moving accelerator work onto the host CPU.
+
+These source checks are an early, cheap filter with readable messages; they go by names and can be
+re-spelled. What holds is checked on the compiled kernel object (build.kernel_object_problems: what it links
+and executes), by the harness's verdict channel and by the work/physics checks (backends/trusted.py).
 """
 
 from __future__ import annotations
