@@ -13,7 +13,7 @@ from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
 from speedpatch.engine.pool import EvaluationPool, default_workers
-from speedpatch.engine.schedule import Schedule, find_schedule
+from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
 from speedpatch.llm.ensemble import ensemble_warnings
@@ -199,7 +199,9 @@ def _session(
                                          config.search.beam):
             emit(ev.Event(ev.WARNING, run_id, {"message": warning}))
     else:
-        proposer = OfflineProposer(target, problem.kernel)
+        # as many moves per parent and iteration as an LLM search spends evaluations on it (N*K)
+        proposer = OfflineProposer(target, problem.kernel, store, run_id, config.search.seed,
+                                   config.search.plans * config.search.codes)
         if not config.offline:  # the user did not ask for it: say why no LLM is asked
             emit(ev.Event(ev.WARNING, run_id, {"message": "no LLM configured (llm.models in speedpatch.toml, or "
                                                "--model and --base-url): searching with the offline moves"}))
@@ -219,11 +221,15 @@ def optimize(
     run_id: str | None = None,
 ) -> RunRecord:
     run_id = run_id or new_run_id()
+    reuse = config.search.reuse_mode()
+    try:  # before anything is created: a --reuse RUN that cannot be followed is the user's error to fix
+        schedule = choose_schedule(store, problem, reuse)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
     session = _session(problem, config, store, run_id, on_event, cancel, Budget(config.budget))
+    session.schedule = schedule
     stored = config.to_dict()
-    if config.use_llm and config.search.reuse_schedules:
-        session.schedule = find_schedule(store, problem)
-        stored["schedule"] = asdict(session.schedule) if session.schedule else None
+    stored["schedule"] = asdict(schedule) if schedule else None
     store.create_run(run_id, problem, config.search.iterations, stored)
     return run_search(session, config.search.iterations)
 

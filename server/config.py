@@ -39,7 +39,14 @@ class SearchConfig:
     eval_timeout: float = 120.0  # seconds per candidate evaluation (build + run)
     regression_slack: float = 1.1  # a child may be this much slower than its parent early on
     slack_iterations: int = 2  # ... in the first this-many iterations
-    reuse_schedules: bool = True  # let the schedule of a similar earlier run guide one plan per iteration
+    # schedule reuse (engine/schedule.py): "auto" (a finished run on a related problem, if any), "off", or a
+    # run id whose schedule to follow
+    reuse: str = "auto"
+    reuse_schedules: bool = True  # older spelling: false is reuse = "off"
+
+    def reuse_mode(self) -> str:
+        """The reuse setting in effect: "off" when either spelling turns it off."""
+        return "off" if not self.reuse_schedules else self.reuse
 
 
 @dataclass
@@ -183,7 +190,8 @@ _POSITIVE = {"search.iterations", "search.beam", "search.plans", "search.codes",
 _FRACTIONS = {"search.dropout_keep", "search.invent_fraction", "search.different_fraction"}
 # command-line flags for keys, so that an error in an option names the option the user typed
 _FLAGS = {"search.iterations": "--iterations/-T", "search.beam": "--beam/-B", "search.plans": "--plans/-N",
-          "search.codes": "--codes/-K", "search.seed": "--seed", "search.executor": "--executor", "llm.models": "--model", "llm.base_url": "--base-url"}
+          "search.codes": "--codes/-K", "search.seed": "--seed", "search.executor": "--executor",
+          "search.reuse": "--reuse", "llm.models": "--model", "llm.base_url": "--base-url"}
 
 
 def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
@@ -204,6 +212,8 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 checked = _check(label, v, getattr(section, key))
                 if full == "search.executor" and checked not in EXECUTORS:
                     raise ConfigError(f"{label}: expected one of {', '.join(EXECUTORS)}, got {checked!r}")
+                if full == "search.reuse" and not checked.strip():
+                    raise ConfigError(f"{label}: expected \"auto\", \"off\" or a run id, got {checked!r}")
                 if full in _FRACTIONS and not 0 <= checked <= 1:
                     raise ConfigError(f"{full}: must be between 0 and 1, got {checked}")
                 setattr(section, key, checked)

@@ -21,6 +21,7 @@ from speedpatch import __version__, api, targets
 from speedpatch.cli import render
 from speedpatch.cli.progress import SearchProgress
 from speedpatch.config import EXECUTORS, Config, load_config
+from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import CANCELLED, FAILED, INTERRUPTED
@@ -64,7 +65,7 @@ def _read_source(file: str) -> str:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    search = {k: getattr(args, k) for k in ("iterations", "beam", "plans", "codes", "seed", "executor")
+    search = {k: getattr(args, k) for k in ("iterations", "beam", "plans", "codes", "seed", "executor", "reuse")
               if getattr(args, k, None) is not None}
     llm: dict[str, Any] = {}
     if getattr(args, "model", None):
@@ -136,7 +137,8 @@ def _json_stdout(enabled: bool) -> Iterator[None]:
 
 def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warnings: list[str] | None = None) -> int:
     if args.json:
-        print(json.dumps({**render.run_json(record), "warnings": warnings or []}))
+        print(json.dumps({**render.run_json(record), "schedule": record.config.get("schedule"),
+                          "warnings": warnings or []}))
     else:
         out.print(render.result_table(record))
         if record.best and record.baseline and record.best.id != record.baseline.id:
@@ -165,8 +167,22 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
     store = Store(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress, _json_stdout(args.json):
-        record = api.optimize(problem, config, store, on_event=progress, cancel=cancel)
+        def on_event(event: ev.Event) -> None:
+            if event.kind == ev.RUN_STARTED and not args.json:  # which schedule guides this run, if any
+                _print_schedule(event.data.get("schedule"), config.search.reuse_mode())
+            progress(event)
+
+        record = api.optimize(problem, config, store, on_event=on_event, cancel=cancel)
     return _finish_run(record, args, store, progress.warnings)
+
+
+def _print_schedule(described: str | None, reuse: str) -> None:
+    if described:
+        err.print(f"schedule: following {escape(described)} (--reuse off to search without it)")
+    elif reuse == "off":
+        err.print("schedule: none (reuse off)")
+    else:
+        err.print("schedule: none (no finished run on a related problem of this target found a speedup)")
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -347,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--base-url", help="OpenAI-compatible endpoint")
         p.add_argument("--offline", action="store_true", help="no LLM: deterministic offline moves")
         p.add_argument("--seed", type=int)
+        p.add_argument("--reuse", metavar="RUN|auto|off",
+                       help="follow the schedule of a finished run on a related problem: auto (default: the "
+                            "closest one, if any), off, or a run id")
         executor_opt(p)
 
     include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "

@@ -195,11 +195,19 @@ def _search(session: Session, iterations: int) -> RunRecord:
         for it in range(1, iterations + 1):
             if session.stopping():
                 break
+            begin = getattr(session.proposer, "begin_iteration", None)  # proposers that order by the schedule
+            if begin is not None:
+                begin(it, session.schedule.step(it) if session.schedule else "")
+            counts = [session.proposer.slots(parent, cfg.plans) for parent in beam]
+            if not any(counts):  # nothing left to propose (offline moves exhausted): say so, spend nothing
+                why = getattr(session.proposer, "exhausted_message", None)
+                session.stop(FINISHED, why(len(beam)) if why else "no plans left to propose")
+                break
             store.update_run(run_id, iteration=it, seconds=session.budget.seconds())
             session.emit(ev.Event(ev.ITERATION_STARTED, run_id, {"iteration": it, "iterations": iterations}))
             futures = []
             for b, parent in enumerate(beam):
-                for n in range(session.proposer.slots(parent, cfg.plans)):
+                for n in range(counts[b]):
                     guided = session.schedule.step(it) if session.schedule and b == 0 and n == 0 else ""
                     slot = Slot(it, iterations, parent, n, f"i{it}.b{b}.p{n}", guided, position=len(futures))
                     futures.append(slots.submit(_run_slot, session, slot))

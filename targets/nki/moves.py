@@ -154,15 +154,42 @@ def _retile_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[
         if not (_TILE_NAME.match(name) and isinstance(value, ast.Constant) and isinstance(value.value, int)):
             continue
         old = value.value
+        limit = _tile_limit(text, func, name, stmt)
         for factor in (2, 4):
             new = old * factor
-            if new > MAX_TILE:
+            if new > limit:  # a tile the hardware cannot hold fails every time: never propose it
                 continue
             start, end = text.span(value)
             plan = (f"Retile: raise {name} from {old} to {new} so that each DMA transfer and engine instruction "
                     f"handles {factor}x more data per call (fewer fixed per-instruction and per-DMA costs).")
             moves.append(Move(plan=plan, source=_replace(source, [(start, end, str(new))])))
     return moves
+
+
+PMAX = 128  # nl.tile_size.pmax: partitions of SBUF/PSUM, the first dimension of every on-chip tile
+_STATED_LIMIT = re.compile(r"<=\s*(\d+)")
+
+
+def _tile_limit(text: _Text, func: ast.FunctionDef, name: str, stmt: ast.Assign) -> int:
+    """The largest value the tile constant `name` may take: MAX_TILE, the partition limit when the constant
+    sizes the first (partition) dimension of a slice or of an on-chip tensor, and a limit the author
+    stated on its line ("# ... (<= 512)")."""
+    limit = MAX_TILE
+    stated = _STATED_LIMIT.search(text.lines[stmt.lineno - 1].partition("#")[2]) if stmt.lineno <= len(text.lines) else None
+    if stated:
+        limit = min(limit, int(stated.group(1)))
+    for node in ast.walk(func):
+        first: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and node.slice.elts:
+            first = node.slice.elts[0]
+        elif isinstance(node, ast.Call) and _call_name(node) in ("zeros", "ndarray", "full", "empty") and node.args:
+            shape = node.args[0]
+            on_chip = not any(k.arg == "buffer" and "hbm" in ast.dump(k.value) for k in node.keywords)
+            if isinstance(shape, ast.Tuple) and shape.elts and on_chip:
+                first = shape.elts[0]
+        if first is not None and name in _names(first, ast.Load):
+            limit = min(limit, PMAX)
+    return limit
 
 
 # ---- sequential_range -> affine_range ----------------------------------------------------------------

@@ -67,8 +67,11 @@ def test_evaluation_budget_ends_the_run_cleanly(tmp_path):
 
 
 def test_early_stop_after_iterations_without_improvement(tmp_path):
-    moves = {"Use the builtin sum.": FAST}
-    config = toy_config(tmp_path, offline=True, search={"iterations": 8, "early_stop": 1})
+    slow = "def kernel_sum(xs):\n    total = 0\n    for x in xs:\n        total += x\n        total += 0\n    return total\n"
+    slower = slow.replace("total += 0\n", "total += 0\n        total -= 0\n")
+    moves = {"Use the builtin sum.": FAST, "Add a no-op.": slow, "Add two no-ops.": slower}
+    # one move per parent and iteration, so that moves are left when the search stops improving
+    config = toy_config(tmp_path, offline=True, search={"iterations": 8, "early_stop": 1, "plans": 1, "codes": 1})
     record = api.optimize(toy_problem(tmp_path, config, moves=moves), config, Store(tmp_path))
     assert record.status == "finished"
     assert "no improvement" in record.message
@@ -134,7 +137,8 @@ def test_identical_sources_are_evaluated_once(tmp_path, monkeypatch):
 
 def test_events_follow_the_run(tmp_path):
     kinds = []
-    config = toy_config(tmp_path, offline=True, search={"iterations": 2})
+    # two moves per parent and iteration: the toy's four moves last for two iterations
+    config = toy_config(tmp_path, offline=True, search={"iterations": 2, "plans": 2, "codes": 1})
     api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path), on_event=lambda e: kinds.append(e.kind))
     assert kinds[:3] == [ev.RUN_STARTED, ev.BASELINE, ev.ITERATION_STARTED]
     assert kinds.count(ev.ITERATION_FINISHED) == 2
