@@ -80,7 +80,7 @@ def table(rows: list[dict[str, float | str]], published: dict[str, float], toler
         # evaluations per minute of one core: CPU time (the wall time of a shared machine includes waiting)
         per_min = 60.0 / float(r["cpu_s"]) if float(r["cpu_s"]) > 0 else float("inf")
         lines.append(f"{name:<11} {float(r['ms']):>10.3f} {ratio:>6.2f} {published[name]:>12.2f} {pub_ratio:>6.2f} "
-                     f"{off:>+6.0%}  {float(r['wall_s']):>7.1f} {float(r['cpu_s']):>7.1f} {per_min:>9.2f}  "
+                     f"{off:>+6.1%}  {float(r['wall_s']):>7.1f} {float(r['cpu_s']):>7.1f} {per_min:>9.2f}  "
                      f"{r['bottleneck']}")
     return "\n".join(lines), ok
 
