@@ -347,3 +347,16 @@ def test_the_partition_axis_of_a_5d_block_view_is_tracked_through_indexing():
 
     x = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
     np.testing.assert_array_equal(k(x)[:, :, 0], x.sum(axis=2))
+
+
+def test_broadcast_to_repeats_a_partition_vector_along_the_free_axis():
+    @jit
+    def k(x):
+        out = nl.ndarray((3, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        total = nisa.tensor_reduce(np.add, data=nl.load(x), axis=(1,))  # (3,): one value per partition
+        nl.store(out, value=nl.copy((1.0 / total).broadcast_to((3, 4))))
+        return out
+
+    x = np.array([[1, 1], [2, 2], [4, 4]], dtype=np.float32)
+    np.testing.assert_array_equal(k(x), np.repeat([[0.5], [0.25], [0.125]], 4, axis=1))
+    assert last_report()["engines"]["tensor"]["instructions"] == 0  # no partition broadcast needed

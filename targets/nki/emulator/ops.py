@@ -366,10 +366,21 @@ def out_dtype(dtype: Any, *tiles: Any) -> DType | None:
 
 
 def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
-    """Copy a single-partition tile to `shape[0]` partitions (a matmul against ones on TensorE)."""
+    """tile.broadcast_to(shape): a single-partition tile copied to shape[0] partitions (a matmul against
+    ones on TensorE), or a (P,) / (P, 1) tile repeated along the free axes (a VectorE copy)."""
     require_on_chip(tile, "broadcast_to")
-    if tile.shape[0] != 1 and tuple(tile.shape) != shape:
-        raise NkiError(f"broadcast_to: only a single-partition tile can be broadcast, got shape {tile.shape}")
+    if tile.partitions == shape[0] and tile.shape[0] == shape[0]:
+        values = tile.read()
+        if values.ndim == 1 and len(shape) > 1:  # (P,): one value per partition, repeated along free axes
+            values = values.reshape(values.shape + (1,) * (len(shape) - 1))
+        try:
+            values = np.broadcast_to(values, shape)
+        except ValueError:
+            raise NkiError(f"broadcast_to: cannot broadcast {tile.shape} to {shape}") from None
+        return elementwise("broadcast_to", "vector", lambda _v: values, [tile], dtype=tile.dtype)
+    if tile.shape[0] != 1:
+        raise NkiError(f"broadcast_to: only a single-partition tile, or one with {shape[0]} partitions, can be "
+                       f"broadcast to {shape}; got shape {tile.shape}")
     try:
         values = np.broadcast_to(tile.read(), shape)
     except ValueError:
