@@ -33,6 +33,8 @@ class SearchConfig:
     different_fraction: float = 0.1  # share that ask for one different from the menu
     early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
     fix_on_failure: bool = True
+    fix_within_samples: bool = True  # a repair is one of the plan's K samples (false: an extra one)
+    preset: str = ""  # "paper": the paper-era Gemmini hyper-parameters (PRESETS), explicit keys still win
     executor: str = "local"  # where candidates are evaluated: "local" (this machine) or "ray" (the [ray] cluster)
     seed: int = 0
     workers: int = 0  # parallel evaluations (0 = CPU count)
@@ -135,6 +137,13 @@ class Config:
         return data
 
 
+# the Autocomp paper's Gemmini settings: beam 6, 12 plans per parent, 4 code samples per plan, 10
+# iterations, menu items kept with probability 0.3, a child kept only when strictly faster than its parent
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"beam": 6, "plans": 12, "codes": 4, "iterations": 10, "dropout_keep": 0.3,
+              "regression_slack": 1.0, "slack_iterations": 0},
+}
+
 _SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig, "sandbox": SandboxConfig,
              "ray": RayConfig}
 EXECUTORS = ("local", "ray")
@@ -201,6 +210,14 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 raise ConfigError(f"{origin}: [{name}] must be a table")
             section = getattr(config, name)
             known = {f.name for f in fields(section)}
+            if name == "search" and "preset" in value:  # the preset first, so that keys beside it win
+                preset = value["preset"]
+                if preset not in PRESETS and preset != "":
+                    raise ConfigError(f"search.preset: expected one of {', '.join(PRESETS)} (or \"\"), got {preset!r}")
+                section.preset = preset
+                for key, v in PRESETS.get(preset, {}).items():
+                    setattr(section, key, v)
+                value = {k: v for k, v in value.items() if k != "preset"}
             for key, v in value.items():
                 if key not in known or (name == "llm" and key == "api_key" and origin != "overrides"):
                     allowed = ", ".join(sorted(known - {"api_key"}))

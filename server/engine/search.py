@@ -108,7 +108,9 @@ def _child(session: Session, slot: Slot, plan: Plan, code: Code, cid: str, fixed
 
 
 def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
-    """One plan for one parent, its K code samples, and a repair for each that fails."""
+    """One plan for one parent, its K code samples, and a repair for each that fails. With
+    fix_within_samples (the default) a repair takes the place of one of the K samples, so that runs with
+    and without fix-on-failure spend the same number of samples per plan."""
     proposer, cfg = session.proposer, session.config.search
     children: list[Candidate] = []
     try:
@@ -118,7 +120,9 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
         if plan is None:
             return children
         session.store.save_plan(session.run_id, slot.key, slot.parent.id, slot.iteration, plan.model, plan.text)
-        for k in range(proposer.codes(cfg.codes)):
+        samples, used, k = proposer.codes(cfg.codes), 0, -1
+        while used < samples:
+            k, used = k + 1, used + 1
             if session.stopping():
                 break
             cand = _child(session, slot, plan, proposer.code(slot, plan, k), f"{slot.key}.c{k}", False)
@@ -127,9 +131,12 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
                 if done is None:
                     break
             children.append(cand)
-            if cand.evaluation and not cand.evaluation.correct and cfg.fix_on_failure and not session.stopping():
+            room = not cfg.fix_within_samples or used < samples
+            if cand.evaluation and not cand.evaluation.correct and cfg.fix_on_failure and room \
+                    and not session.stopping():
                 code = proposer.fix(slot, plan, k, cand)
                 if code is not None:
+                    used += int(cfg.fix_within_samples)
                     fixed = _child(session, slot, plan, code, f"{slot.key}.c{k}f", True)
                     if fixed.evaluation is not None or _evaluate(session, fixed) is not None:
                         children.append(fixed)

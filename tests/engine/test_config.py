@@ -172,3 +172,19 @@ def test_use_llm_needs_a_configured_endpoint_or_model_and_not_offline():
     assert load_config().use_llm is False
     assert load_config(overrides={"llm": {"models": ["m"]}}).use_llm is True
     assert load_config(overrides={"llm": {"models": ["m"]}, "offline": True}).use_llm is False
+
+
+def test_the_paper_preset_sets_the_paper_era_gemmini_search():
+    search = load_config(None, {"search": {"preset": "paper"}}).search
+    assert (search.beam, search.plans, search.codes, search.iterations) == (6, 12, 4, 10)
+    assert search.dropout_keep == 0.3
+    assert search.slack_iterations == 0 and search.regression_slack == 1.0  # strictly faster than the parent
+
+
+def test_keys_beside_the_preset_win_over_it():
+    assert load_config(None, {"search": {"iterations": 3, "preset": "paper"}}).search.iterations == 3
+
+
+def test_an_unknown_preset_is_an_error_naming_the_known_ones():
+    with pytest.raises(ConfigError, match="search.preset: expected one of paper"):
+        load_config(None, {"search": {"preset": "fast"}})

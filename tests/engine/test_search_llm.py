@@ -97,7 +97,8 @@ def test_reply_without_code_is_a_rejected_candidate(tmp_path):
 
 def test_failed_candidate_gets_one_repair_with_its_output(tmp_path):
     with FakeOpenAI(scripted(code=WRONG_REPLY, fix=FAST_REPLY)) as server:
-        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1)
+        # two samples per plan: the repair takes the second one's place (fix_within_samples)
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=2)
         store = Store(tmp_path)
         record = api.optimize(toy_problem(tmp_path, config), config, store)
     fixes = [r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "fix"]
@@ -319,3 +320,19 @@ def test_with_one_sample_per_plan_code_requests_still_reach_every_model(tmp_path
         api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
     code_models = {r["model"] for r in server.requests if phase_of(r) == "code"}
     assert code_models == {"model-a", "model-b"}
+
+
+def test_a_repair_takes_the_place_of_one_of_the_plans_samples(tmp_path):
+    with FakeOpenAI(scripted(code=WRONG_REPLY, fix=WRONG_REPLY)) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=2)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    phases = [phase_of(r) for r in server.requests]
+    assert phases.count("code") + phases.count("fix") == 2 and phases.count("fix") == 1
+
+
+def test_repairs_outside_the_samples_when_asked(tmp_path):
+    with FakeOpenAI(scripted(code=WRONG_REPLY, fix=WRONG_REPLY)) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=2, fix_within_samples=False)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    phases = [phase_of(r) for r in server.requests]
+    assert phases.count("code") == 2 and phases.count("fix") == 2
