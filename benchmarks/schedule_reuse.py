@@ -191,6 +191,7 @@ def main() -> int:
     parser.add_argument("--plans", type=int, default=2)
     parser.add_argument("--codes", type=int, default=1)
     parser.add_argument("--pairs", type=int, default=len(PAIRS), help="use the first this-many pairs")
+    parser.add_argument("--pair", type=int, action="append", help="use pair number N (0-based; repeatable)")
     parser.add_argument("--llm", action="store_true", help="use the LLM named by SPEEDPATCH_BASE_URL/MODELS")
     args = parser.parse_args()
     llm = None
@@ -204,7 +205,8 @@ def main() -> int:
     seeds = list(range(1, args.seeds + 1))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for donor, recipient in PAIRS[: args.pairs]:
+        chosen = [PAIRS[i] for i in args.pair] if args.pair else PAIRS[: args.pairs]
+        for donor, recipient in chosen:
             print(f"{donor} -> {recipient}", flush=True)
             results.append(run_pair(EXAMPLES / donor, EXAMPLES / recipient, seeds, s, Path(tmp),
                                     log=lambda line: print(line, flush=True)))
