@@ -60,6 +60,7 @@ class Settings:
     plans: int = 2
     codes: int = 1
     donor_budget: int = 0  # 0 = 3x the recipient's
+    donor_iterations: int = 0  # 0 = iterations; a donor is a full run, so it may search longer
     llm: dict[str, Any] | None = None  # {"base_url": ..., "models": [...]} or None for offline
     llm_calls: int = 0  # max LLM calls per recipient run (LLM only; 0 = budget * 2)
     workers: int = 2
@@ -99,9 +100,9 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
     return mean, t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
 
 
-def _config(workspace: Path, s: Settings, seed: int, reuse: str, budget: int) -> Any:
+def _config(workspace: Path, s: Settings, seed: int, reuse: str, budget: int, iterations: int = 0) -> Any:
     overrides: dict[str, Any] = {
-        "search": {"iterations": s.iterations, "beam": s.beam, "plans": s.plans, "codes": s.codes, "seed": seed,
+        "search": {"iterations": iterations or s.iterations, "beam": s.beam, "plans": s.plans, "codes": s.codes, "seed": seed,
                    "reuse": reuse, "workers": s.workers},
         "budget": {"max_evaluations": budget},
     }
@@ -113,8 +114,9 @@ def _config(workspace: Path, s: Settings, seed: int, reuse: str, budget: int) ->
     return load_config(workspace, overrides)
 
 
-def optimize(path: Path, workspace: Path, s: Settings, seed: int, reuse: str, budget: int) -> Any:
-    config = _config(workspace, s, seed, reuse, budget)
+def optimize(path: Path, workspace: Path, s: Settings, seed: int, reuse: str, budget: int,
+             iterations: int = 0) -> Any:
+    config = _config(workspace, s, seed, reuse, budget, iterations)
     problem = api.make_problem(str(path), path.read_text(), None, config)
     return api.optimize(problem, config, Store(workspace))
 
@@ -134,9 +136,12 @@ def run_pair(donor: Path, recipient: Path, seeds: list[int], s: Settings, tmp: P
              log: Any = None) -> PairResult:
     base = tmp / f"donor-{donor.stem}"
     base.mkdir(parents=True)
-    donor_run = optimize(donor, base, s, seeds[0], "off", s.donor_budget or 3 * s.budget)
+    donor_run = optimize(donor, base, s, seeds[0], "off", s.donor_budget or 3 * s.budget, s.donor_iterations)
     steps = len(Store(base).lineage(donor_run.run_id, donor_run.best.id)) - 1 if donor_run.best else 0
     result = PairResult(donor.name, recipient.name, donor_run.speedup, steps)
+    if log:
+        log(f"  donor {donor.name}: {donor_run.speedup or 0:.3f}x in {donor_run.evaluations.get('total', 0)} "
+            f"evaluations, {steps} steps")
     if not donor_run.speedup or donor_run.speedup <= 1.0:
         result.skipped = f"donor found no speedup ({donor_run.status}: {donor_run.message})"
         return result
@@ -187,6 +192,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=12, help="max evaluations per recipient run")
     parser.add_argument("--donor-budget", type=int, default=0, help="max evaluations of a donor run (0 = 3x --budget)")
     parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--donor-iterations", type=int, default=0, help="iterations of a donor run (0 = --iterations)")
     parser.add_argument("--beam", type=int, default=2)
     parser.add_argument("--plans", type=int, default=2)
     parser.add_argument("--codes", type=int, default=1)
@@ -201,7 +207,7 @@ def main() -> int:
             return 2
         llm = {"base_url": os.environ["SPEEDPATCH_BASE_URL"], "models": os.environ["SPEEDPATCH_MODELS"].split(",")}
     s = Settings(budget=args.budget, iterations=args.iterations, beam=args.beam, plans=args.plans, codes=args.codes,
-                 donor_budget=args.donor_budget, llm=llm)
+                 donor_budget=args.donor_budget, donor_iterations=args.donor_iterations, llm=llm)
     seeds = list(range(1, args.seeds + 1))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
