@@ -16,6 +16,7 @@ still has no data, no cost model and no verdict to reach (see docs/threat-model.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import faulthandler
 import json
 import os
@@ -452,6 +453,12 @@ def _decorator(fn: Any = None, *_: Any, **__: Any) -> Any:
     return lambda f: f if isinstance(f, LocalKernel) else LocalKernel(f)
 
 
+@contextlib.contextmanager
+def _no_reorder() -> Any:
+    """nki.compiler.no_reorder(): the emulator's engines keep program order already, so a plain block."""
+    yield
+
+
 def _identity_decorator(*args: Any, **_: Any) -> Any:
     return args[0] if args and callable(args[0]) else (lambda fn: fn)
 
@@ -490,6 +497,7 @@ def install_nki_modules() -> None:
     compiler = _remote_module("nki.compiler", served["compiler"])
     compiler.skip_middle_end_transformations = _identity_decorator  # type: ignore[attr-defined]
     compiler.enable_stack_allocator = _identity_decorator  # type: ignore[attr-defined]
+    compiler.no_reorder = _no_reorder  # type: ignore[attr-defined]
     typing_mod = types.ModuleType("nki.typing")
     typing_mod.__getattr__ = lambda _name: _Anything()  # type: ignore[method-assign]
     for root_name in ("nki", "neuronxcc.nki"):

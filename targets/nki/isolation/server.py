@@ -31,7 +31,7 @@ from speedpatch.targets.nki.isolation.process import KernelProcess, ProtocolErro
 NL_FUNCTIONS = frozenset({
     "affine_range", "arange", "copy", "device_print", "ds", "full", "load", "load_transpose2d", "matmul",
     "ndarray", "num_programs", "ones", "program_id", "program_ndim", "sequential_range", "static_range", "store",
-    "transpose", "where", "zeros", "zeros_like",
+    "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc",
 })
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
@@ -52,7 +52,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
     E_nl.NkiOp: frozenset({"name"}),
     E_nl.Reduction: frozenset({"name"}),
     E_nl._Grid: frozenset({"p", "x", "y", "z"}),
-    E_nl._TileSize: frozenset({"pmax", "gemm_stationary_fmax", "gemm_moving_fmax", "psum_fmax",
+    E_nl._TileSize: frozenset({"pmax", "gemm_stationary_fmax", "gemm_moving_fmax", "psum_fmax", "bn_stats_fmax",
                                "psum_partition_size", "sbuf_partition_size"}),
     np.ndarray: frozenset({"shape", "ndim", "size", "T", "reshape"}),
 }

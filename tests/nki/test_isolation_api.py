@@ -1,0 +1,50 @@
+"""The NKI API a kernel reaches from its sandboxed process includes what the emulator supports: the
+constants, compiler hints and helpers public kernels use (nl.tile_size.bn_stats_fmax, nki.compiler's
+no_reorder, nl.shared_constant...), served by the trusted emulator like every other call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speedpatch.model import OK
+from speedpatch.targets.base import EvalContext
+from speedpatch.targets.nki.target import NkiTarget
+
+PROBLEM = '''import numpy as np
+import nki
+import nki.compiler as ncc
+import nki.language as nl
+
+
+@nki.jit
+def scaled_add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    width = min(a.shape[1], nl.tile_size.bn_stats_fmax)
+    two = nl.shared_constant(np.full((nl.tile_size.pmax, 1), 2.0, dtype=np.float32))
+    for i in nl.affine_range(a.shape[1] // width):
+        cols = nl.ds(i * width, width)
+        x = nl.load(a[:, cols])
+        y = nl.load(b[:, cols])
+        k = nl.load(two)
+        with ncc.no_reorder():
+            s = nl.add(x, nl.multiply(y, k))
+        nl.store(out[:, cols], value=s)
+    return out
+
+
+INPUTS = {"a": ((128, 1024), "float32"), "b": ((128, 1024), "float32")}
+
+
+def reference(a, b):
+    return a + 2.0 * b
+'''
+
+
+def test_a_kernel_using_tile_size_constants_compiler_hints_and_shared_constants_runs_isolated(tmp_path: Path):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(PROBLEM)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=PROBLEM)
+    ev = target.backend("nki-emulator").evaluate(PROBLEM, ctx)
+    assert ev.status == OK, ev.message + "\n" + ev.log
+    assert "separate process" in ev.receipt["isolation"] or "bubblewrap" in ev.receipt["isolation"]
