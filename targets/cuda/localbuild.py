@@ -87,10 +87,7 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
     linked = run_process([nvcc, *([arch] if arch else []), *objects, "-o", "bench"], build,
                          max(1.0, deadline - time.monotonic()))
     if linked.returncode != 0 or linked.timed_out:
-        message = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "
-                   "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
-                   "SPEEDPATCH_ELEMENT?)")
-        return Built(Evaluation(status=COMPILE_ERROR, message=message, log=linked.output), candidate_output, None)
+        return Built(Evaluation(status=COMPILE_ERROR, message=LINK_MESSAGE, log=linked.output), candidate_output, None)
     if HARNESS_ONLY in units.files:
         interposed = _interpositions(build, [build / "main.o", build / "baseline.o"])
         if interposed:
@@ -129,6 +126,10 @@ def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str],
             return Built(Evaluation(status=status, message=f"the {what} did not compile", log=output), "", None)
     notes: list[str] = []
     linked_objects = [build / "main.o", build / "baseline.o"]
+    missing = _missing_entry(build)
+    if missing:  # the link would fail: say so as the linker would, before judging the object
+        return Built(Evaluation(status=COMPILE_ERROR, message=LINK_MESSAGE, log=f"undefined reference to `{missing}'"),
+                     candidate_output, None)
     if HARNESS_ONLY in units.files:
         seen = objcheck.inspect(build / "candidate.o", build / HARNESS_ONLY.replace(".cu", ".o"), linked_objects,
                                 precision=layout.precision if layout else "fp32", allow=layout.allow if layout else (),
@@ -141,6 +142,20 @@ def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str],
         if why:
             notes.append(why)
     return Built(None, candidate_output, None, notes)
+
+
+LINK_MESSAGE = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "
+                "T* output)` with T the harness's element type: float, or the __half / __nv_bfloat16 it names in "
+                "SPEEDPATCH_ELEMENT?)")
+
+
+def _missing_entry(build: Path) -> str:
+    """The candidate entry point main.o calls (`sp_candidate::launch` with the harness's element type) when
+    candidate.o does not define it; '' when it does, or when the objects cannot be read."""
+    wanted = [s for s in objcheck.symbols(build / "main.o") or [] if s.undefined and
+              s.demangled.startswith(f"{objcheck.NAMESPACE}::launch(")]
+    defined = {s.name for s in objcheck.symbols(build / "candidate.o") or [] if not s.undefined}
+    return next((s.demangled for s in wanted if s.name not in defined), "") if defined else ""
 
 
 def _interpositions(build: Path, harness_objects: list[Path]) -> list[str]:

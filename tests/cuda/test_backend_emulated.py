@@ -109,6 +109,7 @@ def test_cuda_ssh_builds_and_times_on_the_host_and_reads_the_result_file(tmp_pat
                                     'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
                                     'exec cp -r "${files[@]}" "${dest#*:}"\n')
     settings = {**QUICK, "host": "gpu-box", "ssh": ssh, "scp": scp, "nvcc": fake_nvcc, "cache_dir": cache,
+                "local_nvcc": fake_nvcc,  # the object check here builds the host-code units the same way
                 "remote_dir": str(tmp_path / "remote")}
     ev = CudaSshBackend().evaluate(UNROLLED, context(tmp_path, settings=settings, baseline=BASELINE))
     assert ev.status == OK, ev.message + ev.log
