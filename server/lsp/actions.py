@@ -6,10 +6,13 @@ from lsprotocol import types
 
 from .diagnostics import READY, SOURCE
 from .formatting import speedup_text
+from .gpu import CONFIGURE_GPU
 from .lenses import APPLY, CANCEL, OPTIMIZE, RESUMABLE, RESUME, SHOW_DIFF, optimize_title
+from .settings import QUICK_OVERRIDES
 from .views import FRESH, KernelView
 
 KIND = types.CodeActionKind.RefactorRewrite
+QUICK_ITERATIONS = QUICK_OVERRIDES["search"]["iterations"]
 
 
 def _action(title: str, command: str, args: list, kind: str = KIND, **extra) -> types.CodeAction:
@@ -23,18 +26,22 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
     target = {"uri": uri, "kernel": name}
     if not view.runnable:
         # shown greyed out with the reason, so the user learns why nothing is offered
-        return [
+        out = [
             types.CodeAction(
                 title=optimize_title(view),
                 kind=KIND,
                 disabled=types.CodeActionDisabled(reason=view.reason),
             )
         ]
+        if view.untimed:  # the way forward: a backend that can time it
+            out.append(_action("Configure a GPU backend…", CONFIGURE_GPU, [{"uri": uri}], kind=types.CodeActionKind.QuickFix))
+        return out
     if view.job is not None:
         return [_action(f"Cancel optimization of {name}", CANCEL, [{"runId": view.job.run_id}])]
     out = [
         _action(optimize_title(view), OPTIMIZE, [target]),
-        _action(f"Optimize {name} (quick)", OPTIMIZE, [{**target, "quick": True}]),
+        _action(f"Optimize {name} (quick: {QUICK_ITERATIONS} iteration, fewer candidates)", OPTIMIZE,
+                [{**target, "quick": True}]),
     ]
     record = view.record
     if record is not None and record.status in RESUMABLE and view.freshness == FRESH:

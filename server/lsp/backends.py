@@ -46,6 +46,14 @@ class BackendChooser:
         return found
 
     @staticmethod
+    def cannot_time(target: str, backend: str) -> bool:
+        """Whether `backend` exists and only compiles/checks (so a timing backend must be set up)."""
+        try:
+            return not targets.get_target(target).backend(backend).measures_speed
+        except Exception:
+            return False
+
+    @staticmethod
     def _check(target_name: str, name: str, settings: dict) -> Availability:
         # look the backend up through its own target: another target failing to load must not matter
         target = targets.get_target(target_name)

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
 from speedpatch.errors import StaleError, UserError
 
 from . import params
 from .engine import api
+from .gpu import CONFIGURE_GPU, configure_gpu
 from .lenses import APPLY, CANCEL, OPTIMIZE, RESUME, SHOW_DIFF
 from .positions import minimal_edit
 from .reports import candidate_payload
 from .session import OPEN_DIFF, Session
 
 RUNS = "speedpatch.runs"
-ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME, RUNS]
+ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME, RUNS, CONFIGURE_GPU]
 
 
 def register(server: LanguageServer, session: Session) -> None:
@@ -75,6 +78,30 @@ def register(server: LanguageServer, session: Session) -> None:
     @server.command(RUNS)
     def runs(*args):
         return session.all_summaries()
+
+    @server.command(CONFIGURE_GPU)
+    async def configure(*args):
+        """Set up cuda-ssh in the kernel's folder's speedpatch.toml and open it at the host line."""
+        path = session.path_of(params.text(params.first_arg(args), "uri"))
+        if path is None:
+            raise JsonRpcInvalidParams("only files on disk have a workspace folder")
+        folder = session.folder_for(path)
+        try:
+            config, line, changed = configure_gpu(Path(folder.config_path))
+        except (ValueError, OSError) as exc:
+            session.show(f"speedpatch: cannot set up a GPU backend: {exc}", types.MessageType.Error)
+            raise JsonRpcInvalidRequest(str(exc)) from exc
+        if changed:
+            session.on_config_change(folder)
+        uri = from_fs_path(str(config)) or str(config)
+        where = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+        caps = server.client_capabilities.window if server.client_capabilities else None
+        if caps and caps.show_document and caps.show_document.support:
+            await server.window_show_document_async(
+                types.ShowDocumentParams(uri=uri, take_focus=True, selection=where)
+            )
+        session.show(f"speedpatch: set host = \"...\" under [backend.cuda-ssh] in {config.name} (a machine with a GPU and nvcc that ssh reaches)")
+        return {"uri": uri, "line": line, "changed": changed}
 
 
 async def engine_loaded() -> None:

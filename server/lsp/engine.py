@@ -52,3 +52,18 @@ def find_findings(path: str, text: str) -> list[Any]:
         except Exception:
             continue
     return found
+
+
+def find_syntax_error(path: str, text: str, kernels: list[Kernel]) -> str:
+    """Where the file does not parse in the language of its kernels' targets ("" when it parses)."""
+    for target in targets.targets_for_path(path):
+        mine = [k for k in kernels if k.target == target.name]
+        if not mine:
+            continue
+        try:
+            found = target.syntax_error(text, mine[0])
+        except Exception:
+            continue
+        if found:
+            return found
+    return ""

@@ -31,10 +31,10 @@ def speedup_of(baseline: float | None, value: float | None) -> float | None:
 def faster_text(
     speedup: float | None, baseline: float | None, best: float | None, unit: str, backend: str, source: str = ""
 ) -> str:
-    """'3.12x faster: 1,204,992 -> 386,048 cycles (gemmini-native) [cycle model]': the bracket says where
-    a figure comes from when it is not from hardware (see speedpatch.verdict)."""
+    """'3.12x faster on the cycle model: 1,204,992 -> 386,048 cycles (gemmini-native)': where a figure
+    comes from is said when it is not from hardware (see speedpatch.verdict)."""
     label = SOURCE_LABEL.get(source, source)
-    tail = f" [{label}]" if source and source != "hardware" else ""
+    where = f" on the {label}" if source and source != "hardware" else ""
     return (
-        f"{speedup_text(speedup)} faster: {value_text(baseline)} -> {value_text(best, unit)} ({backend}){tail}"
+        f"{speedup_text(speedup)} faster{where}: {value_text(baseline)} -> {value_text(best, unit)} ({backend})"
     ).replace("  ", " ")

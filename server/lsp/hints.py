@@ -1,55 +1,108 @@
-"""Inlay hint at each kernel's signature: the last measured metric for the code as it is."""
+"""Inlay hint at each kernel's signature: the last measured figure for the code as it is, in a few words
+(it sits at the end of a code line and is cut where the minimap starts). How the figure was measured —
+the verdict and the winner's receipt — is the hover, on the hint and on the signature line."""
 
 from __future__ import annotations
 
 from lsprotocol import types
+from speedpatch.store import RunRecord
+from speedpatch.verdict import SOURCE_LABEL
 
 from .formatting import measured, speedup_text, value_text
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, KernelView
 
 
+def _from(source: str) -> str:
+    """', cycle model' for figures that are not from hardware ('' when they are)."""
+    return f", {SOURCE_LABEL.get(source, source)}" if source and source != "hardware" else ""
+
+
 def hint_label(view: KernelView) -> str | None:
     if view.job is not None:
         if view.job.baseline_value is None:
             return None
-        return (
-            f"{value_text(view.job.baseline_value, view.job.unit)} (baseline, {view.backend}); searching..."
-        )
+        return f"{value_text(view.job.baseline_value, view.job.unit)} now; searching…"
     record = view.record
-    if record is None or record.baseline is None:
+    if record is None or record.baseline is None or record.baseline.evaluation is None:
         return None
+    if record.baseline.evaluation.status != "ok":
+        return None  # nothing was measured; the lens and the diagnostics say why
     base, unit = measured(record.baseline)
+    source = _from(record.verdict.source)
     if view.freshness == FRESH:
         if view.has_winner:
             best, _ = measured(record.best)
-            return (
-                f"{value_text(base, unit)} now; {value_text(best, unit)} possible "
-                f"({speedup_text(record.speedup)}, {record.backend})"
-            )
-        return f"{value_text(base, unit)} ({record.backend})"
+            return f"{value_text(base)} -> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
+        return f"{value_text(base, unit)}{f' ({source[2:]})' if source else ''}"
     if view.freshness == APPLIED:
         v = view.verification
         if v is None:
             best, _ = measured(record.best)
-            return f"{value_text(best, unit)} in the run (unsaved; saving re-verifies)"
+            return f"{value_text(best, unit)} in the run; save to re-verify"
         if v.state == VERIFYING:
-            return "re-verifying..."
+            return "re-verifying…"
         if v.state == HOLDS:
-            return f"{value_text(v.value, v.unit)} re-measured ({speedup_text(v.speedup)}, {v.backend})"
+            if v.speedup:
+                return f"{value_text(v.value, v.unit)} re-measured ({speedup_text(v.speedup)}{_from(v.source)})"
+            return "verified"
         if v.state == FAILED:
-            return f"re-verification failed: {v.message}"
+            return "re-verification failed"
     return None
+
+
+def explain(view: KernelView) -> str | None:
+    """Markdown: what the figures say and how they were measured (the verdict's receipt rows)."""
+    record = view.record
+    if view.job is not None or record is None:
+        return None
+    return explain_record(record, view)
+
+
+def explain_record(record: RunRecord, view: KernelView | None = None) -> str | None:
+    if record.baseline is None:
+        return None
+    verdict = record.verdict
+    lines = [f"**speedpatch: {record.kernel} — {verdict.short}**", ""]
+    if verdict.detail:
+        lines += [f"{verdict.detail} ({record.backend}, run `{record.run_id}`)", ""]
+    else:
+        lines += [f"{record.backend}, run `{record.run_id}`", ""]
+    if verdict.source != "hardware":
+        lines += [f"These figures come from the **{verdict.source_label}**, not from hardware.", ""]
+    lines += [f"- {flag}" for flag in verdict.flags]
+    v = view.verification if view is not None and view.freshness == APPLIED else None
+    if v is not None and v.state in (HOLDS, FAILED):
+        lines += [f"Re-verified after save: {v.message or v.state}", ""]
+    if verdict.how:
+        lines += ["How it was measured:", "", "| | |", "|---|---|"]
+        lines += [f"| {_cell(label)} | {_cell(value)} |" for label, value in verdict.how]
+    return "\n".join(lines).strip()
+
+
+def receipt_text(record: RunRecord) -> str:
+    """The same as plain text, for a code lens's tooltip (VS Code shows it when hovering the lens)."""
+    verdict = record.verdict
+    lines = [f"{verdict.short}: {verdict.detail}" if verdict.detail else verdict.short]
+    if verdict.source != "hardware":
+        lines.append(f"figures from the {verdict.source_label}, not from hardware")
+    lines += verdict.flags
+    lines += [f"{label}: {' '.join(str(value).split())}" for label, value in verdict.how]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def hint_for(view: KernelView, position: types.Position) -> types.InlayHint | None:
     label = hint_label(view)
     if label is None:
         return None
-    return types.InlayHint(
-        position=position,
-        label=f"⏱ {label}",
-        kind=None,
-        padding_left=True,
-        tooltip="speedpatch: last measurement of this kernel",
+    detail = explain(view)
+    tooltip = (
+        types.MarkupContent(kind=types.MarkupKind.Markdown, value=detail)
+        if detail
+        else "speedpatch: the last measurement of this kernel"
     )
+    return types.InlayHint(position=position, label=label, kind=None, padding_left=True, tooltip=tooltip)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from lsprotocol import types
+from speedpatch.model import OK
 from speedpatch.store import RunRecord
 
+from .documents import Detection
 from .formatting import faster_text, measured, speedup_text
+from .gpu import CONFIGURE_GPU
+from .hints import receipt_text
 from .runs import QUEUED, Job
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, STALE, KernelView
@@ -21,16 +27,48 @@ OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME = (
 )
 
 
-def _lens(line: int, title: str, command: str = "", args: list | None = None) -> types.CodeLens:
+def _lens(
+    line: int, title: str, command: str = "", args: list | None = None, tooltip: str | None = None
+) -> types.CodeLens:
     # A lens whose command is "" renders as plain text in VS Code: used for states that have no action.
     where = types.Range(
         start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
     )
-    return types.CodeLens(range=where, command=types.Command(title=title, command=command, arguments=args))
+    return types.CodeLens(
+        range=where, command=types.Command(title=title, command=command, arguments=args, tooltip=tooltip)
+    )
 
 
 def optimize_title(view: KernelView) -> str:
     return f"Optimize {view.kernel.name} ({view.backend})"
+
+
+_GLOBAL = re.compile(r"__global__\s+(?:[\w:<>,]+\s+)*?(\w+)\s*\(")
+
+
+def shown_name(view: KernelView) -> str:
+    """The name the user knows the kernel by: a CUDA solution region is named for its host function
+    (`launch`), but what it optimizes are its `__global__` kernels."""
+    kernels = list(dict.fromkeys(_GLOBAL.findall(view.kernel.text))) if view.kernel.target == "cuda" else []
+    if not kernels:
+        return view.kernel.name
+    return ", ".join(kernels[:2]) + (f" (+{len(kernels) - 2})" if len(kernels) > 2 else "")
+
+
+def baseline_failure(record: RunRecord) -> str:
+    """'does not compile' when the run's starting code failed its own evaluation ("" when it passed)."""
+    ev = record.baseline.evaluation if record.baseline is not None else None
+    if ev is None or ev.status == OK:
+        return ""
+    return {
+        "compile_error": "does not compile",
+        "incorrect": "gives wrong results",
+        "runtime_error": "crashes when run",
+        "timeout": "timed out",
+        "rejected": "was refused",
+        "infra_error": "could not be run",
+        "not_measured": "could not be timed",
+    }.get(ev.status, ev.status.replace("_", " "))
 
 
 def _search_title(iteration: int, iterations: int, speedup: float | None, queued: bool, cli: bool) -> str:
@@ -55,7 +93,12 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     name = view.kernel.name
     target = {"uri": uri, "kernel": name}
     if not view.runnable:
-        return [_lens(line, f"speedpatch: cannot optimize {name}: {view.reason}")]
+        if view.untimed:  # the full reason (which backends could time it) is the diagnostic's
+            return [
+                _lens(line, f"speedpatch: no GPU here to time {shown_name(view)}"),
+                _lens(line, "Configure a GPU backend…", CONFIGURE_GPU, [{"uri": uri}]),
+            ]
+        return [_lens(line, _short(f"speedpatch: cannot optimize {name}: {view.reason}"))]
     job: Job | None = view.job
     if job is not None:
         title = _search_title(job.iteration, job.iterations, job.speedup, job.state == QUEUED, cli=False)
@@ -75,17 +118,36 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     if view.freshness == FRESH and view.has_winner:
         suffix = "" if record.status == "finished" else f" ({record.status})"
         return [
-            _lens(line, winner_title(record) + suffix),
+            _lens(line, winner_title(record) + suffix, tooltip=receipt_text(record)),
             _lens(line, "Show diff", SHOW_DIFF, [run]),
             _lens(line, f"Apply ({speedup_text(record.speedup)} faster)", APPLY, [run]),
         ]
+    failure = baseline_failure(record)
+    if failure:
+        # the search never started: the user's own code is the problem (the diagnostics show where)
+        return [_lens(line, f"speedpatch: {name} {failure} (run {record.run_id}); see Problems"), optimize]
     why = _short(record.message or record.status)
     # a run stopped before its baseline was measured (e.g. queued when the server stopped) found nothing
     # yet: say what happened to it rather than "no faster version found"
-    title = f"speedpatch: {why}" if record.baseline is None else f"speedpatch: no faster version found ({why})"
+    if record.baseline is None:
+        title = f"speedpatch: {why}"
+    elif record.status in RESUMABLE:
+        # a cancel is the user's own doing; an interruption's cause (the LLM endpoint failing...) is news
+        cause = f" ({why})" if record.status != "cancelled" and record.message else ""
+        title = f"speedpatch: {record.status} before a faster version was found{cause}"
+    else:
+        title = f"speedpatch: no faster version found ({why})"
     if record.status in RESUMABLE and view.freshness == FRESH:
         return [_lens(line, title), _lens(line, "Resume", RESUME, [run]), optimize]
     return [_lens(line, title), optimize]
+
+
+def syntax_lenses(detection: Detection) -> list[types.CodeLens]:
+    """Where the file stopped parsing, when that made kernels disappear (their lenses went with them)."""
+    if not detection.syntax or not detection.hidden:
+        return []
+    names = ", ".join(detection.hidden)
+    return [_lens(detection.syntax_line, _short(f"speedpatch: {names} not shown: {detection.syntax}"))]
 
 
 def _short(text: str, limit: int = 90) -> str:
@@ -99,7 +161,7 @@ def _applied_lens(view: KernelView, line: int) -> types.CodeLens:
     record = view.record
     assert record is not None
     if v is None:
-        return _lens(line, f"applied: {winner_title(record)}, save to re-verify")
+        return _lens(line, f"applied: {winner_title(record)}, save to re-verify", tooltip=receipt_text(record))
     if v.state == VERIFYING:
         return _lens(line, "applied rewrite: re-verifying the saved kernel...")
     if v.state == HOLDS:

@@ -12,8 +12,8 @@ from pygls.lsp.server import LanguageServer
 from . import commands, requests
 from .actions import actions_for, quick_fixes
 from .documents import kernel_at_line
-from .hints import hint_for
-from .lenses import lenses_for
+from .hints import explain, hint_for
+from .lenses import lenses_for, syntax_lenses
 from .positions import line_end
 from .session import Session
 
@@ -111,8 +111,8 @@ def create_server() -> SpeedpatchServer:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        views, _, _ = session.views(uri)
-        return [lens for view in views for lens in lenses_for(view, uri)]
+        views, detection, _ = session.views(uri)
+        return syntax_lenses(detection) + [lens for view in views for lens in lenses_for(view, uri)]
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def inlay_hint(params: types.InlayHintParams) -> list[types.InlayHint]:
@@ -127,6 +127,17 @@ def create_server() -> SpeedpatchServer:
                 if hint is not None:
                     out.append(hint)
         return out
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(params: types.HoverParams) -> types.Hover | None:
+        """On a kernel's signature line: what its last figures say and how they were measured."""
+        views, _, _ = session.views(params.text_document.uri)
+        for view in views:
+            if view.kernel.signature_line == params.position.line:
+                text = explain(view)
+                if text:
+                    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+        return None
 
     commands.register(server, session)
     requests.register(server, session)

@@ -32,21 +32,21 @@ from .accept import AcceptOnSave
 from .backends import BackendChooser
 from .diagnostics import diagnostics_for
 from .documents import Detection, Detector, kernel_named
-from .engine import api, find_findings, find_kernels, warm_up
+from .engine import api, find_findings, find_kernels, find_syntax_error, warm_up
 from .folders import Folder, Folders, config_error_messages, initial_roots
-from .formatting import speedup_text
 from .index import norm_path
 from .lenses import RESUMABLE
 from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
 from .runs import DONE, Job, RunManager
-from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, verification_for
+from .views import APPLIED, STALE, KernelView, disk_staleness, freshness, has_winner, verification_for
 
 log = logging.getLogger(__name__)
 
 RUN_UPDATE = "speedpatch/runUpdate"
 OPEN_DIFF = "speedpatch/openDiff"
 RUNS_CHANGED = "speedpatch/runsChanged"
+SHOW_DIFF_BUTTON, APPLY_BUTTON = "Show diff", "Apply"
 _REPORTED_EVENTS = {ev.RUN_STARTED, ev.BASELINE, ev.ITERATION_STARTED, ev.ITERATION_FINISHED, ev.RUN_FINISHED}
 
 
@@ -58,7 +58,7 @@ class Session:
         self.fallback_root = Path.cwd()  # the first folder at start (or cwd): reopened when none is left
         self.client_settings: dict[str, Any] = {}
         self.folders = Folders()
-        self.detector = Detector(find_kernels, find_findings)
+        self.detector = Detector(find_kernels, find_findings, find_syntax_error)
         self.backends = BackendChooser()
         self.runs: RunManager | None = None
         self.accept = AcceptOnSave(self)
@@ -224,16 +224,19 @@ class Session:
         detection, text, path = self.detect(uri)
         if path is None:
             return [], detection, text
-        return [self._view(k, path) for k in detection.kernels], detection, text
+        return [self._view(k, path, detection) for k in detection.kernels], detection, text
 
     def view(self, uri: str, kernel: str) -> KernelView | None:
         views, _, _ = self.views(uri)
         return next((v for v in views if v.kernel.name == kernel), None)
 
-    def _view(self, kernel: Kernel, path: str) -> KernelView:
+    def _view(self, kernel: Kernel, path: str, detection: Detection) -> KernelView:
         folder = self.folder_for(path)
         backend = self.backends.backend_for(kernel.target, folder.config)
-        runnable, reason = kernel.runnable, kernel.reason
+        runnable, reason, untimed = kernel.runnable, kernel.reason, False
+        if runnable and detection.syntax:
+            # the baseline would fail to compile: say why now, where the user is typing
+            runnable, reason = False, f"the file does not parse ({detection.syntax})"
         if runnable:
             if not backend:
                 runnable, reason = False, f"no backend configured for target {kernel.target}"
@@ -241,7 +244,8 @@ class Session:
                 avail = self.backends.availability(kernel.target, backend, folder.config)
                 if not avail.usable:
                     runnable, reason = False, f"backend {backend} is not usable here: {avail.reason}"
-        view = KernelView(kernel=kernel, backend=backend, runnable=runnable, reason=reason)
+                    untimed = self.backends.cannot_time(kernel.target, backend)
+        view = KernelView(kernel=kernel, backend=backend, runnable=runnable, reason=reason, untimed=untimed)
         assert self.runs is not None
         view.job = self.runs.job_for(path, kernel.name)
         record = folder.index.latest(path, kernel.name)
@@ -432,9 +436,33 @@ class Session:
                 f"speedpatch: optimizing {job.kernel} stopped: {job.message}", types.MessageType.Warning
             )
         elif job.speedup and job.speedup > 1.0:
-            self.show(
-                f"speedpatch: {job.kernel} can run {speedup_text(job.speedup)} faster; see the code lens"
+            asyncio.ensure_future(self._offer_result(job))
+
+    async def _offer_result(self, job: Job) -> None:
+        """The finished search, with its two next steps as buttons (Show diff, Apply)."""
+        located = self.locate(job.run_id)
+        record = located[1] if located else None
+        if record is None or not has_winner(record):
+            return
+        text = f"speedpatch: {job.kernel} in {Path(job.path).name} can run {record.verdict.short}"
+        buttons = [types.MessageActionItem(title=SHOW_DIFF_BUTTON), types.MessageActionItem(title=APPLY_BUTTON)]
+        try:
+            chosen = await self.server.window_show_message_request_async(
+                types.ShowMessageRequestParams(type=types.MessageType.Info, message=text, actions=buttons)
             )
+        except Exception:  # the client went away or cannot show requests
+            log.info("the result message of run %s was not answered", job.run_id)
+            return
+        from .commands import apply_run, candidate  # the command handlers import this module
+
+        if chosen is not None and chosen.title == SHOW_DIFF_BUTTON:
+            payload = candidate(self, job.run_id, "")
+            self.server.protocol.notify(
+                OPEN_DIFF,
+                {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]},
+            )
+        elif chosen is not None and chosen.title == APPLY_BUTTON:
+            await apply_run(self.server, self, job.run_id)
 
     def _send_update(self, run_id: str) -> None:
         summary = self.summary(run_id)

@@ -21,6 +21,7 @@ class KernelView:
     backend: str
     runnable: bool
     reason: str  # why not runnable
+    untimed: bool = False  # not runnable because the chosen backend only compiles (no GPU here, say)
     job: Job | None = None  # queued or running search for this kernel
     record: RunRecord | None = None  # latest stored run for this kernel
     freshness: str = NONE

@@ -52,6 +52,8 @@ class Editor:
         self.open_diffs: list[dict[str, Any]] = []
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.runs_changed = 0
+        self.message_requests: list[types.ShowMessageRequestParams] = []
+        self.answer: str | None = None  # the button the "user" presses on window/showMessageRequest
         self.lens_refreshes = 0
         self.hint_refreshes = 0
         self.stderr = b""
@@ -198,6 +200,12 @@ def _install_handlers(editor: Editor) -> None:
     @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def hint_refresh(params: Any) -> None:
         editor.hint_refreshes += 1
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        editor.message_requests.append(params)
+        chosen = [a for a in params.actions or [] if a.title == editor.answer]
+        return chosen[0] if chosen else None
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:

@@ -22,7 +22,7 @@ async def test_kernel_offers_optimize_with_its_backend_and_a_quick_variant(share
     assert actions == [
         ("Optimize kernel_sum (toy-count)", "speedpatch.optimize", [{"uri": uri, "kernel": "kernel_sum"}]),
         (
-            "Optimize kernel_sum (quick)",
+            "Optimize kernel_sum (quick: 1 iteration, fewer candidates)",
             "speedpatch.optimize",
             [{"uri": uri, "kernel": "kernel_sum", "quick": True}],
         ),

@@ -13,14 +13,27 @@ async def still_serving(editor, uri) -> None:
     assert await editor.lens_titles(uri) == ["Optimize kernel_sum (toy-count)"]
 
 
-async def test_syntax_errors_hide_kernels_until_fixed(shared_editor):
+async def test_a_syntax_error_that_hides_a_kernel_says_so_at_its_line_until_fixed(shared_editor):
     editor = shared_editor
     uri = editor.open(editor.root / "sum.toy")
     good = editor.texts[uri]
     editor.change(uri, good.replace("def kernel_sum(xs):", "def kernel_sum(xs:"))
-    assert await editor.lens_titles(uri) == []
+    # the kernel's own lens and actions go (it cannot be found), but the user is told why, where
+    lenses = await editor.lenses(uri)
+    assert [(lens.range.start.line, lens.command.title[:41]) for lens in lenses] == [
+        (7, "speedpatch: kernel_sum not shown: line 8:")
+    ]
     assert await editor.actions(uri, 7) == []
+
+    def parse_error() -> list[types.Diagnostic]:
+        return [d for d in editor.diagnostics(uri) if d.code == "does-not-parse"]
+
+    diag = (await editor.until(parse_error, what="the does-not-parse diagnostic"))[0]
+    assert diag.range.start.line == 7 and diag.severity == types.DiagnosticSeverity.Warning
+    assert "kernel_sum cannot be optimized until it does" in diag.message
     editor.change(uri, good)
+    await editor.until(lambda: not parse_error(), what="the diagnostic to clear")
+    assert "Optimize kernel_sum (toy-count)" in await editor.lens_titles(uri)
     await still_serving(editor, uri)
 
 

@@ -71,6 +71,13 @@ def test_measurements_read_with_unit_and_backend():
     )
 
 
+def test_figures_not_from_hardware_say_where_they_come_from():
+    assert faster_text(1.2379, 24119, 19484, "cycles", "gemmini-native", "model") == (
+        "1.24x faster on the cycle model: 24,119 -> 19,484 cycles (gemmini-native)"
+    )
+    assert value_text(12.5, "us") == "12.5 µs"
+
+
 def _folders(*roots: Path) -> Folders:
     found = Folders()
     for root in roots:
