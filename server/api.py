@@ -228,6 +228,8 @@ def optimize(
         raise UserError(str(exc)) from exc
     session = _session(problem, config, store, run_id, on_event, cancel, Budget(config.budget))
     session.schedule = schedule
+    if schedule and isinstance(session.proposer, OfflineProposer):  # it follows the steps by lineage depth
+        session.proposer.steps = list(schedule.steps)
     stored = config.to_dict()
     stored["schedule"] = asdict(schedule) if schedule else None
     store.create_run(run_id, problem, config.search.iterations, stored)
@@ -269,6 +271,8 @@ def resume(
     session = _session(record.problem, stored, store, record.run_id, on_event, cancel, budget)
     if record.config.get("schedule"):  # the same guidance as the first time, so replies replay
         session.schedule = Schedule(**record.config["schedule"])
+        if isinstance(session.proposer, OfflineProposer):
+            session.proposer.steps = list(session.schedule.steps)
     store.claim(record.run_id)
     return run_search(session, stored.search.iterations)
 

@@ -8,7 +8,8 @@ file. What makes it a search rather than a replay of the same list every iterati
   crashed, did not build) is not offered again on other parents either — that is how a move that breaks
   a target limit stops being proposed;
 - ordered by what was measured: per parent at most N*K moves per iteration (the evaluations an LLM
-  search would spend on it), ranked by (1) the step of a reused schedule this iteration follows, (2) how
+  search would spend on it), ranked by (1) the step of a reused schedule that follows the parent's depth
+  (a parent d plans into the run tries the move closest to the donor's step d+1 first), (2) how
   moves of the same kind did so far in this run, (3) the parent's bottleneck from its feedback — DMA
   traffic well above the least any candidate needed favours data-reuse moves (tiles, hoisting), low
   utilisation of the compute roofline favours overlap moves (double buffering, hardware loops, fusion);
@@ -98,6 +99,9 @@ class OfflineProposer:
         self.store, self.run_id, self.seed = store, run_id, seed
         self.per_parent = max(1, per_parent)
         self.step = ""  # the reused schedule's step guiding this iteration ("" = none)
+        # the reused schedule's steps: a parent d plans deep into the run follows step d+1, the step the
+        # donor took from the same depth (set by api.optimize/resume; empty = follow self.step)
+        self.steps: list[str] = []
         self.exhausted = ""  # why nothing is left to propose, once that is so
         self._tried = _Tried()
         self._assigned: dict[str, list[tuple[Move, bool]]] = {}  # parent id -> this iteration's moves
@@ -186,6 +190,14 @@ class OfflineProposer:
             return "overlap"
         return ""
 
+    def _step_for(self, parent: Candidate) -> str:
+        if not self.steps:
+            return self.step
+        depth = 0
+        if self.store is not None and self.run_id and parent.parent_id:
+            depth = len([c for c in self.store.lineage(self.run_id, parent.id) if c.plan])
+        return self.steps[depth] if depth < len(self.steps) else ""
+
     def _choose(self, parent: Candidate) -> list[tuple[Move, bool]]:
         parent_hash = parent.source_hash or source_hash(parent.source)
         done = self._tried.by_parent.get(parent_hash, set())
@@ -202,8 +214,9 @@ class OfflineProposer:
         ties = list(range(len(fresh)))
         if self.seed:
             random.Random(f"{self.seed}:{parent_hash}").shuffle(ties)
-        guided = max(range(len(fresh)), key=lambda i: step_match(self.step, fresh[i].plan)) if self.step else -1
-        if guided >= 0 and step_match(self.step, fresh[guided].plan) < MIN_STEP_MATCH:
+        step = self._step_for(parent)
+        guided = max(range(len(fresh)), key=lambda i: step_match(step, fresh[i].plan)) if step else -1
+        if guided >= 0 and step_match(step, fresh[guided].plan) < MIN_STEP_MATCH:
             guided = -1
 
         def rank(i: int) -> tuple[int, float, int, int]:

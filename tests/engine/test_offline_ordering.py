@@ -73,3 +73,20 @@ def test_a_kind_of_move_that_sped_up_another_parent_is_tried_first(tmp_path):
     child = parent({"utilization": 0.2}, SOURCE + "# another parent\n", "other")
     # low utilization alone would put the overlap move first; what was measured comes before it
     assert first_plan(proposer, child) == OTHER
+
+
+def test_a_reused_schedule_is_followed_by_lineage_depth(tmp_path):
+    config = toy_config(tmp_path, offline=True)
+    store = Store(tmp_path)
+    store.create_run("r", toy_problem(tmp_path, config), 1, {})
+    base = parent({"utilization": 0.9})
+    store.save_candidate(base)
+    child_source = SOURCE + "# one step in\n"
+    child = Candidate("c1", "r", base.id, 1, "An earlier step.", child_source, source_hash(child_source),
+                      evaluation=Evaluation(status=OK, value=90.0, unit="cycles"))
+    store.save_candidate(child)
+    proposer = OfflineProposer(FakeTarget(), KERNEL, store, "r", per_parent=1)
+    proposer.steps = [OVERLAP, TILE]  # the donor first double-buffered, then retiled
+    assert first_plan(proposer, base) == OVERLAP  # depth 0 follows step 1
+    assert first_plan(proposer, child) == TILE  # depth 1 follows step 2
+    assert proposer._assigned[child.id][0][1]  # and is marked as guided
