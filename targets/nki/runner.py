@@ -131,6 +131,21 @@ def _spec(spec: Any) -> dict[str, Any]:
     return {"shape": tuple(shape), "dtype": dtype}
 
 
+def _dtype(name: Any) -> np.dtype:
+    """A NumPy dtype by name, including the ones NumPy lacks (bfloat16, float8_*) through ml_dtypes."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        try:
+            import ml_dtypes
+        except ImportError as exc:
+            raise HarnessError(f"dtype {name!r} needs the ml_dtypes package (pip install ml_dtypes)") from exc
+        found = getattr(ml_dtypes, str(name), None)
+        if found is None:
+            raise HarnessError(f"unknown dtype {name!r} in INPUTS") from None
+        return np.dtype(found)
+
+
 def make_inputs(module: Any, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     if hasattr(module, "make_inputs"):
@@ -144,7 +159,7 @@ def make_inputs(module: Any, seed: int) -> dict[str, np.ndarray]:
     out = {}
     for name, raw in specs.items():
         spec = _spec(raw)
-        dtype = np.dtype(spec.get("dtype", "float32"))
+        dtype = _dtype(spec.get("dtype", "float32"))
         shape = tuple(spec["shape"])
         if dtype.kind == "f":
             if "low" in spec or "high" in spec:
@@ -170,7 +185,7 @@ def as_list(value: Any) -> list[np.ndarray]:
 
 def tolerance(module: Any, expected: list[np.ndarray]) -> tuple[float, float]:
     tol = getattr(module, "TOLERANCE", None) or {}
-    low_precision = any(e.dtype == np.float16 for e in expected)
+    low_precision = any(e.dtype.kind in "fV" and e.dtype.itemsize <= 2 for e in expected)  # fp16, bf16, fp8
     default = 2e-2 if low_precision else 1e-4
     return float(tol.get("rtol", default)), float(tol.get("atol", default))
 

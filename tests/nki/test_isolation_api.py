@@ -48,3 +48,35 @@ def test_a_kernel_using_tile_size_constants_compiler_hints_and_shared_constants_
     ev = target.backend("nki-emulator").evaluate(PROBLEM, ctx)
     assert ev.status == OK, ev.message + "\n" + ev.log
     assert "separate process" in ev.receipt["isolation"] or "bubblewrap" in ev.receipt["isolation"]
+
+
+BF16_PROBLEM = '''import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    nl.store(out, value=nl.add(x, y))
+    return out
+
+
+INPUTS = {"a": ((128, 512), "bfloat16"), "b": ((128, 512), "bfloat16")}
+
+
+def reference(a, b):
+    return (a.astype(np.float32) + b.astype(np.float32)).astype(a.dtype)
+'''
+
+
+def test_bf16_inputs_are_declared_by_name_and_checked_at_the_low_precision_tolerance(tmp_path: Path):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(BF16_PROBLEM)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=BF16_PROBLEM)
+    ev = target.backend("nki-emulator").evaluate(BF16_PROBLEM, ctx)
+    assert ev.status == OK, ev.message + "\n" + ev.log
+    assert ev.receipt["inputs"]["a"][1] == "bfloat16"
