@@ -3,10 +3,10 @@
 // are registered by vscode-languageclient and are not registered again here.
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { CandidateDocuments } from './diff';
+import { CandidateDocuments, runOfCandidateUri } from './diff';
 import { formatSpeedup, runDescription } from './format';
 import { Log } from './log';
-import { OptimizeOffer, optimizeOffers, RunFilter, sameUri, selectRuns } from './pick';
+import { noKernelMessage, OptimizeOffer, optimizeOffers, RunFilter, sameUri, selectRuns } from './pick';
 import { RunSummary } from './protocol';
 import { RunReportPanel } from './report';
 import { RunList } from './runs';
@@ -63,6 +63,8 @@ export class Commands {
       wrap('showRuns', () => this.showRuns()),
       wrap('showReport', (arg) => this.showReport(arg)),
       wrap('refreshRuns', () => this.runs.refresh()),
+      wrap('acceptDiff', () => this.acceptDiff()),
+      wrap('discardDiff', () => this.discardDiff()),
     ];
   }
 
@@ -74,9 +76,12 @@ export class Commands {
     }
     const offers = await offersAt(editor.document.uri, editor.selection);
     if (offers.length === 0) {
-      void vscode.window.showInformationMessage(
-        'speedpatch: no kernel to optimize here (none found in this file, or its search is already running; see the code lens).',
-      );
+      // say why: the server's own diagnostic (does not parse, no GPU here...) when it has one
+      const reasons = vscode.languages
+        .getDiagnostics(editor.document.uri)
+        .filter((d) => d.source === 'speedpatch' && d.severity <= vscode.DiagnosticSeverity.Warning)
+        .map((d) => d.message);
+      void vscode.window.showWarningMessage(noKernelMessage(reasons, path.posix.basename(editor.document.uri.path)));
       return;
     }
     const chosen =
@@ -119,6 +124,29 @@ export class Commands {
       void vscode.window.showInformationMessage(`speedpatch: ${result.message || 'rewrite applied'} — save the file to re-verify it.`);
     }
     // A refusal (e.g. stale kernel) is already shown by the server through window/showMessage.
+  }
+
+  /** Diff editor title action: apply the rewrite shown on the right, then close the diff. */
+  async acceptDiff(): Promise<void> {
+    const shown = this.candidateInActiveEditor();
+    if (!shown) {
+      return;
+    }
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    await this.apply({ runId: shown.runId });
+  }
+
+  /** Diff editor title action: close the diff, leaving the file as it is. */
+  async discardDiff(): Promise<void> {
+    if (this.candidateInActiveEditor()) {
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    }
+  }
+
+  private candidateInActiveEditor(): { runId: string; candidateId: string } | undefined {
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const modified = tab instanceof vscode.TabInputTextDiff ? tab.modified : vscode.window.activeTextEditor?.document.uri;
+    return modified ? runOfCandidateUri(modified) : undefined;
   }
 
   async showRuns(): Promise<void> {

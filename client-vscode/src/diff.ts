@@ -51,8 +51,19 @@ export class CandidateDocuments implements vscode.TextDocumentContentProvider {
     // Compare against the live file only while it still holds the text the run started from;
     // otherwise the diff would mix the user's later edits into the rewrite.
     const left = file && file.getText() === response.originalText ? file.uri : candidateUri(response, 'original');
+    // not a preview tab: the diff stays open beside what the user was looking at, until Accept or Discard
     await vscode.commands.executeCommand('vscode.diff', left, candidateUri(response, 'new'), diffTitle(response), {
-      preview: true,
+      preview: false,
     });
   }
+}
+
+/** The run (and candidate) a diff editor's right-hand side shows, from its speedpatch-candidate URI. */
+export function runOfCandidateUri(uri: { scheme: string; query: string }): { runId: string; candidateId: string } | undefined {
+  if (uri.scheme !== SCHEME) {
+    return undefined;
+  }
+  const query = new URLSearchParams(uri.query);
+  const runId = query.get('run');
+  return runId ? { runId, candidateId: query.get('candidate') ?? '' } : undefined;
 }

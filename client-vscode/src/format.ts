@@ -1,4 +1,5 @@
 // Text the extension shows for runs and candidates: speedups, status bar, Runs view rows.
+import { sameUri } from './pick';
 import type { RunSummary } from './protocol';
 
 export function formatSpeedup(speedup: number | null | undefined): string {
@@ -31,9 +32,14 @@ export interface StatusBarView {
   tooltip: string;
 }
 
-export function statusBarView(runs: readonly RunSummary[]): StatusBarView {
+/**
+ * The status bar: searches running anywhere, and the best speedup of the active editor's file (a best
+ * speedup of some other file says nothing about the code in front of the user).
+ */
+export function statusBarView(runs: readonly RunSummary[], activeUri?: string): StatusBarView {
   const running = runs.filter(isRunning);
-  const best = bestSpeedup(runs);
+  const here = activeUri === undefined ? [] : runs.filter((r) => sameUri(r.uri, activeUri));
+  const best = bestSpeedup(here);
   const parts: string[] = [];
   if (running.length > 0) {
     parts.push(`$(sync~spin) ${running.length} running`);
@@ -42,9 +48,48 @@ export function statusBarView(runs: readonly RunSummary[]): StatusBarView {
     parts.push(`best ${formatSpeedup(best)}`);
   }
   const text = `$(rocket) speedpatch${parts.length > 0 ? ': ' + parts.join(', ') : ''}`;
-  const lines = running.map((r) => `${r.kernel}: iteration ${r.iteration}/${r.iterations}, best ${formatSpeedup(r.speedup)}`);
-  const tooltip = lines.length > 0 ? lines.join('\n') : best !== null ? `Best speedup so far: ${formatSpeedup(best)}` : 'No runs yet';
+  const lines = running.map((r) => `${r.kernel} (${fileName(r.uri)}): iteration ${r.iteration}/${r.iterations}, best ${formatSpeedup(r.speedup)}`);
+  if (best !== null && activeUri !== undefined) {
+    lines.push(`Best speedup found for ${fileName(activeUri)}: ${formatSpeedup(best)}`);
+  }
+  const tooltip = lines.length > 0 ? lines.join('\n') : 'No run for this file yet';
   return { text, tooltip };
+}
+
+/** The last path segment of a file URI ("matmul.c"). */
+export function fileName(uri: string): string {
+  const path = uri.replace(/[?#].*$/, '');
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  try {
+    return decodeURIComponent(last) || uri;
+  } catch {
+    return last || uri;
+  }
+}
+
+/** A Runs view row: the kernel, its file and its speedup ("matmul · matmul.c · 2.50x"). */
+export function runLabel(run: RunSummary): string {
+  return `${run.kernel} · ${fileName(run.uri)} · ${formatSpeedup(run.speedup)}`;
+}
+
+/** "3 min ago", "yesterday 14:05", "2026-11-28 09:12": when a run started, readable at a glance. */
+export function startedText(created: string, now: Date): string {
+  const when = new Date(created);
+  if (Number.isNaN(when.getTime())) {
+    return created;
+  }
+  const seconds = Math.max(0, (now.getTime() - when.getTime()) / 1000);
+  if (seconds < 60) {
+    return 'just now';
+  }
+  if (seconds < 3600) {
+    return `${Math.floor(seconds / 60)} min ago`;
+  }
+  if (seconds < 86400) {
+    return `${Math.floor(seconds / 3600)} h ago`;
+  }
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${when.getFullYear()}-${pad(when.getMonth() + 1)}-${pad(when.getDate())} ${pad(when.getHours())}:${pad(when.getMinutes())}`;
 }
 
 /** One-line description of a run for the Runs view and quick picks. */
@@ -62,12 +107,33 @@ export function runTooltip(run: RunSummary): string {
     `${run.kernel} (${run.target}, ${run.backend})`,
     `evaluated on: ${run.executor === 'ray' ? 'the Ray cluster' : 'this machine'}`,
     ...(run.folder ? [`folder: ${run.folder}`] : []),
-    `status: ${run.status}${run.message ? ` — ${run.message}` : ''}`,
+    `status: ${statusText(run)}`,
     `baseline: ${formatValue(run.baselineValue, run.unit)}`,
     `best: ${formatValue(run.bestValue, run.unit)} (${formatSpeedup(run.speedup)})`,
     `evaluations: ${run.evaluations.correct} correct of ${run.evaluations.total}`,
-    `started: ${run.created}`,
+    `started: ${startedText(run.created, new Date())} (${run.created})`,
   ].join('\n');
+}
+
+/** The Runs view's context value of a run: 'run' plus what can be done with it ('run running', 'run winner'). */
+export function runContext(run: RunSummary): string {
+  const parts = ['run'];
+  if (run.status === 'running' || run.status === 'queued') {
+    parts.push('running');
+  }
+  if (typeof run.speedup === 'number' && run.speedup > 1 && run.bestValue !== null && !run.stale) {
+    parts.push('winner');
+  }
+  return parts.join(' ');
+}
+
+/** The status with the server's message, unless the message only repeats it ("cancelled — cancelled"). */
+export function statusText(run: RunSummary): string {
+  const message = run.message.trim();
+  if (!message || message.toLowerCase() === run.status || message.toLowerCase().startsWith(`${run.status};`)) {
+    return run.status;
+  }
+  return `${run.status} — ${message}`;
 }
 
 /** Keeps the newest summary per run id (updates arrive as whole summaries). */

@@ -73,3 +73,11 @@ export function optimizeOffers(commands: readonly (CommandLike | undefined)[]): 
   const full = offers.filter((o) => !o.args.quick);
   return full.length > 0 ? full : offers;
 }
+
+/** Why "Optimize kernel at cursor" found nothing: the server's reasons (its diagnostics) when it gave some. */
+export function noKernelMessage(reasons: readonly string[], file: string): string {
+  if (reasons.length > 0) {
+    return reasons[0].startsWith('speedpatch') ? reasons[0] : `speedpatch: ${reasons[0]}`;
+  }
+  return `speedpatch: no kernel to optimize in ${file} (none found, or its search is already running).`;
+}

@@ -37,6 +37,8 @@ export interface RunSummary {
   /** The workspace folder the run belongs to (name and uri); absent from servers before multi-root. */
   folder?: string;
   folderUri?: string;
+  /** The kernel or its file changed since the run (the server's extra field). */
+  stale?: boolean;
   /** Absent from servers before the shared verdict. */
   verdict?: Verdict;
   /** Where candidates are evaluated: "local" or "ray"; absent from servers before the Ray executor. */

@@ -1,7 +1,7 @@
 // HTML of the run report webview: summary, score-per-iteration chart and the beam tree with plans.
 // Pure string building so it can be tested without VS Code; the caller supplies the CSP nonce.
 import { escapeXml, scoreChartSvg } from './chart';
-import { formatSpeedup, formatValue } from './format';
+import { formatSpeedup, formatValue, statusText } from './format';
 import type { ReportCandidate, RunReport, RunSummary, Verdict } from './protocol';
 
 /** Ascending, with Infinity (failed) last and equal to itself (Infinity - Infinity would be NaN). */
@@ -130,7 +130,7 @@ pre { white-space: pre-wrap; }
 <body>
 <h2>${escapeXml(run.kernel)}: ${escapeXml(headline(run))}</h2>
 <table class="summary">
-<tr><td>status</td><td>${escapeXml(run.status)}${run.message ? ' — ' + escapeXml(run.message) : ''}</td></tr>
+<tr><td>status</td><td>${escapeXml(statusText(run))}</td></tr>
 <tr><td>target / backend</td><td>${escapeXml(run.target)} / ${escapeXml(run.backend)}</td></tr>
 <tr><td>baseline</td><td>${escapeXml(formatValue(run.baselineValue, run.unit))}</td></tr>
 <tr><td>best</td><td>${escapeXml(formatValue(run.bestValue, run.unit))}</td></tr>

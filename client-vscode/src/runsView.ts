@@ -1,7 +1,7 @@
 // The "speedpatch runs" tree: one item per run (kernel, status, best speedup) with its measured
 // candidates underneath; clicking a candidate opens its diff.
 import * as vscode from 'vscode';
-import { formatSpeedup, formatValue, runDescription, runTooltip } from './format';
+import { formatSpeedup, formatValue, runContext, runDescription, runLabel, runTooltip } from './format';
 import { Log } from './log';
 import { ReportCandidate, RUN_REPORT, RunReport, RunSummary } from './protocol';
 import { compareValues } from './reportHtml';
@@ -49,12 +49,13 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   getTreeItem(node: RunsNode): vscode.TreeItem {
     if (node.kind === 'run') {
       const run = node.run;
-      const item = new vscode.TreeItem(`${run.kernel} ${formatSpeedup(run.speedup)}`, vscode.TreeItemCollapsibleState.Collapsed);
+      const item = new vscode.TreeItem(runLabel(run), vscode.TreeItemCollapsibleState.Collapsed);
       item.id = run.runId;
       item.description = runDescription(run, multiRoot());
       item.tooltip = runTooltip(run);
       item.iconPath = statusIcon(run.status);
-      item.contextValue = 'run';
+      // the inline actions that fit the run's state (package.json: view/item/context)
+      item.contextValue = runContext(run);
       return item;
     }
     const c = node.candidate;

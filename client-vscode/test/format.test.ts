@@ -1,6 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bestSpeedup, formatSpeedup, formatValue, mergeRuns, runDescription, runTooltip, statusBarView } from '../src/format';
+import {
+  bestSpeedup,
+  formatSpeedup,
+  formatValue,
+  mergeRuns,
+  runContext,
+  runDescription,
+  runLabel,
+  runTooltip,
+  startedText,
+  statusBarView,
+  statusText,
+} from '../src/format';
 import { summary } from './fixtures';
 
 test('speedups show two decimals and an x; unknown shows a dash', () => {
@@ -15,13 +27,16 @@ test('values carry their unit', () => {
   assert.equal(formatValue(null, 'ms'), '–');
 });
 
-test('status bar counts running searches and shows the best speedup', () => {
-  const view = statusBarView([
-    summary({ runId: 'a', status: 'running', iteration: 1, iterations: 3, speedup: 1.2 }),
-    summary({ runId: 'b', status: 'finished', speedup: 3.1 }),
-  ]);
+test('status bar counts running searches and shows the best speedup of the active file', () => {
+  const view = statusBarView(
+    [
+      summary({ runId: 'a', status: 'running', iteration: 1, iterations: 3, speedup: 1.2, uri: 'file:///work/demo/conv.c' }),
+      summary({ runId: 'b', status: 'finished', speedup: 3.1 }),
+    ],
+    'file:///work/demo/matmul.c',
+  );
   assert.equal(view.text, '$(rocket) speedpatch: $(sync~spin) 1 running, best 3.10x');
-  assert.match(view.tooltip, /matmul: iteration 1\/3, best 1\.20x/);
+  assert.match(view.tooltip, /matmul \(conv\.c\): iteration 1\/3, best 1\.20x/);
 });
 
 test('status bar without runs is just the name', () => {
@@ -66,4 +81,40 @@ test('a run evaluated on the Ray cluster says so in its row and tooltip', () => 
   assert.equal(runDescription(run), 'finished · 2.50x · 7/9 correct · gemmini-native on ray');
   assert.match(runTooltip(run), /evaluated on: the Ray cluster/);
   assert.match(runTooltip(summary()), /evaluated on: this machine/);
+});
+
+test('the status bar best is the active file\'s, not the best of every file', () => {
+  const runs = [
+    summary({ runId: 'a', uri: 'file:///work/demo/matmul.c', speedup: 1.3 }),
+    summary({ runId: 'b', uri: 'file:///work/demo/conv.c', speedup: 3.1 }),
+  ];
+  assert.equal(statusBarView(runs, 'file:///work/demo/matmul.c').text, '$(rocket) speedpatch: best 1.30x');
+  assert.equal(statusBarView(runs, 'file:///work/demo/other.c').text, '$(rocket) speedpatch');
+  assert.equal(statusBarView(runs).text, '$(rocket) speedpatch'); // no editor open
+  assert.match(statusBarView(runs, 'file:///work/demo/matmul.c').tooltip, /for matmul\.c: 1\.30x/);
+});
+
+test('a Runs view row names the kernel, its file and its speedup', () => {
+  assert.equal(runLabel(summary({ uri: 'file:///work/demo/my%20kernel.c' })), 'matmul · my kernel.c · 2.50x');
+});
+
+test('a status whose message only repeats it is said once', () => {
+  assert.equal(statusText(summary({ status: 'cancelled', message: 'cancelled' })), 'cancelled');
+  assert.equal(statusText(summary({ status: 'cancelled', message: '' })), 'cancelled');
+  assert.equal(statusText(summary({ status: 'failed', message: 'gcc: boom' })), 'failed — gcc: boom');
+});
+
+test('run start times read as minutes or hours ago, then as a date', () => {
+  const now = new Date('2026-11-30T12:00:00Z');
+  assert.equal(startedText('2026-11-30T11:59:30Z', now), 'just now');
+  assert.equal(startedText('2026-11-30T11:45:00Z', now), '15 min ago');
+  assert.equal(startedText('2026-11-30T09:00:00Z', now), '3 h ago');
+  assert.match(startedText('2026-11-20T09:05:00Z', now), /^2026-11-20 \d\d:05$/);
+});
+
+test('inline actions fit the run: Show diff and Apply for a fresh winner, Cancel while running', () => {
+  assert.equal(runContext(summary()), 'run winner');
+  assert.equal(runContext(summary({ stale: true })), 'run');
+  assert.equal(runContext(summary({ status: 'running', speedup: null })), 'run running');
+  assert.equal(runContext(summary({ speedup: 1.0 })), 'run');
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { optimizeOffers, sameUri, selectRuns } from '../src/pick';
+import { noKernelMessage, optimizeOffers, sameUri, selectRuns } from '../src/pick';
 import { summary } from './fixtures';
 
 const here = 'file:///work/demo/matmul.c';
@@ -57,4 +57,12 @@ test('a kernel seen twice (code lens and code action) is offered once', () => {
 
 test('a plain-text lens (empty command) is not an offer', () => {
   assert.deepEqual(optimizeOffers([{ title: 'searching 1/2', command: '' }]), []);
+});
+
+test('when there is nothing to optimize, the server\'s reason is the message', () => {
+  assert.equal(
+    noKernelMessage(['speedpatch: line 8: invalid syntax (kernel_sum cannot be optimized until it does)'], 'sum.py'),
+    'speedpatch: line 8: invalid syntax (kernel_sum cannot be optimized until it does)',
+  );
+  assert.equal(noKernelMessage([], 'sum.py'), 'speedpatch: no kernel to optimize in sum.py (none found, or its search is already running).');
 });
