@@ -25,7 +25,9 @@ PORT = 6397
 
 
 def ray(*args: str) -> None:
-    subprocess.run([str(BIN / "ray"), *args], check=True, capture_output=True, timeout=300)
+    proc = subprocess.run([str(BIN / "ray"), *args], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"ray {' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 
 
 def search(example: Path, iterations: int, toml: str) -> tuple[float, int]:
@@ -85,8 +87,10 @@ def main() -> None:
     seconds, evals = search(example, args.iterations, "[search]\nworkers = 2\n")
     rows.append(("local pool (2 workers)", seconds, evals))
     try:
+        # a temp dir of its own: another cluster on this machine (another namespace) must not share it
         ray("start", "--head", "--node-ip-address=127.0.0.1", f"--port={PORT}", "--num-cpus=1",
-            "--include-dashboard=false", "--disable-usage-stats", "--object-store-memory=100000000")
+            "--include-dashboard=false", "--disable-usage-stats", "--object-store-memory=100000000",
+            f"--temp-dir={tempfile.mkdtemp(prefix='ray-bench-')}")
         for nodes in (1, 2):
             ray("start", f"--address=127.0.0.1:{PORT}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
                 '--resources={"bench_node": 2}', "--object-store-memory=100000000")

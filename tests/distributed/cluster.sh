@@ -11,8 +11,10 @@ PORT=${RAY_PORT:-6391}
 RAY=${RAY_BIN:-ray}
 cleanup() { "$RAY" stop --force >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+# a temp dir of its own: another cluster on this machine (another test run's namespace) must not share it
+TMP=$(mktemp -d /tmp/ray-test-XXXX)
 "$RAY" start --head --node-ip-address=127.0.0.1 --port="$PORT" --num-cpus=2 --include-dashboard=false \
-  --disable-usage-stats --resources='{"gemmini_host": 2}' --object-store-memory=100000000 >/dev/null
+  --disable-usage-stats --resources='{"gemmini_host": 2}' --object-store-memory=100000000 --temp-dir="$TMP" >/dev/null
 "$RAY" start --address="127.0.0.1:$PORT" --node-ip-address=127.0.0.1 --num-cpus=2 \
   --resources='{"gemmini_host": 2}' --object-store-memory=100000000 >/dev/null
 export SPEEDPATCH_RAY_ADDRESS="127.0.0.1:$PORT"
