@@ -76,7 +76,8 @@ def _search_title(iteration: int, iterations: int, speedup: float | None, queued
         return "speedpatch: queued"
     best = f", best {speedup_text(speedup)}" if speedup else ""
     where = " (CLI)" if cli else ""
-    return f"searching {iteration}/{iterations}{best}{where}"
+    step = f"iteration {iteration} of {iterations}" if iteration else "measuring the original"
+    return f"speedpatch: searching, {step}{best}{where}"
 
 
 def winner_title(record: RunRecord) -> str:
@@ -114,6 +115,8 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     if view.freshness == STALE:
         return [_lens(line, f"speedpatch: last result is stale ({view.stale_reason})"), optimize]
     if view.freshness == APPLIED:
+        if view.verification is not None:  # applied and saved: the diff is history, in the run's report
+            return [_applied_lens(view, line), optimize]
         return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [run]), optimize]
     if view.freshness == FRESH and view.has_winner:
         suffix = "" if record.status == "finished" else f" ({record.status})"

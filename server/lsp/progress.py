@@ -6,6 +6,7 @@ sent as soon as `begin` has been.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,12 @@ from pygls.lsp.server import LanguageServer
 
 from .formatting import speedup_text
 from .runs import DONE, RUNNING, Job
+
+
+def elapsed_text(seconds: float) -> str:
+    """'12 s', '3 min 05 s': how long the search has run (a progress message is read at a glance)."""
+    seconds = int(seconds)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 def token_for(run_id: str, attempt: int = 0) -> str:
@@ -58,10 +65,12 @@ class RunProgress:
             return
         parts = []
         if job.iterations:
-            parts.append(f"iteration {job.iteration}/{job.iterations}")
+            parts.append(f"iteration {job.iteration}/{job.iterations}" if job.iteration else "measuring the original")
         parts.append(f"{job.evaluated} evaluated, {job.correct} correct")
         if job.speedup:
             parts.append(f"best {speedup_text(job.speedup)}")
+        if job.started is not None:
+            parts.append(f"{elapsed_text(time.monotonic() - job.started)} so far")
         percentage = int(100 * max(job.iteration - 1, 0) / job.iterations) if job.iterations else None
         self.server.work_done_progress.report(
             job.token,

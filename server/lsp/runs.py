@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -60,6 +61,7 @@ class Job:
     speedup: float | None = None
     message: str = ""
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    started: float | None = None  # time.monotonic() when the worker took it (progress shows the elapsed time)
 
     @property
     def kernel(self) -> str:
@@ -225,6 +227,7 @@ class RunManager:
 
     def _run(self, job: Job) -> None:
         job.status = "running"
+        job.started = time.monotonic()
         self._safe_notify(job, None)
 
         def on_event(event: ev.Event) -> None:

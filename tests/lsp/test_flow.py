@@ -64,6 +64,7 @@ async def check_full_flow(editor: Editor, path: Path, kernel: str, backend: str)
 
     lens = (await editor.until(verified, 30, "the re-verified lens"))[0]
     assert f"({backend})" in lens
+    assert "Show diff" not in await editor.lens_titles(uri)  # applied and saved: nothing left to compare
     hints = await editor.hints(uri)
     assert any("re-measured" in h.label for h in hints)
 
@@ -133,7 +134,8 @@ async def test_run_report_lists_iterations_and_candidates(shared_editor):
     summary = await optimize_and_wait(editor, uri, "kernel_sum")
     report = await editor.request("speedpatch/runReport", {"runId": summary["runId"]})
     assert report["run"]["runId"] == summary["runId"]
-    assert [it["iteration"] for it in report["iterations"]][-1] == summary["iterations"]
+    # the last iteration reached (the offline proposer may run out of moves before the last one)
+    assert [it["iteration"] for it in report["iterations"]][-1] == summary["iteration"]
     statuses = {c["status"] for c in report["candidates"]}
     assert "ok" in statuses and "incorrect" in statuses  # the toy offers one wrong move on purpose
     runs = await editor.request("speedpatch/runs", {})
@@ -161,7 +163,8 @@ async def test_gemmini_native_offline_flow(start_editor, tmp_path):
     path.write_text(GEMMINI_EXAMPLE.read_text())
     kernels = target.find_kernels(path.read_text(), str(path))
     editor = await start_editor(
-        tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 4, "codes": 1}}
+        # 8 plans: since the offline proposer's reordering (issue #16) its first 4 moves on matmul_128 find none faster
+        tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 8, "codes": 1}}
     )
     await check_full_flow(editor, path, kernels[0].name, "gemmini-native")
 

@@ -27,15 +27,16 @@ async def test_search_reports_begin_iterations_and_end(shared_editor):
     begin, *middle, end = reports
     assert begin.kind == "begin" and begin.title == "Optimizing kernel_sum (toy-count)" and begin.cancellable
     messages = [r.message for r in middle]
-    assert "iteration 1/2, 0 evaluated, 0 correct" in messages
-    assert any(m.startswith("iteration 2/2") for m in messages)
+    assert any(re.fullmatch(r"iteration 1/2, 0 evaluated, 0 correct, \d+ s so far", m) for m in messages)
+    # every iteration the search reached is reported (the offline proposer may run out of moves before 2)
+    assert any(m.startswith(f"iteration {summary['iteration']}/2") for m in messages)
     assert any(f"best {summary['speedup']:.2f}x" in m for m in messages)
     assert end.message.startswith("finished, best")
 
     # speedpatch/runUpdate followed the run from start to end
     updates = [u for u in editor.run_updates if u["runId"] == started["runId"]]
     assert updates[0]["status"] == "running" and updates[-1]["status"] == "finished"
-    assert any(u["iteration"] == 2 for u in updates)
+    assert any(u["iteration"] == summary["iteration"] for u in updates)
 
 
 async def test_cancel_from_the_progress_ui_stops_the_run_and_keeps_the_best_so_far(shared_editor):
@@ -83,7 +84,7 @@ async def test_server_answers_requests_while_a_search_runs(shared_editor):
     for _ in range(5):
         titles = await editor.lens_titles(uri)
         assert titles[-1] == "Cancel" and (
-            titles[0].startswith("searching") or titles[0] == "speedpatch: queued"
+            titles[0].startswith("speedpatch: searching, ") or titles[0] == "speedpatch: queued"
         )
         assert await editor.actions(uri, 9)
     await editor.command("speedpatch.cancel", {"runId": started["runId"]})

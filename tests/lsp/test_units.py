@@ -109,3 +109,9 @@ def test_a_settings_error_shared_by_folders_is_reported_once_naming_them(tmp_pat
     assert config_error_messages([a], named=False) == [
         "speedpatch: configuration error: overrides: search.iterations must be an integer"
     ]
+
+
+def test_elapsed_time_reads_in_seconds_then_minutes():
+    from speedpatch.lsp.progress import elapsed_text
+
+    assert elapsed_text(12.7) == "12 s" and elapsed_text(185) == "3 min 05 s"
