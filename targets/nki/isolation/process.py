@@ -235,9 +235,25 @@ def _bwrap_args(cwd: Path) -> list[str]:
     # Read-only system; no /proc (nothing of the trusted process to look at), private /tmp, the scratch
     # folder hidden, every namespace unshared (no network, own PIDs), killed with the trusted process.
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/proc", "--tmpfs", "/tmp"]
+    masked = [Path("/tmp")]
     if str(cwd) not in ("/", "/tmp"):
         args += ["--tmpfs", str(cwd)]
+        masked.append(Path(cwd))
+    # what the kernel process runs from must stay visible when it lives under a masked folder (a clone or
+    # a virtual environment in /tmp): the Python installation and this package's isolation folder
+    for needed in _runtime_paths():
+        if any(needed == m or m in needed.parents for m in masked) and needed.exists():
+            args += ["--ro-bind", str(needed), str(needed)]
     return [*args, "--unshare-all", "--die-with-parent", "--new-session", "--chdir", "/"]
+
+
+def _runtime_paths() -> list[Path]:
+    """Folders the kernel process reads: the interpreter (venv and base installation) and kernel_side.py."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).parent.resolve(),
+             Path(__file__).resolve().parent}
+    for entry in (Path(sys.prefix), Path(sys.executable).parent):  # the unresolved spellings too (symlinks)
+        paths.add(entry.absolute())
+    return sorted(paths)
 
 
 def sandbox_command(isolation: str, cwd: Path) -> tuple[list[str], int | None, str]:
