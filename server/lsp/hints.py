@@ -12,10 +12,16 @@ from .formatting import measured, speedup_text, value_text
 from .verify import FAILED, HOLDS, VERIFYING
 from .views import APPLIED, FRESH, KernelView
 
+# VS Code cuts inlay hints longer than this (editor.inlayHints.maximumLength, default 43) with an ellipsis
+MAX_LABEL = 43
+_SHORT_SOURCE = {"model": "model", "emulator": "emulator", "simulator": "simulator"}
+
 
 def _from(source: str) -> str:
-    """', cycle model' for figures that are not from hardware ('' when they are)."""
-    return f", {SOURCE_LABEL.get(source, source)}" if source and source != "hardware" else ""
+    """', model' for figures that are not from hardware ('' when they are); the hover says which model."""
+    if not source or source == "hardware":
+        return ""
+    return f", {_SHORT_SOURCE.get(source, SOURCE_LABEL.get(source, source))}"
 
 
 def hint_label(view: KernelView) -> str | None:
@@ -33,7 +39,9 @@ def hint_label(view: KernelView) -> str | None:
     if view.freshness == FRESH:
         if view.has_winner:
             best, _ = measured(record.best)
-            return f"{value_text(base)} -> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
+            label = f"{value_text(base)} -> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
+            # too long to show whole: the new figure and the ratio matter most (the hover has the rest)
+            return label if len(label) <= MAX_LABEL else f"-> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
         return f"{value_text(base, unit)}{f' ({source[2:]})' if source else ''}"
     if view.freshness == APPLIED:
         v = view.verification
