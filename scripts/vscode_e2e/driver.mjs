@@ -301,7 +301,30 @@ async function scenarioMultiRoot(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'runs.png') });
 }
 
+/** A typo that breaks the kernel file: the lens and a squiggle say where, and Optimize says why it cannot. */
+async function scenarioDoesNotParse(page) {
+  await openFile(page, FILE);
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens');
+  const line = page.locator('.editor-instance .view-line', { hasText: 'tiled_matmul_auto(' }).first();
+  await line.click();
+  await page.keyboard.press('End');
+  await page.keyboard.type(' ) (');
+  const lens = await waitForText(
+    page, '.codelens-decoration', /cannot optimize \w+: the file does not parse \(line \d+/, 30000, 'the does-not-parse lens',
+  );
+  step(`lens: ${lens}`);
+  await page.locator('.squiggly-warning').first().waitFor({ state: 'visible', timeout: 15000 });
+  await palette(page, 'speedpatch: Optimize kernel at cursor');
+  const toast = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /does not parse as C.*cannot be optimized until it does/, 15000,
+    'the reason nothing can be optimized', /see the code lens/,
+  );
+  step(`notification: ${toast}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'does-not-parse.png') });
+}
+
 const SCENARIOS = {
+  doesNotParse: scenarioDoesNotParse,
   activate: scenarioActivate,
   optimize: scenarioOptimize,
   crash: scenarioCrash,

@@ -47,7 +47,7 @@ def hint_label(view: KernelView) -> str | None:
         v = view.verification
         if v is None:
             best, _ = measured(record.best)
-            return f"{value_text(best, unit)} in the run; save to re-verify"
+            return f"{value_text(best, unit)}; save to re-verify"
         if v.state == VERIFYING:
             return "re-verifying…"
         if v.state == HOLDS:

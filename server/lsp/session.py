@@ -66,6 +66,7 @@ class Session:
         self.external_stale: dict[str, str] = {}  # run id -> why (file changed on disk outside the editor)
         self.finished_jobs: dict[str, Job] = {}  # runs that ended before the store knew them
         self._winner_texts: dict[tuple[str, str], str | None] = {}
+        self._lens_states: dict[str, tuple] = {}  # uri -> what its lenses showed last (see publish_diagnostics)
         self.watcher: Any = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -516,6 +517,19 @@ class Session:
         self.post(self.refresh_editor)
 
     # ---------------------------------------------------------------- editor refresh
+    def _refresh_lenses_if_changed(self, uri: str, views: list[KernelView], detection: Detection) -> None:
+        """An edit that changes what the lenses say (the rewrite applied, the kernel edited, a typo that
+        breaks parsing) asks for new lenses at once: VS Code re-requests them only after a delay, so the
+        lens would contradict the inlay hint meanwhile."""
+        state = _lens_state(views, detection)
+        before = self._lens_states.get(uri)
+        self._lens_states[uri] = state
+        if before is None or before == state:
+            return
+        caps = self.server.client_capabilities.workspace if self.server.client_capabilities else None
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.server.workspace_code_lens_refresh(None)
+
     def refresh_editor(self) -> None:
         """Ask the client to re-request lenses and hints; re-publish diagnostics of open documents."""
         if threading.get_ident() != self.loop_thread:
@@ -531,6 +545,7 @@ class Session:
 
     def publish_diagnostics(self, uri: str) -> None:
         views, detection, text = self.views(uri)
+        self._refresh_lenses_if_changed(uri, views, detection)
         doc = self.server.workspace.text_documents.get(uri)
         encoding = self.server.workspace.position_encoding or types.PositionEncodingKind.Utf16
         self.server.text_document_publish_diagnostics(
@@ -540,6 +555,15 @@ class Session:
                 diagnostics=diagnostics_for(views, detection, text, encoding),
             )
         )
+
+
+def _lens_state(views: list[KernelView], detection: Detection) -> tuple:
+    """What the lenses of a document depend on, besides live jobs (those refresh on their own events)."""
+    return (detection.syntax, tuple(
+        (v.kernel.name, v.runnable, v.freshness, v.record.run_id if v.record else None,
+         v.verification.state if v.verification else None)
+        for v in views
+    ))
 
 
 def _labelled(summary: dict[str, Any], folder: Folder | None) -> dict[str, Any]:
