@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -11,7 +10,6 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,28 +115,28 @@ def _print_plain(text: str) -> None:
     sys.stdout.flush()
 
 
-@contextlib.contextmanager
-def _json_stdout(enabled: bool) -> Iterator[None]:
-    """With --json, stdout carries exactly one JSON object: whatever else writes to file descriptor 1
-    meanwhile (a library's own messages, such as Ray's about its nodes) goes to stderr."""
-    if not enabled:
-        yield
-        return
+_json_out = sys.stdout  # where --json results go; see _reserve_stdout
+
+
+def _reserve_stdout() -> None:
+    """With --json, stdout carries exactly one JSON object: from here to the end of the process, whatever
+    else writes to file descriptor 1 (a library's own messages, such as Ray's about its nodes, even at
+    exit) goes to stderr, and the result is written to the original stdout."""
+    global _json_out
     sys.stdout.flush()
-    saved = os.dup(1)
+    _json_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+
+
+def _print_json(data: Any) -> None:
+    _json_out.write(json.dumps(data) + "\n")
+    _json_out.flush()
 
 
 def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warnings: list[str] | None = None) -> int:
     if args.json:
-        print(json.dumps({**render.run_json(record), "schedule": record.config.get("schedule"),
-                          "warnings": warnings or []}))
+        _print_json({**render.run_json(record), "schedule": record.config.get("schedule"),
+                          "warnings": warnings or []})
     else:
         out.print(render.result_table(record))
         if record.best and record.baseline and record.best.id != record.baseline.id:
@@ -166,7 +164,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     text = _read_source(args.file)
     problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
     store = Store(workspace)
-    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress, _json_stdout(args.json):
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         def on_event(event: ev.Event) -> None:
             if event.kind == ev.RUN_STARTED and not args.json:  # which schedule guides this run, if any
                 _print_schedule(event.data.get("schedule"), config.search.reuse_mode())
@@ -189,7 +187,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
     store = Store(workspace)
     config = load_config(workspace)
-    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress, _json_stdout(args.json):
+    with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         record = api.resume(args.run, store, config, on_event=progress, cancel=cancel, executor=args.executor)
     return _finish_run(record, args, store, progress.warnings)
 
@@ -202,14 +200,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                whole_program=True)
     if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
         err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
-    with _json_stdout(args.json):
-        ev = api.evaluate(problem, None, config)
+    ev = api.evaluate(problem, None, config)
     if args.json:
-        print(json.dumps({
+        _print_json({
             "correct": ev.correct, "status": ev.status, "value": ev.value, "unit": ev.unit,
             "backend": problem.backend, "kernel": problem.kernel.name, "message": ev.message,
             "output": ev.log, "feedback": ev.feedback, "receipt": ev.receipt, "spread": ev.spread,
-        }))
+        })
     else:
         render.print_evaluation(out, ev, problem.backend)
         if not ev.correct and ev.log:
@@ -221,7 +218,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = Store(_workspace(args))
     records = store.list_runs()
     if args.json:
-        print(json.dumps([render.run_json(r) for r in records]))
+        _print_json([render.run_json(r) for r in records])
     elif not records:
         out.print(f"no runs yet in {store.path}")
     else:
@@ -249,7 +246,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ]
         data["beams"] = store.beams(record.run_id)
         data["llm_usage"] = store.llm_usage(record.run_id)
-        print(json.dumps(data))
+        _print_json(data)
         return 0
     out.print(render.result_table(record))
     out.print(render.candidates_table(store.candidates(record.run_id)))
@@ -304,7 +301,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
         for r in rows:
             r["ray_nodes"] = counts[r["backend"]]
     if args.json:
-        print(json.dumps(rows))
+        _print_json(rows)
         return 0
     from rich.table import Table
 
@@ -431,6 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "json", False) and argv is None:  # the process is ours: keep its stdout for the result
+        _reserve_stdout()
     start = time.monotonic()
     try:
         return int(args.func(args) or 0)
