@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speedpatch.model import OK
+from speedpatch.model import OK, Evaluation
 from speedpatch.targets.base import EvalContext
 from speedpatch.targets.nki.target import NkiTarget
 
@@ -40,13 +40,19 @@ def reference(a, b):
 '''
 
 
-def test_a_kernel_using_tile_size_constants_compiler_hints_and_shared_constants_runs_isolated(tmp_path: Path):
+def evaluate(problem: str, tmp_path: Path) -> Evaluation:
+    """The problem as its own candidate, through the real nki-emulator backend (kernel process isolated)."""
     target = NkiTarget()
-    (kernel,) = target.find_kernels(PROBLEM)
+    (kernel,) = target.find_kernels(problem)
     ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=PROBLEM)
-    ev = target.backend("nki-emulator").evaluate(PROBLEM, ctx)
+                      baseline_source=problem)
+    ev = target.backend("nki-emulator").evaluate(problem, ctx)
     assert ev.status == OK, ev.message + "\n" + ev.log
+    return ev
+
+
+def test_a_kernel_using_tile_size_constants_compiler_hints_and_shared_constants_runs_isolated(tmp_path: Path):
+    ev = evaluate(PROBLEM, tmp_path)
     assert "separate process" in ev.receipt["isolation"] or "bubblewrap" in ev.receipt["isolation"]
 
 
@@ -73,10 +79,5 @@ def reference(a, b):
 
 
 def test_bf16_inputs_are_declared_by_name_and_checked_at_the_low_precision_tolerance(tmp_path: Path):
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(BF16_PROBLEM)
-    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=BF16_PROBLEM)
-    ev = target.backend("nki-emulator").evaluate(BF16_PROBLEM, ctx)
-    assert ev.status == OK, ev.message + "\n" + ev.log
+    ev = evaluate(BF16_PROBLEM, tmp_path)
     assert ev.receipt["inputs"]["a"][1] == "bfloat16"
