@@ -26,6 +26,10 @@ async def queue_behind_a_slow_run(editor: Editor, root: Path) -> tuple[str, list
         lambda: any(u["runId"] == slow_id and u["status"] == "running" for u in editor.run_updates),
         what="the slow search to start",
     )
+    # the live job says running a moment before the engine stores it so: a kill in between would leave it
+    # stored as queued (load-sensitive); wait for the store
+    store = Store(root)
+    await editor.until(lambda: store.get_run(slow_id).status == "running", what="the store to say running")
     queued = []
     for name in ("a.toy", "b.toy"):
         uri = editor.open(toy_file(root, name))
