@@ -508,12 +508,16 @@ def run_process(
         run_env = dict(os.environ if run_env is None else run_env)
         run_env[RESULT_FD_ENV] = str(res_w)
     try:
-        proc = subprocess.Popen(
-            command, cwd=cwd, env=run_env, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=out_w, stderr=out_w, start_new_session=True,
-            pass_fds=(*pass_fds, *((res_w,) if result_channel else ())),
-            preexec_fn=preexec,  # only where no prlimit exists (macOS); see _with_rlimits
-        )
+        # started and registered under the lock: a cancel (kill_processes) in between would miss it
+        with _running_lock:
+            proc = subprocess.Popen(
+                command, cwd=cwd, env=run_env,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=out_w, stderr=out_w, start_new_session=True,
+                pass_fds=(*pass_fds, *((res_w,) if result_channel else ())),
+                preexec_fn=preexec,  # only where no prlimit exists (macOS); see _with_rlimits
+            )
+            _running.setdefault(scope.owner, set()).add(proc)
     except OSError as exc:
         for fd in (out_r, res_r):
             if fd >= 0:
@@ -528,8 +532,6 @@ def run_process(
         d.start()
     if input_text is not None and proc.stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, input_text.encode()), daemon=True).start()
-    with _running_lock:
-        _running.setdefault(scope.owner, set()).add(proc)
     timed_out = False
     try:
         proc.wait(timeout=timeout)

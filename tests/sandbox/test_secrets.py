@@ -77,8 +77,9 @@ def test_a_candidate_that_prints_its_environment_leaks_the_key_nowhere(tmp_path)
     env["SPEEDPATCH_API_KEY"] = secret
     with FakeOpenAI(lambda request: reply) as server:
         proc = subprocess.run(
+            # K = 2: a repair takes one of the plan's samples, so the failed first sample's output goes back
             cli("optimize", "sum.toy", "--base-url", server.base_url, "--model", "m", "-T", "1", "-B", "1", "-N", "1",
-                "-K", "1", "--json"),
+                "-K", "2", "--json"),
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
         )
         fixes = [r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "fix"]
