@@ -15,12 +15,12 @@ def code_turn(position: int, sample: int, codes: int) -> int:
     return position * max(1, codes) + sample
 
 
-def plan_model(models: list[str], turn: int) -> str:
+def model_at(models: list[str], turn: int) -> str:
+    """The model whose turn `turn` is, round the list."""
     return models[turn % len(models)]
 
 
-def code_model(models: list[str], turn: int) -> str:
-    return models[turn % len(models)]
+plan_model = code_model = model_at  # the same rotation for both roles; the names say which list is meant
 
 
 def ensemble_warnings(plan_models: list[str], code_models: list[str], plans: int, codes: int,

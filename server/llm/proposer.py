@@ -19,7 +19,7 @@ from speedpatch.engine.extract import kernel_code
 from speedpatch.engine.proposer import Code, Plan, Slot
 from speedpatch.errors import LLMError, LLMRequestError
 from speedpatch.llm.client import ChatClient
-from speedpatch.llm.ensemble import code_turn, plan_turn
+from speedpatch.llm.ensemble import code_turn, model_at, plan_turn
 from speedpatch.menu import Menu
 from speedpatch.model import Candidate, Problem
 from speedpatch.redact import redact
@@ -75,7 +75,7 @@ class LLMProposer:
         the whole ensemble is down, and only that interrupts the run."""
         with self._dead_lock:
             for i in range(len(models)):
-                model = models[(turn + i) % len(models)]
+                model = model_at(models, turn + i)
                 if model not in self._dead:
                     return model
             raise LLMError("every model of the ensemble failed: " + "; ".join(self._dead.values()))
