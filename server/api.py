@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import secrets
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from speedpatch import __version__, redact, targets
 from speedpatch.config import Config, config_from_dict
 from speedpatch.engine import boundary
 from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
+from speedpatch.engine.evaluation import EvalTask, evaluate_task
 from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
 from speedpatch.engine.pool import EvaluationPool, default_workers
+from speedpatch.engine.reverify import Reverifier
 from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
@@ -205,7 +207,29 @@ def _session(
         if not config.offline:  # the user did not ask for it: say why no LLM is asked
             emit(ev.Event(ev.WARNING, run_id, {"message": "no LLM configured (llm.models in speedpatch.toml, or "
                                                "--model and --base-url): searching with the offline moves"}))
-    return Session(run_id, problem, config, store, proposer, pool, budget, emit, cancel)
+    session = Session(run_id, problem, config, store, proposer, pool, budget, emit, cancel)
+    session.reverifier = _reverifier(target, backend, problem, config) if config.search.reverify else None
+    return session
+
+
+def _reverifier(target: Target, backend: Backend, problem: Problem, config: Config) -> Reverifier | None:
+    """How the run's winner is re-checked on the backend's independent backend, or None when it names none."""
+    if not backend.reverify_with:
+        return None
+    other = target.backend(backend.reverify_with)
+    settings = config.backend_settings.get(other.name, {})
+    usable = other.availability(settings)
+    if not usable.usable:
+        return Reverifier(other.name, None, usable.reason)
+    checked = replace(problem, backend=other.name)
+
+    def run(source: str) -> Evaluation:
+        task = EvalTask(problem=checked, source=source, settings=settings, timeout=config.search.eval_timeout,
+                        seed=config.search.seed, limits=config.sandbox.limits(),
+                        sandbox_required=config.sandbox.required)
+        return evaluate_task(task, object(), target, other)
+
+    return Reverifier(other.name, run)
 
 
 def new_run_id() -> str:

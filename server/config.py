@@ -33,6 +33,7 @@ class SearchConfig:
     different_fraction: float = 0.1  # share that ask for one different from the menu
     early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
     fix_on_failure: bool = True
+    reverify: bool = True  # re-check the winner on the backend's independent functional backend, if it has one
     fix_within_samples: bool = True  # a repair is one of the plan's K samples (false: an extra one)
     preset: str = ""  # "paper": the paper-era Gemmini hyper-parameters (PRESETS), explicit keys still win
     executor: str = "local"  # where candidates are evaluated: "local" (this machine) or "ray" (the [ray] cluster)

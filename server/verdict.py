@@ -35,6 +35,7 @@ RECEIPT_ORDER = (
     ("params", "configuration"), ("compiler", "compiler"), ("flags", "flags"), ("inputs", "inputs"),
     ("seed", "seed"), ("seeds", "seeds"), ("trials", "trials"), ("warmups", "warm-ups"),
     ("statistic", "statistic"), ("timed_region", "timed region"), ("checks", "checks passed"),
+    ("reverified", "re-verified"),
     ("node", "measured on node"), ("date", "date"),
 )
 

@@ -74,6 +74,9 @@ class Backend(ABC):
     # "simulator" or "compile-only" (a model figure is a claim about hardware, not a measurement of it)
     measured_on: str = "hardware"
     description: str = ""
+    # a backend of the same target that checks correctness independently; the run's winner must also be
+    # correct there before it is reported (server/engine/reverify.py). "" = none.
+    reverify_with: str = ""
 
     @abstractmethod
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

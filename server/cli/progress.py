@@ -56,5 +56,7 @@ class SearchProgress:
             if d.get("speedup"):
                 self.best = f"{d['speedup']:.2f}x"
             self.progress.update(self.task, completed=d["iteration"], status=f"best {self.best}")
+        elif event.kind == ev.REVERIFYING:
+            self.progress.update(self.task, status=f"re-verifying the winner on {d['backend']}")
         elif event.kind == ev.RUN_FINISHED:
             self.progress.update(self.task, status=f"{d['status']}, best {self.best}")

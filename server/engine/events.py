@@ -12,6 +12,7 @@ BASELINE = "baseline"
 ITERATION_STARTED = "iteration_started"
 CANDIDATE = "candidate"
 ITERATION_FINISHED = "iteration_finished"
+REVERIFYING = "reverifying"  # the winner is being re-checked on an independent backend
 RUN_FINISHED = "run_finished"
 WARNING = "warning"
 

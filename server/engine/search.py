@@ -18,11 +18,12 @@ from speedpatch.engine.budget import Budget
 from speedpatch.engine.executors import ExecutorLost
 from speedpatch.engine.pool import EvaluationPool
 from speedpatch.engine.proposer import Code, Plan, Proposer, Slot
+from speedpatch.engine.reverify import Reverifier, reverify
 from speedpatch.engine.schedule import Schedule
 from speedpatch.engine.selection import select_beam
 from speedpatch.errors import LLMError
 from speedpatch.llm.proposer import BudgetExhausted, Cancelled
-from speedpatch.model import REJECTED, Candidate, Evaluation, Problem, source_hash, speedup
+from speedpatch.model import OK, REJECTED, Candidate, Evaluation, Problem, source_hash, speedup
 from speedpatch.store import RunRecord, Store
 from speedpatch.store.records import CANCELLED, FAILED, FINISHED, INTERRUPTED
 
@@ -43,6 +44,7 @@ class Session:
     stop_reason: str = ""  # set when the run must end early (LLM down, budget)
     stop_status: str = ""
     schedule: Schedule | None = None  # a similar run's plans, one step guiding each iteration
+    reverifier: Reverifier | None = None  # the independent backend the winner must also pass (reverify.py)
     counts: dict[str, int] = field(default_factory=lambda: {"evaluated": 0, "correct": 0})
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -248,6 +250,8 @@ def _search(session: Session, iterations: int) -> RunRecord:
 
 def _finish(session: Session, base: Candidate | None, best: Candidate | None, status: str, message: str) -> RunRecord:
     store, run_id = session.store, session.run_id
+    if base is not None and best is not None and best.id != base.id and session.reverifier is not None:
+        best = _reverified(session, base)
     if best is not None:
         store.update_run(run_id, best_id=best.id)
     store.update_run(run_id, status=status, message=message, seconds=session.budget.seconds())
@@ -256,3 +260,20 @@ def _finish(session: Session, base: Candidate | None, best: Candidate | None, st
         "message": message,
     }))
     return store.get_run(run_id)
+
+
+def _reverified(session: Session, base: Candidate) -> Candidate:
+    """The run's winner after re-verification on the independent backend (engine/reverify.py)."""
+    assert session.reverifier is not None
+    ranked = sorted((c for c in session.store.candidates(session.run_id)
+                     if c.id != base.id and c.evaluation is not None and c.evaluation.status == OK
+                     and c.score < base.score), key=lambda c: c.score)
+    if ranked and session.reverifier.run is not None:
+        session.emit(ev.Event(ev.REVERIFYING, session.run_id, {"backend": session.reverifier.backend,
+                                                               "candidate": ranked[0].id}))
+    outcome, changed = reverify(session.reverifier, base, ranked, lambda: session.cancel.is_set())
+    for cand in changed:
+        session.store.save_candidate(cand)
+    for warning in outcome.warnings:
+        session.emit(ev.Event(ev.WARNING, session.run_id, {"message": warning}))
+    return outcome.best or base

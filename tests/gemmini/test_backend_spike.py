@@ -53,3 +53,19 @@ def test_spike_reports_cross_compile_errors(spike, tmp_path: Path) -> None:
     broken = SMALL.replace("tiled_matmul_auto(", "tiled_matmul_auto_typo(")
     ev = spike.evaluate(broken, _ctx(tmp_path))
     assert ev.status == COMPILE_ERROR and "tiled_matmul_auto_typo" in ev.log
+
+
+@pytest.mark.slow
+def test_an_offline_gemmini_winner_is_reverified_on_spike(spike, tmp_path: Path) -> None:
+    from speedpatch import api
+    from speedpatch.config import load_config
+    from speedpatch.store import Store
+
+    path = tmp_path / "matmul.c"
+    path.write_text(SMALL)
+    config = load_config(tmp_path, {"search": {"iterations": 1, "workers": 2}})
+    config.offline = True
+    problem = api.make_problem(str(path), SMALL, "matmul_kernel", config)
+    record = api.optimize(problem, config, Store(tmp_path))
+    assert record.speedup and record.speedup > 1, record.message
+    assert record.best.evaluation.receipt["reverified"] == "correct on gemmini-spike"
