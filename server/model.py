@@ -10,6 +10,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from speedpatch.states import EvalStatus
+
 
 def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -44,20 +46,20 @@ class Kernel(_Record):
     reason: str = ""  # why it cannot be optimized here (e.g. no harness in the file, backend missing)
 
 
-# Evaluation.status values. Only "ok" is a correct, measured candidate.
-OK = "ok"
-INCORRECT = "incorrect"  # ran, but output differs from the reference
-COMPILE_ERROR = "compile_error"
-RUNTIME_ERROR = "runtime_error"  # crash, non-zero exit, model/emulator error
-TIMEOUT = "timeout"
-REJECTED = "rejected"  # static guard: a known cheat, harness touched, kernel missing
-INFRA_ERROR = "infra_error"  # the backend itself failed (tool missing, host unreachable)
-NOT_MEASURED = "not_measured"  # correct but the backend cannot time (compile-only)
+# Evaluation.status values (speedpatch.states.EvalStatus), by the names targets and backends import.
+OK = EvalStatus.OK
+INCORRECT = EvalStatus.INCORRECT
+COMPILE_ERROR = EvalStatus.COMPILE_ERROR
+RUNTIME_ERROR = EvalStatus.RUNTIME_ERROR
+TIMEOUT = EvalStatus.TIMEOUT
+REJECTED = EvalStatus.REJECTED
+INFRA_ERROR = EvalStatus.INFRA_ERROR
+NOT_MEASURED = EvalStatus.NOT_MEASURED
 
 
 @dataclass
 class Evaluation(_Record):
-    status: str
+    status: EvalStatus  # a plain string naming one is taken too (from JSON): it becomes the member
     value: float | None = None  # the metric; lower is better
     unit: str = ""  # "cycles", "ms", "us", ...
     message: str = ""  # one line: what went wrong, or a summary
@@ -67,9 +69,12 @@ class Evaluation(_Record):
     seconds: float = 0.0  # wall time spent evaluating
     spread: float | None = None  # relative half-width of the CI, None for deterministic models
 
+    def __post_init__(self) -> None:
+        self.status = EvalStatus(self.status)  # ValueError for a word that is not a status
+
     @property
     def correct(self) -> bool:
-        return self.status in (OK, NOT_MEASURED)
+        return self.status.correct
 
     @property
     def score(self) -> float:

@@ -6,12 +6,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from speedpatch.model import Candidate, Problem, speedup
+from speedpatch.states import RunStatus
 from speedpatch.verdict import Verdict, verdict
 
-RUNNING, FINISHED, CANCELLED, FAILED, INTERRUPTED = "running", "finished", "cancelled", "failed", "interrupted"
-# waiting for its turn in the process that will drive it (the language server's queue); like RUNNING, it
-# reads as INTERRUPTED once that process is gone
-QUEUED = "queued"
+# RunRecord.status values (speedpatch.states.RunStatus), by the names the engine and the server import
+RUNNING, FINISHED, CANCELLED = RunStatus.RUNNING, RunStatus.FINISHED, RunStatus.CANCELLED
+FAILED, INTERRUPTED, QUEUED = RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.QUEUED
 
 
 @dataclass
@@ -21,7 +21,7 @@ class RunRecord:
     kernel: str
     target: str
     backend: str
-    status: str
+    status: RunStatus
     message: str
     iteration: int
     iterations: int

@@ -18,7 +18,8 @@ from typing import Any
 from speedpatch.errors import NotFoundError
 from speedpatch.model import Candidate, Evaluation, Problem
 from speedpatch.redact import known_secrets, redact, redact_data
-from speedpatch.store.records import INTERRUPTED, QUEUED, RUNNING, RunRecord
+from speedpatch.states import EvalStatus, RunStatus
+from speedpatch.store.records import RunRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -135,14 +136,15 @@ class Store:
     def create_run(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any]) -> None:
         """Record a run this process starts driving now. A placeholder that this process queued under the
         same id (queue_run) becomes the run; any other run with that id is an error."""
-        self._insert(run_id, problem, iterations, config, RUNNING)
+        self._insert(run_id, problem, iterations, config, RunStatus.RUNNING)
 
     def queue_run(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any]) -> None:
         """Record a run that waits for its turn in this process, so that it is not lost if the process
         stops before it starts: it then reads as interrupted and resumes from the start."""
-        self._insert(run_id, problem, iterations, config, QUEUED)
+        self._insert(run_id, problem, iterations, config, RunStatus.QUEUED)
 
-    def _insert(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any], status: str) -> None:
+    def _insert(self, run_id: str, problem: Problem, iterations: int, config: dict[str, Any],
+                status: RunStatus) -> None:
         stamp = now()
         with self._tx() as db:
             written = db.execute(
@@ -156,7 +158,7 @@ class Store:
                 (
                     run_id, stamp, stamp, problem.path, problem.kernel.name, problem.target, problem.backend,
                     status, iterations, json.dumps(redact_data(problem.to_dict())), json.dumps(redact_data(config)),
-                    os.getpid(), os.uname().nodename, QUEUED,
+                    os.getpid(), os.uname().nodename, RunStatus.QUEUED,
                 ),
             ).rowcount
             if written != 1:  # the id is taken by a run that is not our own queued placeholder
@@ -167,7 +169,7 @@ class Store:
         with self._tx() as db:
             db.execute(
                 "UPDATE runs SET status=?, message='', pid=?, host=?, updated=? WHERE id=?",
-                (RUNNING, os.getpid(), os.uname().nodename, now(), run_id),
+                (RunStatus.RUNNING, os.getpid(), os.uname().nodename, now(), run_id),
             )
 
     def update_run(self, run_id: str, **fields: Any) -> None:
@@ -184,17 +186,17 @@ class Store:
         with self._tx() as db:
             db.execute(f"UPDATE runs SET {cols} WHERE id=?", (*fields.values(), run_id))
 
-    def set_status(self, run_id: str, status: str, message: str = "") -> None:
+    def set_status(self, run_id: str, status: RunStatus, message: str = "") -> None:
         self.update_run(run_id, status=status, message=message)
 
     def _record(self, row: sqlite3.Row) -> RunRecord:
         run_id = row["id"]
-        status = row["status"]
+        status = RunStatus(row["status"])
         message = row["message"]
-        if status in (RUNNING, QUEUED) and not _pid_alive(row["pid"], row["host"]):
-            if status == QUEUED:
+        if status.live and not _pid_alive(row["pid"], row["host"]):
+            if status == RunStatus.QUEUED:
                 message = f"queued when the server stopped; resume it to run: speedpatch resume {run_id}"
-            status = INTERRUPTED
+            status = RunStatus.INTERRUPTED
         baseline = self.get_candidate(run_id, row["baseline_id"]) if row["baseline_id"] else None
         best = self.get_candidate(run_id, row["best_id"]) if row["best_id"] else None
         db = self._conn()
@@ -203,12 +205,13 @@ class Store:
             " FROM llm_calls WHERE run_id=?",
             (run_id,),
         ).fetchone()
+        correct = [s.value for s in EvalStatus if s.correct]
         evals = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(status IN ('ok','not_measured')),0) FROM candidates"
+            f"SELECT COUNT(*), COALESCE(SUM(status IN ({','.join('?' * len(correct))})),0) FROM candidates"
             " WHERE run_id=? AND status IS NOT NULL",
-            (run_id,),
+            (*correct, run_id),
         ).fetchone()
-        if status == INTERRUPTED and not message:
+        if status == RunStatus.INTERRUPTED and not message:
             message = f"interrupted (its process is gone); continue it with: speedpatch resume {run_id}"
         return RunRecord(
             run_id=run_id,
