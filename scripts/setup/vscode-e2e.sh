@@ -48,7 +48,8 @@ if [ "$(installed code-server)" != "$CODE_SERVER_VERSION" ] || [ "$(installed pl
   # code-server's native modules compile against Node 24's headers shipped in the npm package. Its postinstall
   # runs `npm install` for VS Code's own dependencies (native modules with install scripts); npm 11.19+ skips
   # dependency install scripts unless allowed, so they are allowed for this pinned install only.
-  npm_config_nodedir="$NODE_DIR" npm_config_dangerously_allow_all_scripts=true npm install --silent --no-audit --no-fund --prefix "$CS_DIR" \
+  # node-gyp compiles with one job unless told otherwise: JOBS=max uses every core for the native modules.
+  JOBS=max npm_config_jobs=max npm_config_nodedir="$NODE_DIR" npm_config_dangerously_allow_all_scripts=true npm install --silent --no-audit --no-fund --prefix "$CS_DIR" \
     "code-server@$CODE_SERVER_VERSION" "playwright-core@$PLAYWRIGHT_VERSION" >/dev/null
   # Marks a complete install (postinstall included), so an interrupted one is redone next time.
   touch "$CS_DIR/node_modules/code-server/.speedpatch-ok" "$CS_DIR/node_modules/playwright-core/.speedpatch-ok"
