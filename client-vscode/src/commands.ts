@@ -121,7 +121,8 @@ export class Commands {
     const result = await this.server.executeCommand<{ applied: boolean; message: string }>('speedpatch.apply', [{ runId }]);
     this.log.info(`apply ${runId}: ${result.applied ? 'applied' : 'not applied'} ${result.message}`);
     if (result.applied) {
-      void vscode.window.showInformationMessage(`speedpatch: ${result.message || 'rewrite applied'} — save the file to re-verify it.`);
+      // the server's message already says what to do next ("...; save to accept and re-verify it")
+      void vscode.window.showInformationMessage(`speedpatch: ${result.message || 'rewrite applied; save to re-verify it'}`);
     }
     // A refusal (e.g. stale kernel) is already shown by the server through window/showMessage.
   }

@@ -201,9 +201,21 @@ async function scenarioOptimize(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'diff.png') });
   step('click Accept in the diff editor title');
   await accept.click();
-  // Back to the file's own editor (the diff editor shows no code lenses), where the edit is now unsaved.
-  await openFile(page, FILE);
-  await waitForText(page, '.codelens-decoration', /save to re-verify/, 30000, 'the applied (unsaved) lens');
+  // Accept closes the diff and applies; the server then shows the file, focused (window/showDocument). The
+  // lens follows the edit (its didChange makes the server send workspace/codeLens/refresh), but VS Code drops
+  // a pending lens request when the editor loses focus: so nothing is clicked here (clicking the Explorer to
+  // reopen the file lost that race under load), only the events are waited on, each in turn.
+  const confirmed = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /applied \w+ rewrite; save to accept and re-verify it/,
+    STARTUP_TIMEOUT, 'the apply confirmation', /not applied|refused the edit/,
+  );
+  step(`apply confirmed: ${confirmed}`);
+  await page.locator('.tab.active', { hasText: new RegExp(`^${escapeRegExp(FILE)}$`) }).first().waitFor({ timeout: STARTUP_TIMEOUT });
+  await page.locator('.editor-instance .monaco-editor.focused').first().waitFor({ timeout: STARTUP_TIMEOUT });
+  const applied = await waitForText(page, '.codelens-decoration', /save to re-verify/, STARTUP_TIMEOUT, 'the applied (unsaved) lens');
+  step(`lens after Accept: ${applied}`);
+  const unsaved = await texts(page, '.codelens-decoration');
+  if (!unsaved.some((t) => /Show diff/.test(t))) throw new Error(`an unsaved applied rewrite should still offer "Show diff": ${unsaved}`);
   step('save (Ctrl+S)');
   await page.keyboard.press('Control+S');
   const verified = await waitForText(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from .lenses import APPLY, CANCEL, OPTIMIZE, RESUME, SHOW_DIFF
 from .positions import minimal_edit
 from .reports import candidate_payload
 from .session import OPEN_DIFF, Session
+
+log = logging.getLogger(__name__)
 
 RUNS = "speedpatch.runs"
 ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME, RUNS, CONFIGURE_GPU]
@@ -155,7 +158,23 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
         return _refuse(
             session, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}"
         )
+    await _bring_forward(server, uri)
     return {"applied": True, "message": f"applied {record.kernel} rewrite; save to accept and re-verify it"}
+
+
+async def _bring_forward(server: LanguageServer, uri: str) -> None:
+    """Show the edited file, focused, wherever Apply was clicked (a notification, the Runs view, a diff).
+
+    The user's next step is to save it; and VS Code drops a pending code-lens request when its editor
+    loses focus (asking again only when it regains it), so the lens refresh that follows the edit's
+    didChange is only honoured by an editor that has, or gets, the focus."""
+    caps = server.client_capabilities.window if server.client_capabilities else None
+    if not (caps and caps.show_document and caps.show_document.support):
+        return
+    try:
+        await server.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+    except Exception as exc:  # the edit is applied either way; showing it is a courtesy
+        log.info("could not show %s after applying: %s", uri, exc)
 
 
 def _refuse(session: Session, message: str) -> dict[str, Any]:

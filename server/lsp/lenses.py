@@ -115,7 +115,7 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     if view.freshness == STALE:
         return [_lens(line, f"speedpatch: last result is stale ({view.stale_reason})"), optimize]
     if view.freshness == APPLIED:
-        if view.verification is not None:  # applied and saved: the diff is history, in the run's report
+        if view.saved or view.verification is not None:  # the file holds the winner: the diff is history
             return [_applied_lens(view, line), optimize]
         return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [run]), optimize]
     if view.freshness == FRESH and view.has_winner:

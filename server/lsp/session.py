@@ -259,7 +259,17 @@ class Session:
         view.freshness, view.stale_reason = state, why
         if state == APPLIED:
             view.verification = verification_for(folder.verifications.get(record.run_id), kernel)
+            view.saved = self._disk_holds(path, kernel)
         return view
+
+    def _disk_holds(self, path: str, kernel: Kernel) -> bool:
+        """Whether the file on disk has this kernel text (an applied rewrite that was saved)."""
+        try:
+            disk = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        on_disk = kernel_named(self.detector.detect(f"speedpatch-disk:{path}", path, disk).kernels, kernel.name)
+        return on_disk is not None and on_disk.text.rstrip() == kernel.text.rstrip()
 
     def winner_text(self, record: RunRecord) -> str | None:
         """The winning candidate's kernel text (what the document holds once the rewrite is applied)."""
@@ -561,7 +571,7 @@ def _lens_state(views: list[KernelView], detection: Detection) -> tuple:
     """What the lenses of a document depend on, besides live jobs (those refresh on their own events)."""
     return (detection.syntax, tuple(
         (v.kernel.name, v.runnable, v.freshness, v.record.run_id if v.record else None,
-         v.verification.state if v.verification else None)
+         v.verification.state if v.verification else None, v.saved)
         for v in views
     ))
 

@@ -27,6 +27,7 @@ class KernelView:
     freshness: str = NONE
     stale_reason: str = ""
     verification: Verification | None = None  # for the applied winner, when it matches this text
+    saved: bool = False  # the file on disk holds the kernel as the document does (applied and saved)
 
     @property
     def has_winner(self) -> bool:

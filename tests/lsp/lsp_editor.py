@@ -55,6 +55,8 @@ class Editor:
         self.message_requests: list[types.ShowMessageRequestParams] = []
         self.answer: str | None = None  # the button the "user" presses on window/showMessageRequest
         self.lens_refreshes = 0
+        # what the editor sent and was asked, in order: ("change", uri, version) and ("lens-refresh",)
+        self.timeline: list[tuple[Any, ...]] = []
         self.hint_refreshes = 0
         self.stderr = b""
         self.capabilities: types.ServerCapabilities | None = None
@@ -98,6 +100,7 @@ class Editor:
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
             )
         )
+        self.timeline.append(("change", uri, self.versions[uri]))
 
     def save(self, uri: str) -> None:
         _path(uri).write_text(self.texts[uri])
@@ -196,6 +199,7 @@ def _install_handlers(editor: Editor) -> None:
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def lens_refresh(params: Any) -> None:
         editor.lens_refreshes += 1
+        editor.timeline.append(("lens-refresh",))
 
     @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def hint_refresh(params: Any) -> None:
