@@ -24,7 +24,6 @@ from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import load_menu
 from speedpatch.model import Evaluation, Kernel, Problem
 from speedpatch.store import RunRecord, Store
-from speedpatch.store.records import FAILED, FINISHED, QUEUED, RUNNING
 from speedpatch.targets import sandbox
 from speedpatch.targets.base import Backend, Target
 
@@ -271,9 +270,9 @@ def resume(
     """Continue a stored run: the same search is replayed, stored LLM replies and evaluations are reused,
     and only what is missing is asked or evaluated."""
     record = store.get_run(run_id)
-    if record.status in (RUNNING, QUEUED):  # a live process drives it, or will when its turn comes
+    if record.status.live:  # a live process drives it, or will when its turn comes
         raise UserError(f"run {record.run_id} is still {record.status} in another process")
-    if record.status in (FINISHED, FAILED):  # replaying it would only repeat what is stored
+    if record.status.ended:  # replaying it would only repeat what is stored
         raise UserError(f"run {record.run_id} already {record.status} ({record.message or record.verdict.text}); "
                         "nothing to resume: start a new search instead")
     stored = config_from_dict(record.config)

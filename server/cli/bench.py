@@ -14,9 +14,11 @@ from speedpatch import api, targets
 from speedpatch.cli.render import fmt_value
 from speedpatch.config import load_config
 from speedpatch.errors import UserError
+from speedpatch.states import RunStatus
 from speedpatch.store import Store
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ERROR = "error"  # a row's status when its example could not be searched at all (else the run's RunStatus)
 
 
 def _examples(args: argparse.Namespace) -> list[Path]:
@@ -65,7 +67,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "evaluations": sum(1 for c in store.candidates(record.run_id) if c.evaluation is not None),
                 })
             except UserError as exc:
-                row.update({"status": "error", "message": str(exc)})
+                row.update({"status": ERROR, "message": str(exc)})
             row["seconds"] = round(time.monotonic() - started, 1)
             if row.get("evaluations"):  # candidates evaluated (baseline included) per minute of search
                 row["evals_per_min"] = round(60.0 * row["evaluations"] / max(row["seconds"], 0.1), 1)
@@ -88,7 +90,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
             r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
         )
     out.print(table)
-    return 0 if all(r.get("status") == "finished" for r in rows) else 1
+    return 0 if all(r.get("status") == RunStatus.FINISHED for r in rows) else 1
 
 
 # ----------------------------------------------------------------------------------- --paper (Gemmini)
@@ -170,7 +172,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
                     "message": record.message.splitlines()[0] if record.message else "",
                 })
             except UserError as exc:
-                row.update({"status": "error", "message": str(exc)})
+                row.update({"status": ERROR, "message": str(exc)})
         row["seconds"] = round(time.monotonic() - started, 1)
         rows.append(row)
         if not args.json:
@@ -197,4 +199,4 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
                       ratio(r.get("vs_library")), ratio(r.get("vs_start")), pct(r.get("roof_util")),
                       str(r.get("status", "")) + (f": {r['message']}" if r.get("message") else ""))
     out.print(table)
-    return 0 if all(r.get("status") == "finished" for r in rows) else 1
+    return 0 if all(r.get("status") == RunStatus.FINISHED for r in rows) else 1

@@ -21,8 +21,8 @@ from speedpatch.cli.progress import SearchProgress
 from speedpatch.config import EXECUTORS, Config, load_config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
+from speedpatch.states import RunStatus
 from speedpatch.store import RunRecord, Store
-from speedpatch.store.records import CANCELLED, FAILED, INTERRUPTED
 from speedpatch.targets import sandbox
 
 out = Console(highlight=False)
@@ -133,6 +133,10 @@ def _print_json(data: Any) -> None:
     _json_out.flush()
 
 
+# how a search's end reads to a shell: 1 failed (also printed), 3 interrupted (resumable), 130 cancelled (as Ctrl-C)
+EXIT_CODES = {RunStatus.FAILED: 1, RunStatus.INTERRUPTED: 3, RunStatus.CANCELLED: 130}
+
+
 def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warnings: list[str] | None = None) -> int:
     if args.json:
         _print_json({**render.run_json(record), "schedule": record.config.get("schedule"),
@@ -143,19 +147,14 @@ def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warni
             out.print(f"\n[bold]winner[/bold] {record.best.id}: {' '.join(record.best.plan.split())}")
             _print_plain(render.unified_diff(record.problem.source, record.best.source, record.path))
             out.print(f"apply it with: speedpatch apply {record.run_id}")
-        elif record.status not in (FAILED,):
+        elif record.status != RunStatus.FAILED:
             out.print("no candidate beat the original")
-    if record.status == FAILED:
+    if record.status == RunStatus.FAILED:
         if not args.json:
             err.print(f"[red]error:[/red] {record.message}", markup=True)
         else:
             err.print(record.message, markup=False)
-        return 1
-    if record.status == INTERRUPTED:
-        return 3
-    if record.status == CANCELLED:
-        return 130
-    return 0
+    return EXIT_CODES.get(record.status, 0)
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -226,16 +225,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _get_run(store: Store, run_id: str) -> RunRecord:
-    try:
-        return store.get_run(run_id)
-    except KeyError as exc:
-        raise UserError(str(exc.args[0])) from exc
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     store = Store(_workspace(args))
-    record = _get_run(store, args.run)
+    record = store.get_run(args.run)  # NotFoundError: a UserError
     if args.json:
         data = render.run_json(record)
         data["candidates"] = [
@@ -269,7 +261,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     store = Store(_workspace(args))
-    record = _get_run(store, args.run)
+    record = store.get_run(args.run)  # NotFoundError: a UserError
     path = Path(record.path)
     current = _read_source(str(path))
     new_text = api.apply_text(record, current)

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from speedpatch.model import Problem
+from speedpatch.states import RunStatus
 from speedpatch.store import Store
-from speedpatch.store.records import CANCELLED, FINISHED
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
@@ -120,7 +120,7 @@ def find_schedule(store: Store, problem: Problem, min_similarity: float = MIN_SI
     for record in store.list_runs():
         if record.run_id in (exclude or set()) or record.target != problem.target:
             continue
-        if record.status not in (FINISHED, CANCELLED) or not record.best or not record.speedup or record.speedup <= 1.0:
+        if record.status not in (RunStatus.FINISHED, RunStatus.CANCELLED) or not record.best or not record.speedup or record.speedup <= 1.0:
             continue
         if same_problem(record.problem, problem):
             continue

@@ -23,9 +23,9 @@ from speedpatch.engine.schedule import Schedule
 from speedpatch.engine.selection import select_beam
 from speedpatch.errors import LLMError
 from speedpatch.llm.proposer import BudgetExhausted, Cancelled
-from speedpatch.model import OK, REJECTED, Candidate, Evaluation, Problem, source_hash, speedup
+from speedpatch.model import Candidate, Evaluation, Problem, source_hash, speedup
+from speedpatch.states import EvalStatus, RunStatus
 from speedpatch.store import RunRecord, Store
-from speedpatch.store.records import CANCELLED, FAILED, FINISHED, INTERRUPTED
 
 BASELINE_ID = "base"
 
@@ -42,7 +42,7 @@ class Session:
     emit: ev.EventSink
     cancel: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""  # set when the run must end early (LLM down, budget)
-    stop_status: str = ""
+    stop_status: RunStatus = RunStatus.FINISHED  # how it ends once stop_reason is set
     schedule: Schedule | None = None  # a similar run's plans, one step guiding each iteration
     reverifier: Reverifier | None = None  # the independent backend the winner must also pass (reverify.py)
     counts: dict[str, int] = field(default_factory=lambda: {"evaluated": 0, "correct": 0})
@@ -51,7 +51,7 @@ class Session:
     def stopping(self) -> bool:
         return self.cancel.is_set() or bool(self.stop_reason)
 
-    def stop(self, status: str, reason: str) -> None:
+    def stop(self, status: RunStatus, reason: str) -> None:
         with self.lock:
             if not self.stop_reason:
                 self.stop_status, self.stop_reason = status, reason
@@ -66,7 +66,7 @@ def _await(session: Session, fut: Future[Evaluation]) -> Evaluation | None:
             try:
                 return fut.result()
             except ExecutorLost as exc:
-                session.stop(INTERRUPTED, f"{exc}. The run is stored; continue it with: speedpatch resume "
+                session.stop(RunStatus.INTERRUPTED, f"{exc}. The run is stored; continue it with: speedpatch resume "
                                           f"{session.run_id}")
                 return None
             except CancelledError:
@@ -81,7 +81,7 @@ def _evaluate(session: Session, cand: Candidate) -> Candidate | None:
     future = pool.known(cand.source)  # a reused evaluation costs no budget
     if future is None:
         if not session.budget.take_evaluation():
-            session.stop(FINISHED, session.budget.exhausted)
+            session.stop(RunStatus.FINISHED, session.budget.exhausted)
             return None
         future = pool.submit(cand.source)
     result = _await(session, future)
@@ -104,7 +104,7 @@ def _child(session: Session, slot: Slot, plan: Plan, code: Code, cid: str, fixed
         source=source, source_hash=source_hash(source), model=code.model, fixed=fixed,
     )
     if code.source is None:
-        cand.evaluation = Evaluation(status=REJECTED, message=f"no code: {code.error}")
+        cand.evaluation = Evaluation(status=EvalStatus.REJECTED, message=f"no code: {code.error}")
         session.store.save_candidate(cand)
     return cand
 
@@ -145,10 +145,10 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
     except Cancelled:
         pass
     except BudgetExhausted as exc:
-        session.stop(FINISHED, str(exc))
+        session.stop(RunStatus.FINISHED, str(exc))
     except LLMError as exc:
         session.stop(
-            INTERRUPTED, f"LLM failed: {exc}. The run is stored; continue it with: speedpatch resume {session.run_id}"
+            RunStatus.INTERRUPTED, f"LLM failed: {exc}. The run is stored; continue it with: speedpatch resume {session.run_id}"
         )
     return children
 
@@ -165,8 +165,8 @@ def run_search(session: Session, iterations: int) -> RunRecord:
     try:
         return _search(session, iterations)
     except Exception as exc:  # record the failure; the caller still gets a RunRecord
-        store.set_status(run_id, FAILED, f"internal error: {exc}")
-        session.emit(ev.Event(ev.RUN_FINISHED, run_id, {"status": FAILED, "speedup": None, "best": None,
+        store.set_status(run_id, RunStatus.FAILED, f"internal error: {exc}")
+        session.emit(ev.Event(ev.RUN_FINISHED, run_id, {"status": RunStatus.FAILED, "speedup": None, "best": None,
                                                         "message": f"internal error: {exc}"}))
         raise
     finally:
@@ -184,7 +184,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
     if result is None and session.stop_reason:
         return _finish(session, None, None, session.stop_status, session.stop_reason)
     if result is None:
-        return _finish(session, None, None, CANCELLED, "cancelled before the baseline was measured")
+        return _finish(session, None, None, RunStatus.CANCELLED, "cancelled before the baseline was measured")
     base.evaluation = result
     store.save_candidate(base)
     store.update_run(run_id, baseline_id=BASELINE_ID)
@@ -193,9 +193,9 @@ def _search(session: Session, iterations: int) -> RunRecord:
         why = f"initial code is incorrect ({result.status}): {result.message}"
         if result.log:
             why += "\n" + result.log
-        return _finish(session, base, None, FAILED, why)
-    if result.status != "ok":
-        return _finish(session, base, None, FAILED, f"the baseline could not be measured: {result.message}")
+        return _finish(session, base, None, RunStatus.FAILED, why)
+    if result.status != EvalStatus.OK:
+        return _finish(session, base, None, RunStatus.FAILED, f"the baseline could not be measured: {result.message}")
     store.update_run(run_id, best_id=BASELINE_ID)
     beam, best, stale = [base], base, 0
     store.save_beam(run_id, 0, [base.id], base.id)
@@ -210,7 +210,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
             counts = [session.proposer.slots(parent, cfg.plans) for parent in beam]
             if not any(counts):  # nothing left to propose (offline moves exhausted): say so, spend nothing
                 why = getattr(session.proposer, "exhausted_message", None)
-                session.stop(FINISHED, why(len(beam)) if why else "no plans left to propose")
+                session.stop(RunStatus.FINISHED, why(len(beam)) if why else "no plans left to propose")
                 break
             store.update_run(run_id, iteration=it, seconds=session.budget.seconds())
             session.emit(ev.Event(ev.ITERATION_STARTED, run_id, {"iteration": it, "iterations": iterations}))
@@ -240,15 +240,16 @@ def _search(session: Session, iterations: int) -> RunRecord:
                 "iteration": it, "beam": [c.id for c in beam], "best": best.to_dict(), "speedup": speedup(base, best),
             }))
             if cfg.early_stop and stale >= cfg.early_stop and not session.stopping():
-                session.stop(FINISHED, f"stopped early: no improvement in {stale} iterations")
+                session.stop(RunStatus.FINISHED, f"stopped early: no improvement in {stale} iterations")
     if session.cancel.is_set():
-        return _finish(session, base, best, CANCELLED, "cancelled; the best candidate so far is kept")
+        return _finish(session, base, best, RunStatus.CANCELLED, "cancelled; the best candidate so far is kept")
     if session.stop_reason:
         return _finish(session, base, best, session.stop_status, session.stop_reason)
-    return _finish(session, base, best, FINISHED, "")
+    return _finish(session, base, best, RunStatus.FINISHED, "")
 
 
-def _finish(session: Session, base: Candidate | None, best: Candidate | None, status: str, message: str) -> RunRecord:
+def _finish(session: Session, base: Candidate | None, best: Candidate | None, status: RunStatus,
+            message: str) -> RunRecord:
     store, run_id = session.store, session.run_id
     if base is not None and best is not None and best.id != base.id and session.reverifier is not None:
         best = _reverified(session, base)
@@ -266,7 +267,7 @@ def _reverified(session: Session, base: Candidate) -> Candidate:
     """The run's winner after re-verification on the independent backend (engine/reverify.py)."""
     assert session.reverifier is not None
     ranked = sorted((c for c in session.store.candidates(session.run_id)
-                     if c.id != base.id and c.evaluation is not None and c.evaluation.status == OK
+                     if c.id != base.id and c.evaluation is not None and c.evaluation.status == EvalStatus.OK
                      and c.score < base.score), key=lambda c: c.score)
     if ranked and session.reverifier.run is not None:
         session.emit(ev.Event(ev.REVERIFYING, session.run_id, {"backend": session.reverifier.backend,
