@@ -136,7 +136,15 @@ def tolerance(dtype: Any) -> float:
     return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
 
 
-def main() -> int:
+class Stop(Exception):
+    """Ends the run with one result line: raised by a step that has the verdict, emitted once by main."""
+
+    def __init__(self, status: str, message: str, code: int) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problem", required=True)
     ap.add_argument("--candidate", required=True)
@@ -146,19 +154,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--result", default="")
     ap.add_argument("--nonce", default="")
-    args = ap.parse_args()
-    if args.result:
-        RESULT_FILE.append(args.result)
-    if args.nonce == "stdin":
-        NONCE.append(sys.stdin.readline().strip())
+    return ap.parse_args(argv)
+
+
+def import_torch() -> Any:
+    """torch, with a CUDA device it can see."""
     try:
         import torch
     except ImportError as exc:
-        emit("no_device", f"torch is not importable on this host: {exc}")
-        return 3
+        raise Stop("no_device", f"torch is not importable on this host: {exc}", 3) from exc
     if not torch.cuda.is_available():
-        emit("no_device", "no CUDA device visible to torch")
-        return 3
+        raise Stop("no_device", "no CUDA device visible to torch", 3)
+    return torch
+
+
+def load_files(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The problem and candidate modules (their load_inline extensions compile here)."""
     try:
         # Separate extension build folders: baseline and candidate often give load_inline the same name,
         # and must never end up sharing one compiled extension.
@@ -167,81 +178,108 @@ def main() -> int:
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.abspath("torch_ext_candidate")
         candidate = load(args.candidate, "sp_candidate")
     except Exception as exc:  # compile errors of load_inline land here
-        emit("runtime_error", f"loading the problem or candidate failed: {type(exc).__name__}: {exc}")
-        return 4
+        raise Stop("runtime_error", f"loading the problem or candidate failed: {type(exc).__name__}: {exc}", 4) from exc
     for module, what in ((problem, "problem"), (candidate, "candidate")):
         if not hasattr(module, "ModelNew"):
-            emit("runtime_error", f"the {what} file defines no ModelNew")
-            return 4
-    device = torch.device("cuda")
+            raise Stop("runtime_error", f"the {what} file defines no ModelNew", 4)
+    return problem, candidate
+
+
+def build_models(torch: Any, problem: Any, candidate: Any, seed: int, device: Any) -> dict[str, Any]:
+    """The reference Model, the baseline's and the candidate's ModelNew, all with the same weights."""
 
     def build(cls: Any) -> Any:
-        torch.manual_seed(args.seed)  # same weights for every model, as KernelBench does
+        torch.manual_seed(seed)  # same weights for every model, as KernelBench does
         return cls(*problem.get_init_inputs()).to(device).eval()
 
     try:
-        models = {"reference": build(problem.Model), "baseline": build(problem.ModelNew),
-                  "candidate": build(candidate.ModelNew)}
+        return {"reference": build(problem.Model), "baseline": build(problem.ModelNew),
+                "candidate": build(candidate.ModelNew)}
     except Exception as exc:
-        emit("runtime_error", f"constructing the models failed: {type(exc).__name__}: {exc}")
-        return 4
+        raise Stop("runtime_error", f"constructing the models failed: {type(exc).__name__}: {exc}", 4) from exc
 
+
+def input_sets(torch: Any, problem: Any, args: argparse.Namespace, device: Any) -> list[list[Any]]:
+    """One set of inputs per seed (args.seed, args.seed + 1, ...), on the device."""
     sets = []
     for s in range(args.seeds):
         torch.manual_seed(args.seed + s)
         sets.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()])
+    return sets
 
-    def run(name: str, inputs: list[Any]) -> Any:
-        with torch.no_grad():
-            fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            return models[name](*fresh)
 
-    def check(got: Any, want: Any) -> str:
-        if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-            return f"output shape {getattr(got, 'shape', type(got))} != reference {tuple(want.shape)}"
-        tol = tolerance(want.dtype)
-        g, w = got.float(), want.float()
-        bad = ~torch.isclose(g, w, rtol=tol, atol=tol) | ~torch.isfinite(g)
-        count = int(bad.sum())
-        return f"{count} of {w.numel()} outputs differ (max abs err {float((g - w).abs().max()):.3g})" if count else ""
+def call(torch: Any, model: Any, inputs: list[Any]) -> Any:
+    """One call of `model` on fresh copies of `inputs` (a model that writes its inputs affects no other)."""
+    with torch.no_grad():
+        fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        return model(*fresh)
 
-    # What the candidate runs, not how it spells it: its extension's linked symbols and the torch ops it
-    # dispatches (a reference op called from Python or from C++ inside the extension is seen either way).
+
+def mismatch(torch: Any, got: Any, want: Any) -> str:
+    """Why `got` is not the reference output `want` within the tolerance of its dtype; "" when it is."""
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return f"output shape {getattr(got, 'shape', type(got))} != reference {tuple(want.shape)}"
+    tol = tolerance(want.dtype)
+    g, w = got.float(), want.float()
+    bad = ~torch.isclose(g, w, rtol=tol, atol=tol) | ~torch.isfinite(g)
+    count = int(bad.sum())
+    return f"{count} of {w.numel()} outputs differ (max abs err {float((g - w).abs().max()):.3g})" if count else ""
+
+
+def incorrect(name: str, why: str) -> Stop:
+    return Stop("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} {why}", 1)
+
+
+def reject_foreign_work(candidate_model: Any, inputs: list[Any]) -> None:
+    """What the candidate runs, not how it spells it: its extension's linked symbols and the torch ops it
+    dispatches (a reference op called from Python or from C++ inside the extension is seen either way)."""
     foreign = extension_symbols(os.path.abspath("torch_ext_candidate"))
     if foreign:
-        emit("rejected", "the candidate's compiled extension calls " + ", ".join(foreign[:8]) +
-             ": reference libraries, streams/events, threads, dynamic loading and I/O are not a kernel")
-        return 1
-    ops = foreign_ops(models["candidate"], sets[0])
+        raise Stop("rejected", "the candidate's compiled extension calls " + ", ".join(foreign[:8]) +
+                   ": reference libraries, streams/events, threads, dynamic loading and I/O are not a kernel", 1)
+    ops = foreign_ops(candidate_model, inputs)
     if ops:
-        emit("rejected", "ModelNew runs PyTorch ops instead of computing them in its own kernels: " + ", ".join(ops[:8]))
-        return 1
+        raise Stop("rejected", "ModelNew runs PyTorch ops instead of computing them in its own kernels: "
+                   + ", ".join(ops[:8]), 1)
+
+
+def reference_outputs(torch: Any, models: dict[str, Any], sets: list[list[Any]], seed: int) -> list[Any]:
+    """The reference output of every input set, after baseline and candidate are checked against it."""
     wants = []
     try:
         for s, inputs in enumerate(sets):
             # Both sides run before the reference computes this seed's answer: while the candidate runs on
             # a seed for the first time, the gold output does not exist yet.
-            outs = {name: run(name, inputs) for name in ("baseline", "candidate")}
-            want = run("reference", inputs)
+            outs = {name: call(torch, models[name], inputs) for name in ("baseline", "candidate")}
+            want = call(torch, models["reference"], inputs)
             tol = tolerance(want.dtype)
             flat = want.float().flatten()
             for c in (0.0, float(flat.mean()), float((flat.max() + flat.min()) / 2)):
                 if bool(torch.all((flat - c).abs() <= tol + tol * flat.abs())):
-                    emit("bad_problem", f"the reference output for seed {args.seed + s} is matched by the constant {c:.4g}")
-                    return 2
+                    raise Stop("bad_problem", f"the reference output for seed {seed + s} is matched by the "
+                               f"constant {c:.4g}", 2)
             wants.append(want)
             for name in ("baseline", "candidate"):
-                why = check(outs[name], want)
+                why = mismatch(torch, outs[name], want)
                 if why:
-                    emit("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} on seed {args.seed + s}: {why}")
-                    return 1
+                    raise incorrect(name, f"on seed {seed + s}: {why}")
+    except Stop:
+        raise
     except Exception as exc:
-        emit("runtime_error", f"running failed: {type(exc).__name__}: {exc}")
-        return 4
+        raise Stop("runtime_error", f"running failed: {type(exc).__name__}: {exc}", 4) from exc
+    return wants
 
-    props = torch.cuda.get_device_properties(device)
+
+def l2_flush_buffer(torch: Any, props: Any, device: Any) -> tuple[Any, int]:
+    """A buffer 1.5x the device's L2 (64 MiB at least), and the L2 size it was sized for."""
     l2 = int(getattr(props, "L2_cache_size", 0) or 64 << 20)
-    flush = torch.empty(max(l2 * 3 // 2, 64 << 20) // 4, dtype=torch.int32, device=device)
+    return torch.empty(max(l2 * 3 // 2, 64 << 20) // 4, dtype=torch.int32, device=device), l2
+
+
+def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush: Any,
+                args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """CUDA-event milliseconds of every trial per model, and each model's last output with its input set.
+    Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed before each."""
     times: dict[str, list[float]] = {"reference": [], "baseline": [], "candidate": []}
     last: dict[str, Any] = {}
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -249,7 +287,7 @@ def main() -> int:
     try:
         for i in range(args.warmup):
             for name in order:
-                run(name, sets[i % len(sets)])
+                call(torch, models[name], sets[i % len(sets)])
         torch.cuda.synchronize()
         for i in range(args.trials):
             set_index = (i + 1) % len(sets)
@@ -266,14 +304,32 @@ def main() -> int:
                 times[name].append(start.elapsed_time(stop))
                 last[name] = (out, set_index)
     except Exception as exc:
-        emit("runtime_error", f"timing failed: {type(exc).__name__}: {exc}")
-        return 4
+        raise Stop("runtime_error", f"timing failed: {type(exc).__name__}: {exc}", 4) from exc
+    return times, last
+
+
+def recheck(torch: Any, last: dict[str, Any], wants: list[Any]) -> None:
+    """The outputs of the timing loop's last calls are still right (a kernel can be right once, then drift)."""
     for name in ("baseline", "candidate"):
         out, set_index = last[name]
-        why = check(out, wants[set_index])
+        why = mismatch(torch, out, wants[set_index])
         if why:
-            emit("baseline_incorrect" if name == "baseline" else "incorrect", f"{name} after the timing loop: {why}")
-            return 1
+            raise incorrect(name, f"after the timing loop: {why}")
+
+
+def run(args: argparse.Namespace) -> None:
+    """Check and time the problem's baseline and the candidate; emits the ok line, or raises Stop."""
+    torch = import_torch()
+    problem, candidate = load_files(args)
+    device = torch.device("cuda")
+    models = build_models(torch, problem, candidate, args.seed, device)
+    sets = input_sets(torch, problem, args, device)
+    reject_foreign_work(models["candidate"], sets[0])
+    wants = reference_outputs(torch, models, sets, args.seed)
+    props = torch.cuda.get_device_properties(device)
+    flush, l2 = l2_flush_buffer(torch, props, device)
+    times, last = time_models(torch, models, sets, flush, args)
+    recheck(torch, last, wants)
     ratios = [b / c for b, c in zip(times["baseline"], times["candidate"], strict=True) if c > 0]
     summary = {name: summarize(values) for name, values in times.items()}
     emit(
@@ -288,6 +344,19 @@ def main() -> int:
         baseline_ms=summary["baseline"], candidate_ms=summary["candidate"], reference_ms=summary["reference"],
         speedup=summarize(ratios),
     )
+
+
+def main() -> int:
+    args = parse_args()
+    if args.result:
+        RESULT_FILE.append(args.result)
+    if args.nonce == "stdin":
+        NONCE.append(sys.stdin.readline().strip())
+    try:
+        run(args)
+    except Stop as stop:
+        emit(stop.status, stop.message)
+        return stop.code
     return 0
 
 
