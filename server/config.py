@@ -65,6 +65,12 @@ class LLMConfig:
     timeout: float = 180.0
     retries: int = 4
     max_tokens: int = 0  # 0 = let the endpoint decide
+    # A model's context window in tokens: prompts longer than it (less room for the reply) are shortened
+    # before they are sent, feedback and notes first, never the code (engine/prompts.py). 32768 is a
+    # conservative default (most current models take 128k or more; small local models often 8k-32k); 0 =
+    # never shorten. context_by_model sets it per model name.
+    context_tokens: int = 32768
+    context_by_model: dict[str, int] = field(default_factory=dict)
     api_key: str = field(default="", repr=False)  # runtime only, never stored
 
     def resolved_api_key(self) -> str:
@@ -153,6 +159,8 @@ EXECUTORS = ("local", "ray")
 def _check(key: str, value: Any, default: Any) -> Any:
     if key.endswith("ray.resources"):
         return _resources(key, value)
+    if key.endswith("llm.context_by_model"):
+        return _context_by_model(key, value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {value!r}")
@@ -194,6 +202,16 @@ def _resources(key: str, value: Any) -> dict[str, dict[str, float]]:
                 raise ConfigError(f"{key}.{backend}.{name}: expected a positive number, got {amount!r}")
         checked[backend] = {name: float(amount) for name, amount in wanted.items()}
     return checked
+
+
+def _context_by_model(key: str, value: Any) -> dict[str, int]:
+    """[llm.context_by_model]: model name -> its context window in tokens (> 0)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f'{key}: expected a table of "model" = TOKENS, got {value!r}')
+    for model, tokens in value.items():
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+            raise ConfigError(f"{key}.{model}: expected a positive number of tokens, got {tokens!r}")
+    return dict(value)
 
 
 _POSITIVE = {"search.iterations", "search.beam", "search.plans", "search.codes", "llm.max_concurrency"}

@@ -1,6 +1,10 @@
 """Optimization menus as data: menus/<target>.toml, overridable per workspace.
 
-Keys: knowledge (text for the LLM about the target), optimizations (the menu), plan_rules, code_rules.
+Keys: knowledge (text for the LLM about the target), optimizations (the menu), plan_rules, code_rules,
+api (a compact listing of the instructions/APIs a kernel may use, one line each, for the plan prompt) and
+examples (optional `[[examples]]` tables with `title`, `before` and `after`: short in-context examples of
+one optimization, for the code prompt). The shipped listing is its own file, menus/<target>.api.txt, so it
+reads as a plain list; a menu file's `api` key replaces it ("" drops it).
 A workspace override is `.speedpatch/menus/<target>.toml` or the file named in speedpatch.toml
 [menus] <target> = "path"; its keys replace the shipped ones (and `extra_optimizations` appends).
 """
@@ -17,6 +21,15 @@ from speedpatch.errors import ConfigError
 OTHER = "Other methods not listed here."
 
 
+@dataclass(frozen=True)
+class Example:
+    """One in-context example: a short kernel before and after one optimization."""
+
+    title: str
+    before: str
+    after: str
+
+
 @dataclass
 class Menu:
     target: str
@@ -24,6 +37,8 @@ class Menu:
     optimizations: list[str] = field(default_factory=list)
     plan_rules: list[str] = field(default_factory=list)
     code_rules: list[str] = field(default_factory=list)
+    api: str = ""
+    examples: list[Example] = field(default_factory=list)
     source: str = ""
 
 
@@ -36,8 +51,17 @@ def _read(path_or_text: str, origin: str) -> dict:
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{origin}: {key} must be a list of strings")
-    if not isinstance(data.get("knowledge", ""), str):
-        raise ConfigError(f"{origin}: knowledge must be a string")
+    for key in ("knowledge", "api"):
+        if not isinstance(data.get(key, ""), str):
+            raise ConfigError(f"{origin}: {key} must be a string")
+    examples = data.get("examples", [])
+    if not isinstance(examples, list):
+        raise ConfigError(f"{origin}: examples must be [[examples]] tables with title, before and after")
+    for i, example in enumerate(examples, 1):
+        if not isinstance(example, dict) or set(example) != {"title", "before", "after"} or not all(
+            isinstance(v, str) and v.strip() for v in example.values()
+        ):
+            raise ConfigError(f"{origin}: examples[{i}] must have exactly title, before and after, each a non-empty string")
     return data
 
 
@@ -48,8 +72,16 @@ def shipped_menu_text(target: str) -> str | None:
         return None
 
 
+def shipped_api_text(target: str) -> str:
+    """The shipped instruction/API listing of a target (menus/<target>.api.txt), "" when there is none."""
+    try:
+        return resources.files("speedpatch.menus").joinpath(f"{target}.api.txt").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        return ""
+
+
 def load_menu(target: str, workspace: str | Path | None = None, override: str | None = None) -> Menu:
-    menu = Menu(target=target)
+    menu = Menu(target=target, api=shipped_api_text(target))
     text = shipped_menu_text(target)
     layers: list[tuple[str, str]] = []
     if text is not None:
@@ -72,6 +104,9 @@ def load_menu(target: str, workspace: str | Path | None = None, override: str | 
         menu.optimizations += data.get("extra_optimizations", [])
         menu.plan_rules = list(data.get("plan_rules", menu.plan_rules))
         menu.code_rules = list(data.get("code_rules", menu.code_rules))
+        menu.api = data.get("api", menu.api)
+        if "examples" in data:
+            menu.examples = [Example(e["title"], e["before"], e["after"]) for e in data["examples"]]
         menu.source = origin
     menu.optimizations = [o for o in menu.optimizations if o.strip() != OTHER]
     return menu

@@ -2,6 +2,15 @@
 
 Menu dropout and the invent/different variants are drawn from a random generator the caller seeds per
 prompt, so a run is reproducible and a resumed run asks exactly the same questions.
+
+A prompt is a list of parts, each marked with how readily it may be cut. Before a prompt is sent it is fit
+to the model's context window (`fit`): hardware feedback and quoted replies go first, then the in-context
+examples, the API listing and the target notes, the program output of a fix prompt last; the code, the
+plan, the request and the rules are never cut. When even those do not fit, `PromptTooLong` names the
+sizes and the sample fails. Token counts are an estimate (`estimate_tokens`): UTF-8 bytes / 3, which
+overcounts the 3.5-4 bytes per token that BPE tokenizers give typical English and C/Python code, so a
+prompt that fits by the estimate fits in practice; a request the endpoint still refuses fails its sample
+as before (LLMRequestError).
 """
 
 from __future__ import annotations
@@ -9,9 +18,94 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from speedpatch.menu import OTHER, Menu
+from speedpatch.errors import LLMRequestError
+from speedpatch.menu import OTHER, Example, Menu
 
 NORMAL, INVENT, DIFFERENT = "menu", "invent", "different"
+
+# How readily a part is cut when a prompt is too long for the model: higher is cut first, KEEP never.
+KEEP, OUTPUT, KNOWLEDGE, API, EXAMPLES, FEEDBACK = 0, 1, 2, 3, 4, 5
+BYTES_PER_TOKEN = 3  # the estimate's divisor: see the module docstring
+CUT_MIN = 300  # a part that would keep fewer characters than this is left out altogether
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str
+    cut: int = KEEP
+    name: str = ""  # what the part is, named in the note left where it was cut ("code" is the problem file)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    parts: tuple[Part, ...]
+
+    def text(self) -> str:
+        return "\n\n".join(p.text for p in self.parts if p.text)
+
+    def __add__(self, more: tuple[Part, ...]) -> Prompt:
+        return Prompt(self.parts + tuple(more))
+
+
+@dataclass(frozen=True)
+class Window:
+    """What of a model's context a prompt may use: the context minus what is kept free for the reply."""
+
+    model: str
+    context: int  # tokens; 0 = unknown, prompts are sent whole
+    reply: int  # tokens kept free for the reply
+
+    @property
+    def limit(self) -> int:
+        return max(0, self.context - self.reply)
+
+
+class PromptTooLong(LLMRequestError):
+    """Even with every cuttable part left out, the prompt does not fit the model: that sample fails."""
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
+
+
+def _shorten(part: Part, over: int) -> Part:
+    """The part with about `over` characters fewer (its middle cut, so both ends stay), or a one-line note
+    when too little of it would remain."""
+    note = f"[... {{}} characters of the {part.name} cut to fit the model's context ...]"
+    keep = len(part.text) - over - len(note) - 8
+    if keep < CUT_MIN:
+        return Part(f"[{part.name} left out to fit the model's context]", part.cut, part.name)
+    head, tail = part.text[: keep // 2], part.text[len(part.text) - (keep - keep // 2):]
+    cut = len(part.text) - len(head) - len(tail)
+    return Part(f"{head}\n{note.format(cut)}\n{tail}", part.cut, part.name)
+
+
+def fit(prompt: Prompt, window: Window) -> str:
+    """The prompt's text within the window: cuttable parts shortened or left out, highest cut level first
+    (within a level, last part first); PromptTooLong when what may not be cut is already too long."""
+    text = prompt.text()
+    if window.context <= 0 or estimate_tokens(text) <= window.limit:
+        return text
+    parts = list(prompt.parts)
+    order = sorted((i for i, p in enumerate(parts) if p.cut != KEEP and p.text),
+                   key=lambda i: (-parts[i].cut, -i))
+    for i in order:
+        over = (estimate_tokens(text) - window.limit) * BYTES_PER_TOKEN
+        if over <= 0:
+            break
+        parts[i] = _shorten(parts[i], over)
+        text = Prompt(tuple(parts)).text()
+    needed = estimate_tokens(text)
+    if needed <= window.limit:
+        return text
+    code = sum(estimate_tokens(p.text) for p in parts if p.name == "code")
+    raise PromptTooLong(
+        f"the prompt does not fit {window.model}'s context even with notes, listing, examples and feedback "
+        f"cut: it needs ~{needed:,} tokens (the code alone ~{code:,}), and {window.limit:,} are available "
+        f"({window.context:,}-token context minus {window.reply:,} kept for the reply; tokens estimated as "
+        f"UTF-8 bytes / {BYTES_PER_TOKEN}). If the model's context is larger, set it in speedpatch.toml: "
+        f"[llm.context_by_model] \"{window.model}\" = TOKENS"
+    )
 
 
 @dataclass
@@ -38,11 +132,36 @@ def _metric(value: float | None, unit: str) -> str:
     return f"Its latency was {shown} {unit}."
 
 
-def _code_section(language: str, source: str, kernel: str) -> str:
-    return (
+def _code_section(language: str, source: str, kernel: str) -> Part:
+    return Part(
         f"The file below is a complete problem: the kernel `{kernel}` and the trusted harness that checks "
-        f"and times it. Only `{kernel}` may change.\n\n```{language}\n{source.rstrip()}\n```"
+        f"and times it. Only `{kernel}` may change.\n\n```{language}\n{source.rstrip()}\n```",
+        KEEP, "code",
     )
+
+
+def _knowledge(menu: Menu) -> list[Part]:
+    return [Part(menu.knowledge.strip(), KNOWLEDGE, "target notes")] if menu.knowledge.strip() else []
+
+
+def _api(menu: Menu) -> list[Part]:
+    if not menu.api.strip():
+        return []
+    return [Part("Instructions and APIs the kernel may use (one line each):\n" + menu.api.strip(), API,
+                 "API listing")]
+
+
+def _example(example: Example, language: str) -> str:
+    return (f"Example: {example.title.strip()}\nBefore:\n```{language}\n{example.before.strip()}\n```\n"
+            f"After:\n```{language}\n{example.after.strip()}\n```")
+
+
+def _examples(menu: Menu, language: str) -> list[Part]:
+    if not menu.examples:
+        return []
+    shown = "\n\n".join(_example(e, language) for e in menu.examples)
+    return [Part("Examples of optimizations applied to other kernels of this target (for illustration only: "
+                 "they are not the code to optimize):\n\n" + shown, EXAMPLES, "examples")]
 
 
 def plan_prompt(
@@ -57,15 +176,15 @@ def plan_prompt(
     phase: int,
     phases: int,
     guidance: str = "",
-) -> str:
-    parts = []
-    if menu.knowledge.strip():
-        parts.append(menu.knowledge.strip())
+) -> Prompt:
+    parts = _knowledge(menu) + _api(menu)
     parts.append(_code_section(language, source, kernel))
-    parts.append(_metric(value, unit))
+    parts.append(Part(_metric(value, unit)))
     if feedback.strip():
-        parts.append("Hardware feedback from its last run:\n" + feedback.strip())
+        parts.append(Part("Hardware feedback from its last run:\n" + feedback.strip(), FEEDBACK, "hardware feedback"))
     menu_text = numbered(choice.items)
+    # Each variant says for itself how many optimizations to plan and where they come from: the rules below
+    # are shared by all of them, so they must not say "from the list" (the guided variant shows no list).
     if guidance:
         ask = (
             "A similar kernel was made faster by a sequence of optimizations. The step of that schedule to "
@@ -90,14 +209,14 @@ def plan_prompt(
             "Here is a menu of optimizations:\n" + menu_text + "\n\n"
             "Plan how to apply exactly ONE of these optimizations, specific to this code."
         )
-    parts.append(ask)
+    parts.append(Part(ask))
     rules = list(menu.plan_rules) + [
         "Keep the scope to the selected optimization.",
         "Describe the plan in words and short snippets; do not write the whole new code yet.",
     ]
-    parts.append("Rules:\n" + numbered(rules))
-    parts.append(f"This is phase {phase} of {phases} of the optimization process.")
-    return "\n\n".join(parts)
+    parts.append(Part("Rules:\n" + numbered(rules)))
+    parts.append(Part(f"This is phase {phase} of {phases} of the optimization process."))
+    return Prompt(tuple(parts))
 
 
 def code_rules(menu: Menu, language: str, kernel: str) -> list[str]:
@@ -110,42 +229,39 @@ def code_rules(menu: Menu, language: str, kernel: str) -> list[str]:
     ]
 
 
-def code_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str) -> str:
-    parts = []
-    if menu.knowledge.strip():
-        parts.append(menu.knowledge.strip())
+def code_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str) -> Prompt:
+    parts = _knowledge(menu) + _examples(menu, language)
     parts.append(_code_section(language, source, kernel))
-    parts.append("Optimize it following this plan:\n" + plan.strip())
-    rules = code_rules(menu, language, kernel)
-    parts.append("Rules:\n" + numbered(rules))
-    return "\n\n".join(parts)
+    parts.append(Part("Optimize it following this plan:\n" + plan.strip()))
+    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel))))
+    return Prompt(tuple(parts))
 
 
-def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, status: str, output: str) -> str:
-    parts = []
-    if menu.knowledge.strip():
-        parts.append(menu.knowledge.strip())
-    parts.append(
+def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, status: str, output: str) -> Prompt:
+    parts = _knowledge(menu)
+    parts.append(Part(
         f"This version of the file was written to apply the plan below, but it failed ({status}):\n\n"
-        f"```{language}\n{source.rstrip()}\n```\n\nPlan:\n{plan.strip()}"
-    )
-    parts.append("Compiler / program output (lines cut to 400 characters):\n```\n" + output.strip() + "\n```")
-    parts.append("Fix the error while keeping the optimization.")
-    rules = code_rules(menu, language, kernel)
-    parts.append("Rules:\n" + numbered(rules))
-    return "\n\n".join(parts)
+        f"```{language}\n{source.rstrip()}\n```\n\nPlan:\n{plan.strip()}",
+        KEEP, "code",
+    ))
+    parts.append(Part("Compiler / program output (lines cut to 400 characters):\n```\n" + output.strip() + "\n```",
+                      OUTPUT, "program output"))
+    parts.append(Part("Fix the error while keeping the optimization."))
+    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel))))
+    return Prompt(tuple(parts))
 
 
 REPAIR_MARK = "Your previous reply could not be used"
 REPLY_SHOWN = 3000  # characters of the unusable reply quoted back to the model
 
 
-def repair_prompt(prompt: str, reply: str, error: str, kernel: str, language: str) -> str:
+def repair_prompt(prompt: Prompt, reply: str, error: str, kernel: str, language: str) -> Prompt:
     """The same request once more, with the unusable reply and what was wrong with it."""
     shown = (reply or "").strip()
     if len(shown) > REPLY_SHOWN:
         shown = shown[:REPLY_SHOWN] + f"\n[... {len(shown) - REPLY_SHOWN} characters cut ...]"
-    return (
-        f"{prompt}\n\n{REPAIR_MARK}: {error}.\n\nYour previous reply was:\n~~~~\n{shown or '(empty)'}\n~~~~\n\n"
-        f"Reply again with the complete definition of `{kernel}` in ONE fenced ```{language} code block."
+    return prompt + (
+        Part(f"{REPAIR_MARK}: {error}."),
+        Part(f"Your previous reply was:\n~~~~\n{shown or '(empty)'}\n~~~~", FEEDBACK, "previous reply"),
+        Part(f"Reply again with the complete definition of `{kernel}` in ONE fenced ```{language} code block."),
     )

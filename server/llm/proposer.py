@@ -5,6 +5,11 @@ so a resumed run replays stored replies instead of asking again. A reply becomes
 the trust boundary: the kernel (and its helpers) is taken from it by name and spliced into the parent's
 kernel region, never the reply's constants or harness. A reply with no usable kernel gets ONE repair
 prompt that says what was wrong (a counted, stored call like any other).
+
+Every prompt is fit to the context of the model it goes to (prompts.fit: feedback, examples, listing and
+notes are cut before the code, which is never cut); a prompt whose code alone is too long is not sent and
+fails its sample with the sizes in the message. A plan request that fails that way (or is refused by the
+endpoint) leaves a visible "(no plan: ...)" plan whose samples are rejected with the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from speedpatch.model import Candidate, Problem
 from speedpatch.redact import redact
 from speedpatch.store import Store
 from speedpatch.targets.base import Target, truncate_output
+
+REPLY_TOKENS = 8192  # kept free for the reply when llm.max_tokens does not say
 
 
 class BudgetExhausted(Exception):
@@ -62,6 +69,14 @@ class LLMProposer:
         self.language = target.fence_language or target.name
         self._dead: dict[str, str] = {}  # model -> why its endpoint is unusable for the rest of the run
         self._dead_lock = threading.Lock()
+        self._failed_plans: dict[str, str] = {}  # slot key -> why its plan request failed
+
+    def window(self, model: str) -> prompts.Window:
+        """How much of `model`'s context a prompt may use ([llm] context_tokens / context_by_model): what
+        max_tokens asks for is kept free for the reply, else a quarter of the context (at most REPLY_TOKENS)."""
+        llm = self.config.llm
+        context = llm.context_by_model.get(model, llm.context_tokens)
+        return prompts.Window(model, context, llm.max_tokens or min(REPLY_TOKENS, context // 4))
 
     def slots(self, parent: Candidate, plans: int) -> int:
         return plans
@@ -80,7 +95,7 @@ class LLMProposer:
                     return model
             raise LLMError("every model of the ensemble failed: " + "; ".join(self._dead.values()))
 
-    def _ask_turn(self, key: str, phase: str, models: list[str], turn: int, prompt: str) -> tuple[str, str]:
+    def _ask_turn(self, key: str, phase: str, models: list[str], turn: int, prompt: prompts.Prompt) -> tuple[str, str]:
         """(reply, model): the call goes to the model whose turn it is; a model that fails for good (not
         one refused request) is set aside and its turn goes to the next live one."""
         while True:
@@ -93,8 +108,10 @@ class LLMProposer:
                 with self._dead_lock:
                     self._dead[model] = str(exc)
 
-    def _ask(self, key: str, phase: str, model: str, prompt: str) -> str:
-        prompt = redact(prompt)  # prompts carry candidate output: no known secret leaves this machine
+    def _ask(self, key: str, phase: str, model: str, whole: prompts.Prompt) -> str:
+        # prompts carry candidate output: no known secret leaves this machine (redacted before it is measured)
+        redacted = prompts.Prompt(tuple(prompts.Part(redact(p.text), p.cut, p.name) for p in whole.parts))
+        prompt = prompts.fit(redacted, self.window(model))  # PromptTooLong: this sample only
         stored = self.store.get_llm_call(self.run_id, key)
         if stored is not None and stored["prompt"] == prompt:
             return stored["reply"]
@@ -120,14 +137,14 @@ class LLMProposer:
         code = self.target.extract_kernel(found.code, self.kernel, self.problem_names)
         return self.target.splice(parent_source, parent, code), ""
 
-    def _code_from(self, key: str, phase: str, turn: int, prompt: str, parent_source: str) -> Code:
+    def _code_from(self, key: str, phase: str, turn: int, prompt: prompts.Prompt, parent_source: str) -> Code:
         """Ask, and when the reply is unusable ask once more with what was wrong. A request the endpoint
         refuses (too long for the model, filtered) fails this sample only, recorded with the reason."""
         model = self._live(self.code_models, turn)
         try:
             reply, model = self._ask_turn(key, phase, self.code_models, turn, prompt)
         except LLMRequestError as exc:
-            return Code(None, model, f"the LLM request failed: {exc}")
+            return Code(None, model, _failed("the LLM request", exc))
         source, error = self._candidate(parent_source, reply)
         if source is not None:
             return Code(source, model)
@@ -135,7 +152,7 @@ class LLMProposer:
         try:
             again = self._ask(f"{key}:repair", "repair", model, repair)
         except LLMRequestError as exc:
-            return Code(None, model, f"{error}; the repair request failed: {exc}")
+            return Code(None, model, f"{error}; {_failed('the repair request', exc)}")
         source, second = self._candidate(parent_source, again)
         if source is not None:
             return Code(source, model)
@@ -153,17 +170,23 @@ class LLMProposer:
             self.menu, self.language, parent.source, self.kernel.name, ev.value if ev else None,
             ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations, slot.guidance,
         )
+        turn = plan_turn(slot.position)
+        model = self._live(self.plan_models, turn)
         try:
-            reply, model = self._ask_turn(f"{slot.key}:plan", "plan", self.plan_models,
-                                          plan_turn(slot.position), prompt)
-        except LLMRequestError:
-            return None  # this slot plans nothing; the others go on
+            reply, model = self._ask_turn(f"{slot.key}:plan", "plan", self.plan_models, turn, prompt)
+        except LLMRequestError as exc:
+            # this slot plans nothing and the others go on; its samples say why (search records them)
+            why = _failed("the plan request", exc)
+            self._failed_plans[slot.key] = why
+            return Plan(text=f"(no plan: {why})", model=model)
         text = reply.strip()
         if not text:
             return None
         return Plan(text=text, model=model)
 
     def code(self, slot: Slot, plan: Plan, sample: int) -> Code:
+        if slot.key in self._failed_plans:
+            return Code(None, plan.model, self._failed_plans[slot.key])
         prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text)
         turn = code_turn(slot.position, sample, self.config.search.codes)
         return self._code_from(f"{slot.key}:code{sample}", "code", turn, prompt, slot.parent.source)
@@ -178,3 +201,9 @@ class LLMProposer:
         )
         turn = code_turn(slot.position, sample, self.config.search.codes)
         return self._code_from(f"{slot.key}:fix{sample}", "fix", turn, prompt, child.source)
+
+
+def _failed(what: str, exc: LLMRequestError) -> str:
+    if isinstance(exc, prompts.PromptTooLong):
+        return f"{what} was not sent: {exc}"
+    return f"{what} failed: {exc}"

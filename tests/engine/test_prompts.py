@@ -91,7 +91,7 @@ def test_the_same_slot_and_seed_draw_the_same_menu_again():
 
 def a_plan_prompt(mode: str = NORMAL, feedback: str = "scratchpad: 12 KB of 256 KB used", value: float | None = 1234.0) -> str:
     choice = PlanChoice(mode, ["Tile the loops.", OTHER])
-    return plan_prompt(MENU, "python", SOURCE, "kernel_sum", value, "cycles", feedback, choice, 3, 8)
+    return plan_prompt(MENU, "python", SOURCE, "kernel_sum", value, "cycles", feedback, choice, 3, 8).text()
 
 
 def test_plan_prompt_assembles_its_parts_in_the_method_order():
@@ -120,7 +120,7 @@ def test_plan_prompt_asks_for_exactly_one_menu_optimization():
 def test_plan_prompt_shows_small_latencies_with_significant_digits():
     assert "latency was 0.0123 ms" in plan_prompt(
         MENU, "python", SOURCE, "kernel_sum", 0.0123, "ms", "", PlanChoice(NORMAL, [OTHER]), 1, 8
-    )
+    ).text()
 
 
 def test_plan_prompt_for_an_unmeasured_parent_says_so():
@@ -144,7 +144,7 @@ def test_different_prompt_asks_for_one_different_from_the_menu():
 # code and fix prompts ---------------------------------------------------------------------------
 
 def test_code_prompt_contains_knowledge_code_plan_and_the_fenced_block_rule():
-    prompt = code_prompt(MENU, "python", SOURCE, "kernel_sum", "Use the builtin sum.\n")
+    prompt = code_prompt(MENU, "python", SOURCE, "kernel_sum", "Use the builtin sum.\n").text()
     order = ["KNOWLEDGE", "```python\n" + SOURCE, "following this plan:\nUse the builtin sum.", "CODE-RULE"]
     positions = [prompt.find(part) for part in order]
     assert -1 not in positions and positions == sorted(positions)
@@ -154,7 +154,7 @@ def test_code_prompt_contains_knowledge_code_plan_and_the_fenced_block_rule():
 
 def test_fix_prompt_contains_the_failed_code_plan_status_and_output():
     prompt = fix_prompt(MENU, "python", SOURCE, "kernel_sum", "Use the builtin sum.", RUNTIME_ERROR,
-                        "Traceback: NameError: name 'x' is not defined")
+                        "Traceback: NameError: name 'x' is not defined").text()
     for part in ("```python\n" + SOURCE, "Use the builtin sum.", f"failed ({RUNTIME_ERROR})",
                  "NameError: name 'x' is not defined", "ONE fenced ```python code block"):
         assert part in prompt
