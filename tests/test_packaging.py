@@ -41,6 +41,7 @@ def test_wheel_contains_menus_headers_and_model_sources(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for target in ("gemmini", "nki", "cuda"):
         assert f"speedpatch/menus/{target}.toml" in names
+        assert f"speedpatch/menus/{target}.api.txt" in names  # the plan prompt's API listing
     assert "speedpatch/targets/gemmini/include/gemmini.h" in names
     assert any(n.startswith("speedpatch/targets/gemmini/model/") and n.endswith(".c") for n in names)
     assert any(n.startswith("speedpatch/targets/cuda/include/") for n in names)
