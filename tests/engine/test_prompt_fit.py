@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from speedpatch import api
-from speedpatch.config import load_config
+from speedpatch.config import Config, load_config
+from speedpatch.engine.budget import Budget
 from speedpatch.engine.prompts import (
     KEEP,
     NORMAL,
@@ -17,13 +18,19 @@ from speedpatch.engine.prompts import (
     code_prompt,
     estimate_tokens,
     fit,
+    fix_prompt,
     plan_prompt,
 )
+from speedpatch.engine.proposer import Slot
 from speedpatch.errors import ConfigError
+from speedpatch.llm.client import Reply
+from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import OTHER, Example, Menu
+from speedpatch.model import Candidate, Evaluation, Problem, source_hash
 from speedpatch.store import Store
 from support.fake_openai import FakeOpenAI, phase_of
 from support.toys import toy_config, toy_problem
+from toy_target import ToyTarget
 
 SOURCE = "def kernel_sum(xs):\n" + "".join(f"    step_{i} = {i}  # keep every line\n" for i in range(200)) + "    return sum(xs)\n"
 NOTES = "NOTE: the systolic array is 16x16. " * 400  # ~14 KB of target notes
@@ -178,3 +185,36 @@ def test_a_model_too_small_for_the_code_fails_its_samples_with_the_sizes_and_the
               if c.evaluation and c.evaluation.status == "rejected"]
     assert failed and all("does not fit model-a's context" in m and "are available" in m for m in failed)
     assert any(p["text"].startswith("(no plan: the plan request was not sent") for p in store.plans(record.run_id))
+
+
+def test_the_output_of_a_fix_prompt_is_cut_after_the_notes():
+    prompt = fix_prompt(MENU, "python", SOURCE, "kernel_sum", "Tile the loops.", "runtime error", "E" * 6000)
+    text = fit(prompt, window(estimate_tokens(prompt.text()) - 4000))  # ~12 KB over: less than the notes
+    assert "characters of the target notes cut" in text and "E" * 6000 in text
+
+
+class CountingClient:
+    """Stands in for ChatClient: counts the calls that reach it."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def chat(self, model: str, prompt: str, temperature: float | None = None) -> Reply:
+        self.prompts.append(prompt)
+        return Reply("Use the builtin sum.", model, 1, 1, 0.0)
+
+
+def test_a_shortened_prompt_is_the_same_on_resume_so_its_stored_reply_is_replayed(tmp_path):
+    config = Config()
+    config.llm.models, config.llm.context_tokens = ["model-a"], 6000
+    problem = Problem(path="sum.toy", source=SOURCE, kernel=ToyTarget().find_kernels(SOURCE)[0], target="toy",
+                      backend="toy-count")
+    parent = Candidate("c0", "run", None, 0, "", SOURCE, source_hash(SOURCE),
+                       evaluation=Evaluation(status="ok", value=50.0, unit="lines", feedback={"log": FEEDBACK}))
+    clients = [CountingClient(), CountingClient()]
+    for client in clients:  # the run, then its resume: a new proposer on the same store
+        llm = LLMProposer(config, ToyTarget(), problem, MENU, Store(tmp_path), "run", Budget(config.budget),
+                          lambda: False, client=client)  # type: ignore[arg-type]
+        assert llm.plan(Slot(1, 8, parent, 0, "i1.b0.p0")).text == "Use the builtin sum."
+    assert len(clients[0].prompts) == 1 and "to fit the model's context" in clients[0].prompts[0]
+    assert clients[1].prompts == []
