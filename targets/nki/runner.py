@@ -23,6 +23,11 @@ The harness kit -- what a kernel file defines at module level to be a complete p
               "low": -1.0, "high": 1.0}}        # kernel arguments in order; normal(0, 1) unless low/high
     def reference(a, b): return a + b           # NumPy; same positional order; array or tuple of arrays
 optional:
+    INPUTS = {..., "eps": 1e-5, "pool": {"value": (2, 2)}}  # non-tensor arguments (numbers, strings,
+                                                # tuples/lists of them) passed as they are, to both
+    GRID = (4, 2)                               # SPMD launch grid: kernel[4, 2](...) runs all 8 programs
+                                                # (nl.program_id / nl.num_programs); entries may be
+                                                # nl.nc(2) / nl.spmd_dim(nl.nc(2), 2) of the problem's nki
     def make_inputs(rng): return {"a": ...}     # instead of INPUTS, for structured inputs
     OUTPUTS = {"out": ((256, 512), "float32")}  # output arguments the kernel writes (baremetal style)
     TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}    # default 1e-4 (fp32 outputs), 2e-2 (fp16 outputs)
@@ -62,7 +67,10 @@ RESULT_FD_ENV = "SPEEDPATCH_RESULT_FD"  # set by speedpatch's sandbox (targets/s
 CHUNK = 300
 
 
-HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "reference")
+HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "GRID", "make_inputs", "reference")
+MAX_PROGRAMS = 4096  # SPMD programs in one launch grid: more is taken for a mistaken declaration
+MAX_GRID_DIMS = 8
+SCALAR_TYPES = (bool, int, float, str, type(None))
 KERNEL_LOG_PREFIX = "kernel| "  # every line the kernel process printed; never mistaken for a result line
 
 
@@ -146,18 +154,52 @@ def _dtype(name: Any) -> np.dtype:
         return np.dtype(found)
 
 
-def make_inputs(module: Any, seed: int) -> dict[str, np.ndarray]:
+def argument_value(name: str, value: Any, depth: int = 0) -> Any:
+    """A non-tensor kernel argument as declared (a number, string, None, or a tuple/list of them), checked:
+    it travels to the kernel process as plain data, so nothing else (objects, arrays, deep nesting) may."""
+    if isinstance(value, SCALAR_TYPES):
+        if isinstance(value, float) and not np.isfinite(value):
+            raise HarnessError(f"non-tensor argument {name!r} is {value!r}; give a finite number")
+        if isinstance(value, str) and len(value) > 200:
+            raise HarnessError(f"non-tensor argument {name!r} is a string of {len(value)} characters (at most 200)")
+        return value
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return argument_value(name, value.item(), depth)
+    if isinstance(value, (tuple, list)) and depth < 4 and len(value) <= 64:
+        items = [argument_value(name, v, depth + 1) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    raise HarnessError(
+        f"non-tensor argument {name!r} is a {type(value).__name__} ({str(value)[:80]}); kernel arguments are NumPy "
+        f"arrays, or numbers, strings and tuples/lists of them (at most 64 items, nested 4 deep)")
+
+
+def _is_argument_spec(raw: Any) -> bool:
+    """An INPUTS entry that declares a non-tensor argument: {"value": ...} or a bare number / string."""
+    return (isinstance(raw, dict) and "value" in raw) or isinstance(raw, SCALAR_TYPES)
+
+
+def make_inputs(module: Any, seed: int) -> dict[str, Any]:
+    """The kernel arguments for `seed` by name, in order: NumPy arrays and non-tensor values."""
     rng = np.random.default_rng(seed)
     if hasattr(module, "make_inputs"):
         arrays = module.make_inputs(rng)
         if not isinstance(arrays, dict):
-            raise HarnessError("make_inputs(rng) must return a dict of name -> NumPy array")
-        return {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+            raise HarnessError("make_inputs(rng) must return a dict of name -> NumPy array (or non-tensor value)")
+        return {k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else argument_value(str(k), v)
+                for k, v in arrays.items()}
     specs = getattr(module, "INPUTS", None)
     if not isinstance(specs, dict):
         raise HarnessError("the file defines neither INPUTS = {name: (shape, dtype)} nor make_inputs(rng)")
-    out = {}
+    out: dict[str, Any] = {}
     for name, raw in specs.items():
+        if _is_argument_spec(raw):
+            out[name] = argument_value(name, raw["value"] if isinstance(raw, dict) else raw)
+            continue
+        if isinstance(raw, (tuple, list)) and not (len(raw) == 2 and isinstance(raw[0], (tuple, list))
+                                                   and isinstance(raw[1], str)):
+            raise HarnessError(
+                f"INPUTS[{name!r}] = {str(raw)[:80]} is neither a tensor (shape, dtype) nor a non-tensor argument; "
+                f"declare a tuple argument as {{\"value\": {str(raw)[:40]}}}")
         spec = _spec(raw)
         dtype = _dtype(spec.get("dtype", "float32"))
         shape = tuple(spec["shape"])
@@ -170,6 +212,50 @@ def make_inputs(module: Any, seed: int) -> dict[str, np.ndarray]:
             values = rng.integers(spec.get("low", -8), spec.get("high", 8), size=shape)
         out[name] = values.astype(dtype)
     return out
+
+
+def launch_grid(module: Any) -> tuple[int, ...]:
+    """The problem's SPMD launch grid (GRID), checked: () when it declares none. Entries are positive ints,
+    or the int-valued nl.nc(n) / nl.spmd_dim(...) of the problem's own nki, kept as they are (the launcher
+    reads which programs go to which NeuronCore from them)."""
+    raw = getattr(module, "GRID", None)
+    if raw is None:
+        return ()
+    dims = raw if isinstance(raw, (tuple, list)) else (raw,)
+    if not dims or len(dims) > MAX_GRID_DIMS:
+        raise HarnessError(f"GRID = {str(raw)[:80]}: give 1 to {MAX_GRID_DIMS} dimensions, e.g. GRID = (4, 2)")
+    total = 1
+    for d in dims:
+        if _sdk_dimension(d):  # the real SDK's nl.nc / nl.spmd_dim object (not an int there): its own check
+            continue
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise HarnessError(f"GRID = {str(raw)[:80]}: {d!r} is not a whole number of programs (GRID = (4, 2), "
+                               f"or nl.nc(2) / nl.spmd_dim(nl.nc(2), 2) entries)")
+        if int(d) < 1:
+            raise HarnessError(f"GRID = {str(raw)[:80]}: every dimension needs at least one program, not {int(d)}")
+        total *= int(d)
+    if total > MAX_PROGRAMS:
+        raise HarnessError(f"GRID = {str(raw)[:80]} launches {total} programs; at most {MAX_PROGRAMS} (tile the work "
+                           f"inside each program instead)")
+    return tuple(dims)
+
+
+def harness_failure(exc: BaseException) -> dict[str, Any]:
+    """The verdict when the trusted harness itself fails: its own message for a declaration error."""
+    if isinstance(exc, HarnessError):
+        return {"status": "harness_error", "message": str(exc)}
+    return {"status": "harness_error", "message": f"harness failed: {type(exc).__name__}: {exc}"}
+
+
+def _sdk_dimension(dim: Any) -> bool:
+    """A launch-grid dimension object of the real Neuron SDK (neuronxcc.nki / nki), on a Neuron host."""
+    module = type(dim).__module__ or ""
+    return not isinstance(dim, int) and module.split(".")[0] in ("neuronxcc", "nki")
+
+
+def describe_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The receipt's view of the arguments: [shape, dtype] of each array, {"value": v} of the others."""
+    return {k: [list(v.shape), str(v.dtype)] if isinstance(v, np.ndarray) else {"value": v} for k, v in inputs.items()}
 
 
 def output_buffers(module: Any) -> dict[str, np.ndarray]:
@@ -234,7 +320,10 @@ def import_nki() -> tuple[Any, str]:
     return None, f"cannot import nki ({text[:300]})"
 
 
-def run_kernel(mode: str, nki: Any, kernel: Any, args: list[np.ndarray], outs: dict[str, np.ndarray]) -> Any:
+def run_kernel(mode: str, nki: Any, kernel: Any, args: list[Any], outs: dict[str, np.ndarray],
+               grid: tuple[int, ...] = ()) -> Any:
+    if grid:
+        kernel = kernel[grid]  # every program of the grid: kernel[4, 2](...)
     if mode == "simulate":
         if hasattr(nki, "simulate_kernel"):
             result = nki.simulate_kernel(kernel, *args, **outs)
@@ -247,13 +336,15 @@ def run_kernel(mode: str, nki: Any, kernel: Any, args: list[np.ndarray], outs: d
     return result
 
 
-def benchmark(nki: Any, kernel: Any, args: list[np.ndarray], outs: dict[str, np.ndarray], warmup: int,
-              iters: int) -> dict[str, float]:
-    """Median and P99 latency in microseconds from nki.benchmark."""
+def benchmark(nki: Any, kernel: Any, args: list[Any], outs: dict[str, np.ndarray], warmup: int,
+              iters: int, grid: tuple[int, ...] = ()) -> dict[str, float]:
+    """Median and P99 latency in microseconds from nki.benchmark (of the whole launch grid)."""
     fn = getattr(kernel, "func", None) or getattr(kernel, "__wrapped__", None) or kernel
     bench = nki.benchmark(warmup=warmup, iters=iters)(fn)
-    bench(*args, **outs)
-    latency = bench.benchmark_result.nc_latency
+    launched = bench[grid] if grid else bench
+    launched(*args, **outs)
+    result = getattr(launched, "benchmark_result", None) or bench.benchmark_result
+    latency = result.nc_latency
     return {"p50": float(latency.get_latency_percentile(50)), "p99": float(latency.get_latency_percentile(99))}
 
 
@@ -298,10 +389,15 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def expected_for(problem: Any, seed: int) -> tuple[dict[str, np.ndarray], Any, int]:
+def copies_of(inputs: dict[str, Any]) -> list[Any]:
+    """The arguments in order, arrays copied (non-tensor values are immutable or rebuilt per seed)."""
+    return [v.copy() if isinstance(v, np.ndarray) else v for v in inputs.values()]
+
+
+def expected_for(problem: Any, seed: int) -> tuple[dict[str, Any], Any, int]:
     """Inputs for `seed`, the reference's result on its own copy, and the matmul work it implies."""
     inputs = make_inputs(problem, seed)
-    copies = [v.copy() for v in inputs.values()]
+    copies = copies_of(inputs)
     try:
         from speedpatch.targets.nki.isolation.physics import reference_work
     except ImportError:  # standalone on a Neuron host: no work accounting there
@@ -383,16 +479,20 @@ def evaluate_in_process(opts: argparse.Namespace, nki_mod: Any, problem: Any, ke
     kernel = getattr(module, opts.kernel, None)
     if kernel is None or not callable(kernel):
         return {"status": "rejected", "message": f"kernel {opts.kernel!r} is not defined in the file"}
-    inputs: dict[str, np.ndarray] = {}
+    try:
+        grid = launch_grid(problem)
+    except HarnessError as exc:
+        return {"status": "harness_error", "message": str(exc)}
+    inputs: dict[str, Any] = {}
     for n, seed in enumerate(seeds):
         try:
             inputs, expected, _ = expected_for(problem, seed)
         except Exception as exc:  # noqa: BLE001
-            return {"status": "harness_error", "message": f"harness failed: {type(exc).__name__}: {exc}"}
+            return harness_failure(exc)
         rtol, atol = tolerance(problem, as_list(expected))
         outs = output_buffers(problem)
         try:
-            actual = run_kernel(opts.mode, nki_mod, kernel, [v.copy() for v in inputs.values()], outs)
+            actual = run_kernel(opts.mode, nki_mod, kernel, copies_of(inputs), outs, grid)
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         try:
@@ -402,12 +502,12 @@ def evaluate_in_process(opts: argparse.Namespace, nki_mod: Any, problem: Any, ke
         if why:
             return {"status": "incorrect", "message": f"input set {n + 1} (seed {seed}): {why}", "seeds": seeds}
     result: dict[str, Any] = {"status": "ok", "seeds": seeds, "message": f"correct on {len(seeds)} seeds",
-                              "inputs": {k: [list(v.shape), str(v.dtype)] for k, v in inputs.items()}}
+                              "inputs": describe_inputs(inputs), "grid": [str(d) if _sdk_dimension(d) else int(d) for d in grid]}
     if opts.mode == "benchmark":
         inputs = make_inputs(problem, seeds[0])
         try:
             timing = benchmark(nki_mod, kernel, list(inputs.values()), output_buffers(problem), opts.warmup,
-                               opts.iters)
+                               opts.iters, grid)
             result.update(value=timing["p50"], unit="us", timing=timing)
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")

@@ -9,7 +9,9 @@ rewrites the kernel function):
     def reference(a, b):                                                   # NumPy, same order
         return a + b
     # optional: make_inputs(rng) -> dict (instead of INPUTS), OUTPUTS = {name: (shape, dtype)} for kernels
-    # that write output arguments, TOLERANCE = {"rtol": ..., "atol": ...}, SEEDS = (0, 1, 2)
+    # that write output arguments, TOLERANCE = {"rtol": ..., "atol": ...}, SEEDS = (0, 1, 2),
+    # GRID = (4, 2) for an SPMD kernel launched as kernel[4, 2](...), and non-tensor arguments in INPUTS
+    # ("eps": 1e-5, "pool": {"value": (2, 2)})
 
 Every evaluation checks the kernel against reference() on input sets drawn from fresh random seeds
 (as many as SEEDS has; rtol/atol, rejecting NaN and constant outputs) before its latency counts. In the
@@ -35,13 +37,13 @@ from speedpatch.targets.nki.backends.simulate import NkiSimulateBackend
 from speedpatch.targets.nki.isolation.kernel_side import ALLOWED_IMPORTS
 
 # Names the trusted runner reads from a problem module (runner.py): a candidate never binds them.
-HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "reference")
+HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "GRID", "make_inputs", "reference")
 
 # Names a kernel has no business touching: the harness, the emulator's internals, process escape hatches.
 # A first, cheap line only: the boundary is the kernel's own sandboxed process, which holds no data, no
 # cost model and no verdict (isolation/, docs/threat-model.md "NKI"); these names just fail early and clearly.
 _FORBIDDEN = {
-    "reference", "INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "make_inputs", "globals", "locals", "vars",
+    "reference", "INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "GRID", "make_inputs", "globals", "locals", "vars",
     "__import__", "importlib", "sys", "os", "subprocess", "threading", "multiprocessing", "ctypes", "gc",
     "inspect", "speedpatch", "costmodel", "last_report", "exec", "eval", "open", "builtins", "__builtins__",
     "compile", "breakpoint", "__subclasses__", "__globals__", "__code__", "_getframe", "f_back", "f_globals",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from speedpatch.targets.nki.emulator import costmodel, params
 from speedpatch.targets.nki.emulator import isa as nisa
 from speedpatch.targets.nki.emulator import language as nl
-from speedpatch.targets.nki.emulator import params
+from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.jit import jit, last_report
+from speedpatch.targets.nki.emulator.tensor import new_tile
 
 RNG = np.random.default_rng(1)
 X = RNG.standard_normal((1024, 512)).astype(np.float32)
@@ -325,3 +327,131 @@ def test_vector_engine_streams_each_input_tile_and_pays_a_static_overhead_for_sm
     assert two == pytest.approx(2 * one, abs=1)
     small = vector_ns(lambda t: nisa.tensor_scalar(t, op0=nl.multiply, operand0=2.0), 16)
     assert small == pytest.approx(params.STATIC_OVERHEAD_CYCLES / params.VECTOR_GHZ, abs=1)
+
+
+def test_tensor_tensor_with_one_operand_in_psum_streams_in_n_cycles_not_2n():
+    # nki.isa.tensor_tensor's cost table: max(MIN_II, N) when one input is in PSUM and the other in SBUF,
+    # 2N when both are in SBUF (fp32)
+    def vector_ns(from_psum: bool) -> float:
+        @jit
+        def k(a):
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            t = nl.load(a[0:128, 0:512])
+            if from_psum:
+                other = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+                other[...] = t  # a VectorE copy (DMA cannot write PSUM)
+            else:
+                other = nl.load(a[0:128, 0:512])
+            nl.store(out, value=nisa.tensor_tensor(t, other, op=nl.multiply))
+            return out
+
+        np.testing.assert_allclose(k(X), X[0:128] * X[0:128], rtol=1e-6)
+        copy_ns = 512 / params.VECTOR_GHZ if from_psum else 0.0
+        return last_report()["engines"]["vector"]["busy_us"] * 1000 - copy_ns
+
+    assert vector_ns(True) == pytest.approx(512 / params.VECTOR_GHZ, abs=1)
+    assert vector_ns(False) == pytest.approx(2 * 512 / params.VECTOR_GHZ, abs=1)
+
+
+def test_a_partition_broadcast_is_a_psum_tile_and_a_wider_one_is_evacuated_to_sbuf():
+    def broadcast(cols: int):
+        @jit
+        def k(x):
+            out = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+            row = nl.load(x[0:1, 0:cols])
+            wide = row.broadcast_to((128, cols))
+            assert wide.buffer.name == ("psum" if cols <= 512 else "sbuf")
+            nl.store(out, value=nl.multiply(nl.load(x[0:128, 0:cols]), wide))
+            return out
+
+        x = RNG.standard_normal((128, cols)).astype(np.float32)
+        np.testing.assert_allclose(k(x), x * x[0:1], rtol=1e-6)
+        return last_report()
+
+    narrow, wide = broadcast(512), broadcast(1024)
+    # TensorE wrote the result into one PSUM bank (512 fp32): the multiply reads it at N cycles
+    assert narrow["engines"]["vector"]["instructions"] == 1
+    # two banks' worth is no PSUM tile: a VectorE copy to SBUF, then a 2N multiply
+    assert wide["engines"]["vector"]["instructions"] == 2
+    assert wide["engines"]["vector"]["busy_us"] == pytest.approx(3 * 1024 / params.VECTOR_GHZ / 1000, abs=1e-3)
+
+
+def test_a_new_tile_takes_the_space_freed_earliest_not_the_space_of_the_tile_still_being_stored():
+    # SBUF holds two out-of-scope halves: the older one is still being read (a store until t = 10 us),
+    # the newer one was last read at t = 0.1 us. A new half-size tile takes the newer one's space and may
+    # start at 0.1 us; taking the older one's (allocation order) would make it wait for the store.
+    trace = costmodel.Trace()
+    previous = costmodel.activate(trace)
+    try:
+        half = params.SBUF_BYTES_PER_PARTITION // 2 // 4
+        stored = new_tile((128, half), "float32", nl.sbuf, name="stored")
+        done = new_tile((128, half), "float32", nl.sbuf, name="done")
+        stored.alloc.reads.add(stored.alloc.full_region(), 10_000.0)
+        done.alloc.reads.add(done.alloc.full_region(), 100.0)
+        stored.alloc.slot.retire()
+        done.alloc.slot.retire()
+        fresh = new_tile((128, half), "float32", nl.sbuf, name="fresh")
+    finally:
+        costmodel.activate(previous)
+    assert fresh.alloc.writes.floor == 100.0
+    assert trace.reuse_waits == 1
+
+
+# ---- SPMD launch grids -----------------------------------------------------------------------------------
+
+
+@jit
+def _slice_per_program(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0) * nl.num_programs(1) + nl.program_id(1) if nl.program_ndim() == 2 else nl.program_id(0)
+    t = nl.load(x[i * 128:(i + 1) * 128, :])
+    nl.store(out[i * 128:(i + 1) * 128, :], value=nl.exp(nl.multiply(t, 2.0)))
+    return out
+
+
+@jit
+def _slices_in_a_loop(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.exp(nl.multiply(t, 2.0)))
+    return out
+
+
+SPMD_X = RNG.standard_normal((1024, 1024)).astype(np.float32)
+
+
+def test_grid_programs_on_one_core_cost_what_a_loop_over_them_costs():
+    # "the different instances of the SPMD program are executed serially on a single NeuronCore"; "Neuron
+    # compiler translates the SPMD launch grid into nested loops of compute-kernel invocations" (NKI
+    # programming model, SPMD section): eight programs cost what a loop of eight iterations costs
+    grid = latency(_slice_per_program[8], SPMD_X)
+    loop = latency(_slices_in_a_loop, SPMD_X)
+    one = latency(_slice_per_program[1], SPMD_X)
+    assert grid == pytest.approx(loop, rel=1e-6)
+    assert grid > 4 * one
+
+
+def test_programs_of_an_nc_dimension_run_in_parallel_on_their_own_neuron_cores():
+    serial = latency(_slice_per_program[8], SPMD_X)
+    result = _slice_per_program[nl.spmd_dim(nl.nc(2), 4)](SPMD_X)
+    np.testing.assert_allclose(result, np.exp(2 * SPMD_X), rtol=1e-5)
+    report = last_report()
+    assert report["cores"] == 2
+    assert 0.45 * serial < report["latency_us"] < 0.6 * serial
+
+
+def test_spmd_dim_places_programs_on_cores_as_the_nki_docs_show():
+    # nki.language.spmd_dim examples: spmd_dim(nc(2), 2) puts programs 0,1 on core 0 and 2,3 on core 1;
+    # spmd_dim(2, nc(2)) puts 0,2 on core 0 and 1,3 on core 1; nc(2) alone: program i on core i
+    major = nl.spmd_dim(nl.nc(2), 2)
+    minor = nl.spmd_dim(2, nl.nc(2))
+    assert [nl.physical_core((major, 2), (i, 0))[0] for i in range(4)] == [0, 0, 1, 1]
+    assert [nl.physical_core((minor, 2), (i, 1))[0] for i in range(4)] == [0, 1, 0, 1]
+    assert [nl.physical_core((nl.nc(2), 3), (i, 2)) for i in range(2)] == [(0, 2), (1, 2)]
+    assert nl.physical_core((4, 2), (3, 1)) == (0, 1)
+
+
+def test_a_grid_over_more_physical_cores_than_a_logical_neuron_core_has_is_refused():
+    with pytest.raises(NkiError, match="at most 2"):
+        _slice_per_program[nl.nc(4), 2](SPMD_X)

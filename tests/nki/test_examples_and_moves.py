@@ -9,7 +9,7 @@ from speedpatch.targets.nki.target import NkiTarget
 
 from .conftest import EXAMPLES
 
-NAMES = ["attention", "layernorm", "matmul", "rmsnorm", "softmax", "tensor_add", "transpose"]
+NAMES = ["attention", "layernorm", "matmul", "rmsnorm", "rmsnorm_spmd", "softmax", "tensor_add", "transpose"]
 
 
 def test_every_example_is_shipped():

@@ -81,3 +81,38 @@ def reference(a, b):
 def test_bf16_inputs_are_declared_by_name_and_checked_at_the_low_precision_tolerance(tmp_path: Path):
     ev = evaluate(BF16_PROBLEM, tmp_path)
     assert ev.receipt["inputs"]["a"][1] == "bfloat16"
+
+
+NUMPY_OPS_PROBLEM = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def shifted_scan(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    centered = nisa.tensor_scalar(data=x, op0=np.subtract, operand0=1.0, op1=np.multiply, operand1=0.5)
+    nl.store(out, value=nisa.tensor_tensor_scan(centered, y, initial=0, op0=np.multiply, op1=np.add))
+    return out
+
+
+INPUTS = {"a": {"shape": (128, 64), "dtype": "float32", "low": 0.0, "high": 1.0}, "b": ((128, 64), "float32")}
+
+
+def reference(a, b):
+    decay = (a - 1.0) * 0.5
+    out = np.zeros_like(a)
+    state = np.zeros(a.shape[0], dtype=np.float32)
+    for i in range(a.shape[1]):
+        state = decay[:, i] * state + b[:, i]
+        out[:, i] = state
+    return out
+'''
+
+
+def test_numpy_functions_passed_as_operators_reach_the_emulator_from_the_kernel_process(tmp_path: Path):
+    # the public tutorials write op0=np.subtract, op0=np.multiply, op1=np.add (not nl.*)
+    evaluate(NUMPY_OPS_PROBLEM, tmp_path)

@@ -84,3 +84,9 @@ def test_offline_moves_of_every_example_stay_inside_the_kernel_region(target, pa
         problem = problem_of(path, kernel.name)
         for move in target.offline_moves(problem.source, kernel):
             assert boundary.check(target, problem, move.source) == [], move.plan
+
+
+def test_a_region_that_declares_a_launch_grid_is_rejected_naming_it(target, problem) -> None:
+    region = "GRID = (1,)\n\n\n" + FASTER
+    (reason,) = boundary.check(target, problem, ADD.replace(KERNEL, region))
+    assert "redefines GRID" in reason

@@ -118,3 +118,11 @@ def test_a_deferred_result_cannot_take_an_existing_handle(server):
     assert isinstance(server.table.get(-5)[0], np.ndarray)
     server.handle(["ditem", 3, [], -5, h, ["s", 0, 1, None]])  # -5 is taken
     assert not isinstance(server.table.get(-5)[0], Tile)
+
+
+def test_numpy_operators_arrive_by_name_and_only_from_the_list_kernels_use(server: Server):
+    assert server.decode(["uf", "multiply"]) is np.multiply
+    assert server.decode(["uf", "sum"]) is np.sum
+    for name in ("load", "frombuffer", "__class__", "lib"):  # anything else in numpy stays out of reach
+        with pytest.raises(TypeError, match="not an operator"):
+            server.decode(["uf", name])

@@ -57,6 +57,7 @@ class NkiEmulatorBackend(Backend):
                       "(speedpatch/targets/nki/emulator/params.py)",
             "compiler": "none (emulated)",
             "inputs": result.get("inputs", {}),
+            "grid": result.get("grid", []),  # the SPMD launch grid of the problem (GRID), [] for none
             "seeds": result.get("seeds", []),
             "warmups": 0,
             "trials": 1,

@@ -55,6 +55,7 @@ class NkiNeuronBackend(Backend):
             "device": f"Trainium NeuronCore on {remote.where(ctx.settings)}",
             "compiler": f"neuronx-cc via nki {result.get('nki_version', 'unknown')}",
             "inputs": result.get("inputs", {}),
+            "grid": result.get("grid", []),  # the SPMD launch grid of the problem (GRID), [] for none
             "seeds": result.get("seeds", []),
             "warmups": warmup,
             "trials": iters,

@@ -45,6 +45,7 @@ class NkiSimulateBackend(Backend):
             "backend": self.name,
             "device": f"nki.simulate on {remote.where(ctx.settings)}",
             "inputs": result.get("inputs", {}),
+            "grid": result.get("grid", []),  # the SPMD launch grid of the problem (GRID), [] for none
             "seeds": result.get("seeds", []),
             "statistic": "none (functional check only)",
             "date": now(),

@@ -41,11 +41,12 @@ class RegionTimes:
     older half is folded into a floor that applies to the whole allocation (conservative: later, never
     earlier)."""
 
-    __slots__ = ("entries", "floor")
+    __slots__ = ("entries", "floor", "top")
 
     def __init__(self) -> None:
         self.entries: dict[Region, float] = {}
         self.floor = 0.0
+        self.top = 0.0  # the latest end ever added (last() without a scan)
 
     def latest(self, region: Region) -> float:
         t = self.floor
@@ -55,6 +56,8 @@ class RegionTimes:
         return t
 
     def add(self, region: Region, end: float) -> None:
+        if end > self.top:
+            self.top = end
         entries = self.entries
         old = entries.get(region)
         if old is not None:
@@ -68,7 +71,7 @@ class RegionTimes:
             self.floor = max([self.floor] + [entries.pop(k) for k in keys])
 
     def last(self) -> float:
-        return max([self.floor, *self.entries.values()])
+        return self.floor if self.floor > self.top else self.top
 
 
 class _Slot:
@@ -132,6 +135,28 @@ class Trace:
         self.reuse_waits = 0
         self.spills = 0
         self.loops: list[_Loop] = []
+        self.core = 0  # the NeuronCore instructions go to now (SPMD programs on nl.nc grid dimensions)
+        self.cores = 1
+        self._core_state: dict[int, dict[str, Any]] = {}
+
+    # ---- NeuronCores ---------------------------------------------------------------------------------
+    _PER_CORE = ("engine_free", "dma_spans", "port_free", "slots", "live", "loops")
+
+    def set_core(self, core: int, cores: int = 1) -> None:
+        """Send the next instructions to NeuronCore `core` (of `cores`): its own engines, DMA engines,
+        SBUF and PSUM. HBM is shared, so dependencies through HBM tensors hold across cores; the latency
+        is the end of the last instruction on any core."""
+        self.cores = max(self.cores, cores, core + 1)
+        if core == self.core:
+            return
+        self._core_state[self.core] = {name: getattr(self, name) for name in self._PER_CORE}
+        state = self._core_state.pop(core, None) or {
+            "engine_free": {e: 0.0 for e in P.ENGINES if e != "dma"}, "dma_spans": [],
+            "port_free": {"sbuf_vector_gpsimd": 0.0, "psum_vector_scalar": 0.0},
+            "slots": {"sbuf": [], "psum": []}, "live": {"sbuf": 0, "psum": 0}, "loops": []}
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.core = core
 
     # ---- loops and tile scope ----------------------------------------------------------------------
     def enter_loop(self) -> _Loop:
@@ -156,17 +181,17 @@ class Trace:
         slots = self.slots[kind]
         wait = 0.0
         if self.live[kind] + nbytes > limit:
-            keep: list[_Slot] = []
-            for i, slot in enumerate(slots):
+            # the space of the out-of-scope tiles whose last access ends first (the allocator knows the
+            # schedule; the FIFO order of allocation would make a new tile wait for the tile that went out
+            # of scope last, e.g. one still being stored, while older space is long free)
+            freed: set[int] = set()
+            for slot in sorted((s for s in slots if s.retired), key=_Slot.last_access):
                 if self.live[kind] + nbytes <= limit:
-                    keep.extend(slots[i:])
                     break
-                if slot.retired:
-                    self.live[kind] -= slot.nbytes
-                    wait = max(wait, slot.last_access())
-                else:
-                    keep.append(slot)
-            self.slots[kind] = slots = keep
+                self.live[kind] -= slot.nbytes
+                wait = max(wait, slot.last_access())
+                freed.add(id(slot))
+            self.slots[kind] = slots = [s for s in slots if id(s) not in freed]
             if wait > 0:
                 self.reuse_waits += 1
         if self.live[kind] + nbytes > limit and kind == "sbuf":
@@ -190,6 +215,12 @@ class Trace:
         if self.loops:
             self.loops[-1].slots.append(slot)
         weakref.finalize(alloc, slot.retire)  # no Python name refers to it any more: out of scope
+
+    def psum_fits(self, free_bytes: int) -> bool:
+        """Whether a PSUM tile of free_bytes per partition fits next to the PSUM tiles in scope."""
+        banks = -(-free_bytes // P.PSUM_BANK_BYTES)
+        in_scope = sum(s.nbytes for s in self.slots["psum"] if not s.retired)
+        return in_scope + banks * P.PSUM_BANK_BYTES <= P.PSUM_BANKS * P.PSUM_BANK_BYTES
 
     def _spill(self, nbytes: int, limit: int) -> float:
         """SBUF tiles in scope do not fit: like the compiler, spill the least recently used ones to HBM
@@ -369,7 +400,7 @@ class Trace:
         engines = {}
         for engine in P.ENGINES:
             busy = self.busy.get(engine, 0.0)
-            capacity = total * (P.DMA_ENGINES if engine == "dma" else 1)
+            capacity = total * (P.DMA_ENGINES if engine == "dma" else 1) * self.cores
             engines[engine] = {
                 "busy_us": round(busy / 1000.0, 3),
                 "utilization": round(busy / capacity, 3),
@@ -384,7 +415,8 @@ class Trace:
             # with no engine busy half the time, waiting on dependencies (serialization) dominates
             "bottleneck": busiest if engines[busiest]["utilization"] >= 0.5 else "dependencies (engines mostly idle)",
             "engines": engines,
-            "pe_utilization": round(self.macs / (P.PARTITIONS * P.PARTITIONS * tensor_cycles), 4),
+            "pe_utilization": round(self.macs / (P.PARTITIONS * P.PARTITIONS * tensor_cycles * self.cores), 4),
+            "cores": self.cores,
             "dma_transfers": self.dma_transfers,
             "dma_descriptors": self.dma_descriptors,
             "buffer_reuse_waits": self.reuse_waits,

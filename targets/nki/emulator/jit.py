@@ -46,8 +46,12 @@ class EmulatedKernel:
         functools.update_wrapper(self, fn)
 
     def __getitem__(self, grid: Any) -> EmulatedKernel:
-        dims = grid if isinstance(grid, tuple) else (grid,)
-        return EmulatedKernel(self.fn, tuple(int(d) for d in dims))
+        dims = grid if isinstance(grid, (tuple, list)) else (grid,)
+        for d in dims:
+            if isinstance(d, bool) or int(d) < 1:
+                raise NkiError(f"launch grid {tuple(dims)!r}: every dimension needs at least one program")
+        # nl.nc / nl.spmd_dim dimensions are kept: they say which NeuronCore each program runs on
+        return EmulatedKernel(self.fn, tuple(d if isinstance(d, (nl.nc, nl.spmd_dim)) else int(d) for d in dims))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         trace = costmodel.Trace(kernel_file=self.fn.__code__.co_filename)
@@ -71,6 +75,8 @@ class EmulatedKernel:
             nl._shared_hbm.append(shared)
             try:
                 for ids in itertools.product(*[range(d) for d in self.grid]) if self.grid else [()]:
+                    # programs on one core run one after another; programs on other cores in parallel
+                    trace.set_core(*nl.physical_core(self.grid, tuple(ids)))
                     nl._program.append(tuple(ids))
                     try:
                         result = self.fn(*wargs, **wkwargs)

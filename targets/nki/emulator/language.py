@@ -368,17 +368,49 @@ _program: list[tuple[int, ...]] = [()]
 _grid: list[tuple[int, ...]] = [()]
 
 
+
+
 class nc(int):  # noqa: N801 - NKI's public name
-    """A launch-grid dimension whose programs go to that many physical NeuronCores (kernel[nl.nc(2), 2]).
-    The emulator runs every program of the grid on one modeled core, one after the other."""
+    """A launch-grid dimension whose programs go to that many physical NeuronCores (kernel[nl.nc(2), 2]):
+    program i of the dimension runs on core i. Programs on one core run one after another (params.py)."""
 
 
 class spmd_dim(int):  # noqa: N801 - NKI's public name
-    """A launch-grid dimension made of sub-dimensions (kernel[nl.spmd_dim(nl.nc(2), 2), 2]): its size is
-    their product."""
+    """A launch-grid dimension made of sub-dimensions, major first (kernel[nl.spmd_dim(nl.nc(2), 2), 2]):
+    its size is their product; its nl.nc sub-dimensions say which core each program runs on."""
+
+    dims: tuple[int, ...]
 
     def __new__(cls, *dims: Any) -> spmd_dim:
-        return super().__new__(cls, math.prod(int(d) for d in dims))
+        self = super().__new__(cls, math.prod(int(d) for d in dims))
+        self.dims = tuple(d if isinstance(d, (nc, spmd_dim)) else int(d) for d in dims)
+        return self
+
+
+def _core_coordinate(dim: Any, i: int) -> tuple[int, int]:
+    """(core coordinate, number of cores) of program i along one grid dimension."""
+    if isinstance(dim, nc):
+        return i, int(dim)
+    if isinstance(dim, spmd_dim):
+        core, cores = 0, 1
+        for sub in reversed(dim.dims):  # minor sub-dimension first
+            i, j = divmod(i, int(sub))
+            c, n = _core_coordinate(sub, j)
+            core, cores = core + c * cores, cores * n
+        return core, cores
+    return 0, 1
+
+
+def physical_core(grid: tuple[int, ...], ids: tuple[int, ...]) -> tuple[int, int]:
+    """(the NeuronCore program `ids` runs on, how many cores the grid spans) from its nl.nc dimensions."""
+    core, cores = 0, 1
+    for dim, i in zip(grid, ids, strict=True):
+        c, n = _core_coordinate(dim, i)
+        core, cores = core * n + c, cores * n
+    if cores > P.MAX_PHYSICAL_CORES:
+        raise NkiError(f"the launch grid spreads programs over {cores} physical NeuronCores (nl.nc); a kernel "
+                       f"runs on at most {P.MAX_PHYSICAL_CORES} (a logical NeuronCore of trn2)")
+    return core, cores
 
 
 def shared_constant(value: Any, dtype: Any = None, **_: Any) -> Tile:
@@ -398,9 +430,14 @@ def program_id(axis: int = 0) -> int:
     return ids[axis] if axis < len(ids) else 0
 
 
-def num_programs(axes: int = 0) -> int:
+def num_programs(axes: Any = 0) -> int:
+    """Programs along `axes` of the launch grid (an int or a tuple of them; None: the whole grid)."""
     grid = _grid[-1]
-    return grid[axes] if axes < len(grid) else 1
+    if axes is None:
+        return math.prod(int(d) for d in grid)
+    if isinstance(axes, (tuple, list)):
+        return math.prod(num_programs(int(a)) for a in axes)
+    return int(grid[axes]) if axes < len(grid) else 1
 
 
 def program_ndim() -> int:

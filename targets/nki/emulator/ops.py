@@ -154,7 +154,13 @@ def elementwise(
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}")
     dst.write(result, mask_for(dst, mask))
     free = max([dst.free_size] + [t.free_size for t in tiles])
-    streams = sum(1 for t in tiles if t.free_size > 1)  # a (P, 1) operand is read as a per-lane scalar
+    streamed = [t for t in tiles if t.free_size > 1]  # a (P, 1) operand is read as a per-lane scalar
+    streams = len(streamed)
+    if engine == "vector" and streams == 2 and what != "tensor_tensor_scan" and \
+            {t.buffer.kind for t in streamed} == {"sbuf", "psum"}:
+        # two input tiles, one in PSUM and one in SBUF, stream in parallel over the two ports: N cycles,
+        # not 2N (nki.isa.tensor_tensor "Estimated instruction cost"; the scan is 2N in every case)
+        streams = 1
     strided = any(t.minor_stride_bytes() > P.MINOR_STRIDE_PENALTY_BYTES for t in [dst, *tiles])
     itemsize = max([dst.dtype.itemsize] + [t.dtype.itemsize for t in tiles])
     writes = [dst.access()] + [t.access() for t in extra_writes]
@@ -325,8 +331,8 @@ def retarget_load(dst: Tile, value: Tile) -> bool:
     pending = value.alloc.pending_dma
     if pending is None or value.shape != value.alloc.shape or value.strides != value.alloc.strides:
         return False
-    if math.prod(dst.shape) != math.prod(value.shape) or dst.buffer.kind == "hbm":
-        return False
+    if math.prod(dst.shape) != math.prod(value.shape) or dst.buffer.kind != "sbuf":
+        return False  # DMA reaches neither PSUM nor, here, HBM: a PSUM destination is an engine copy
     if pending.mask is not None:
         return False
     values, same = pending.values, value.dtype == pending.src_dtype
@@ -385,9 +391,19 @@ def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
         values = np.broadcast_to(tile.read(), shape)
     except ValueError:
         raise NkiError(f"broadcast_to: cannot broadcast {tile.shape} to {shape}") from None
-    dst = new_tile(shape, tile.dtype, sbuf, name="broadcast_to")
+    # On hardware a TensorE matmul of a ones vector (stationary, 1 x P) with the tile (moving) ([ARCH]), and
+    # the Tensor engine writes only PSUM (nki.isa.nc_matmul): the result is a PSUM tile, which a following
+    # VectorE tensor_tensor reads at N cycles instead of 2N (params.py). When it is wider than a PSUM
+    # tile may be (one 2 KiB bank: 512 fp32, nl.tile_size.psum_fmax) or the banks in scope cannot hold
+    # it, it is evacuated to SBUF by a VectorE copy, as the compiler must.
+    trace = costmodel.current()
+    psum_bytes = math.prod(shape[1:]) * 4  # matmul results are fp32 in PSUM
+    in_psum = psum_bytes <= P.PSUM_BANK_BYTES and trace.psum_fits(psum_bytes)
+    dst = new_tile(shape, tile.dtype, psum if in_psum else sbuf, name="broadcast_to")
     dst.write(values, exact=True)
-    # On hardware a TensorE matmul of a ones vector (stationary, 1 x P) with the tile (moving) ([ARCH]).
-    costmodel.current().issue("tensor", tensor_cost_ns(dst.free_size, shape[0], tile.dtype), [tile.access()],
-                              [dst.access()], latency_ns=access_latency_ns("tensor"))
+    trace.issue("tensor", tensor_cost_ns(dst.free_size, shape[0], tile.dtype), [tile.access()],
+                [dst.access()], latency_ns=access_latency_ns("tensor"))
+    if not in_psum:
+        trace.issue("vector", engine_cost_ns("vector", dst.free_size), [dst.access()], [dst.access()],
+                    latency_ns=access_latency_ns("vector"))
     return dst

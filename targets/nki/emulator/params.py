@@ -12,7 +12,18 @@ Sources (AWS Neuron documentation, awsdocs-neuron.readthedocs-hosted.com):
   [DMAI]  "Introduction to Direct Memory Access (DMA) with NKI" (nki/about/nki-dma-overview): 16 engines per
           NeuronCore, 27.2 GB/s theoretical per engine (v2), one transfer spread over up to 16 engines
           (8 partitions each), a 4-byte semaphore write by every engine per transfer, in-order queues.
-  [ISA]   nki.isa / nki.language API reference (tile-size limits: pmax, gemm_*_fmax, bn_stats_fmax).
+  [ISA]   nki.isa / nki.language API reference (tile-size limits: pmax, gemm_*_fmax, bn_stats_fmax; each
+          instruction's "Estimated instruction cost", e.g. nki.isa.tensor_tensor: max(MIN_II, N) VectorE
+          cycles when one input tile is in PSUM and the other in SBUF, max(MIN_II, 2N) for two SBUF fp32
+          inputs; nki.isa.tensor_tensor_scan: max(MIN_II, 2N); nki.isa.nc_matmul writes only PSUM).
+  [PM]    "NKI Programming Model", section "SPMD: Launching multiple instances of a kernel": "A SPMD program
+          is compiled into an executable that targets one NeuronCore, and the different instances of the
+          SPMD program are executed serially on a single NeuronCore"; "Neuron compiler translates the SPMD
+          launch grid into nested loops of compute-kernel invocations".
+  [NC]    nki.language.nc / nki.language.spmd_dim API reference: "The instances of spmd kernel will be
+          distributed to different physical neuron cores on the annotated dimension" (kernel[nl.nc(2), 2]:
+          programs [0, *] on NC 0, [1, *] on NC 1; spmd_dim(nc(2), 2) / spmd_dim(2, nc(2)) examples), and the
+          NKI FAQ: a logical NeuronCore (trn2) "can have up to two physical NeuronCores".
 
 How an instruction is costed (costmodel.py schedules them):
 - Each compute engine executes its instructions in program order, one at a time; an instruction starts
@@ -33,7 +44,12 @@ How an instruction is costed (costmodel.py schedules them):
   "approximately 60 cycles", which other independent instructions hide).
   A most-minor free stride above 16 bytes halves the SBUF/PSUM bandwidth: the instruction takes 2x.
   VectorE and GpSimdE cannot access SBUF at the same time, nor VectorE and ScalarE PSUM ([ARCH]): such
-  instructions are serialized on a shared port.
+  instructions are serialized on a shared port. A two-input VectorE instruction with one input tile in
+  PSUM and the other in SBUF streams both at once: N cycles, not 2N ([ISA] tensor_tensor; the scan stays
+  2N). A partition broadcast (tile.broadcast_to of a one-partition tile) is a TensorE matmul, so its
+  result is a PSUM tile ([ARCH], [ISA] nc_matmul) that the next VectorE instruction reads at N cycles;
+  wider than one PSUM bank (512 fp32, psum_fmax) or with the banks in scope full, it is evacuated to SBUF
+  by a VectorE copy.
 - DMA: each nl.load/store/dma_copy is split by the compiler into transfers over the 16 DMA engines of
   the NeuronCore ([ARCH]: a 128x512 fp32 load = 16 transfers of 8 DMA buffers each). Each DMA buffer
   (descriptor) is one contiguous run of memory: at least one per SBUF partition, more when the data in a
@@ -44,11 +60,21 @@ How an instruction is costed (costmodel.py schedules them):
   one pool: a DMA takes the earliest idle gap once its data and destination buffer are ready (the
   compiler issues DMAs from several queues ahead of the compute that needs them). Masked or
   out-of-bounds elements are not transferred, and cost nothing.
+- SPMD launch grids ([PM], [NC]): the programs of kernel[grid] run one after another on one NeuronCore,
+  as the nested loop the compiler makes of them (program order per engine, DMAs prefetched as for loop
+  iterations: a grid of n programs costs what an affine_range loop of n iterations costs). Programs of an
+  nl.nc dimension (or nl.nc sub-dimension of nl.spmd_dim) go to their own NeuronCore, at most
+  MAX_PHYSICAL_CORES: each core has its own engines, DMA engines, SBUF and PSUM; HBM is shared, so
+  dependencies through HBM tensors hold across cores; the latency is the end of the last instruction on
+  any core.
 - Capacity and buffer reuse: a tile allocated inside an NKI loop body is local to that iteration (NKI
   scoping): it goes out of scope when the next iteration starts, as does a tile no Python name refers to.
   A new tile takes free SBUF/PSUM space if there is any (so an iteration can overlap the previous one: the
-  compiler's multi-buffering); otherwise it reuses the space of the oldest out-of-scope tiles, and waits
-  until their last reader/writer finished (the iteration cannot overlap). If the tiles in scope at the
+  compiler's multi-buffering); otherwise it reuses the space of the out-of-scope tiles whose last access
+  ends first, and waits until that access finished (the iteration cannot overlap further). The compiler
+  allocates with the whole schedule known: taking the space that went out of scope last (allocation
+  order) would make, e.g., a new accumulator wait for the store of the previous one while older space is
+  long free -- the model artifact that ranked the Mamba tutorial's loop reordering (v2) below v1. If the tiles in scope at the
   same time do not fit, the least recently used SBUF tiles are spilled to HBM (a DMA store, and a DMA
   reload at the next use), as the compiler spills; a single tile larger than SBUF, or PSUM tiles beyond
   the 8 banks, are refused. nki.compiler.sbuf/psum.mod_alloc(num_free_tiles=(n,)) makes only n blocks of
@@ -58,8 +84,8 @@ How an instruction is costed (costmodel.py schedules them):
 
 What the model ignores: instruction fetch and semaphores, SBUF bank conflicts, the compiler's instruction
 reordering beyond program order per engine, HBM bandwidth limits other than the DMA engines' own (16 x 17
-B/ns = 272 GB/s < the 410 GB/s HBM share of one core), clock/power throttling, multi-core SPMD (programs
-of a launch grid run one after the other on one core), and data-dependent timing.
+B/ns = 272 GB/s < the 410 GB/s HBM share of one core; two cores of an nl.nc grid are not HBM-limited
+either), clock/power throttling, the compiler's loop-invariant hoisting, and data-dependent timing.
 """
 
 # ---- clocks [ARCH] table "Data-path Width / Frequency" ------------------------------------------------
@@ -107,6 +133,8 @@ DMA_DESCRIPTOR_NS = 50.0
 # moved data or not ([DMAI] example 1): one more (tiny) descriptor on every engine.
 DMA_SEMAPHORE_DESCRIPTORS = 1
 DMA_LATENCY_NS = 1300.0  # [DMA] "semaphore-to-start latency (~1300 ns cross-engine)"
+
+MAX_PHYSICAL_CORES = 2  # [NC]/FAQ: NeuronCores one launch grid's nl.nc dimensions may span (language.py)
 
 MAX_INSTRUCTIONS = 2_000_000  # a kernel issuing more is reported as an error (likely a runaway loop)
 

@@ -68,12 +68,17 @@ def evaluate_isolated(opts: argparse.Namespace, process: KernelProcess, problem:
 
 def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, seeds: list[int]) -> dict[str, Any]:
     # Inputs and references first: the kernel process is still booting meanwhile.
+    try:
+        # the launch grid is the problem's (trusted), never what the kernel module's own objects say
+        grid = runner.launch_grid(problem)
+    except runner.HarnessError as exc:
+        return {"status": "harness_error", "message": str(exc)}
     cases = []
     for seed in seeds:
         try:
             cases.append((seed, *runner.expected_for(problem, seed)))
         except Exception as exc:  # noqa: BLE001
-            return {"status": "harness_error", "message": f"harness failed: {type(exc).__name__}: {exc}"}
+            return runner.harness_failure(exc)
     try:
         kernels = server.wait_ready()
     except KernelError as exc:
@@ -84,8 +89,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
     if not info.get("jit"):
         return {"status": "runtime_error", "message": "the kernel is not decorated with nki.jit (no launch recorded)"}
     params = [str(p) for p in info.get("params", [])]
-    grid = tuple(int(d) for d in info.get("grid", []))
-    launcher = EmulatedKernel(server.remote_function(opts.kernel, params), grid)
+    launcher = EmulatedKernel(server.remote_function(opts.kernel, params))
     reports: list[dict[str, Any]] = []
     required_bytes = required_macs = 0
     for n, (seed, inputs, expected, required_macs) in enumerate(cases):
@@ -94,7 +98,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
         outs = runner.output_buffers(problem)
         with physics.Ledger() as ledger:
             try:
-                actual = runner.run_kernel("emulate", None, launcher, list(inputs.values()), outs)
+                actual = runner.run_kernel("emulate", None, launcher, runner.copies_of(inputs), outs, grid)
             except KernelError as exc:
                 return _failure(exc)
             except ProtocolError:
@@ -115,7 +119,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
         if report is None:
             return {"status": "runtime_error", "message": "the kernel is not decorated with nki.jit (no launch recorded)"}
         reports.append(report)
-        required_bytes = sum(_device_bytes(v) for v in inputs.values()) + sum(
+        required_bytes = sum(_device_bytes(v) for v in inputs.values() if isinstance(v, np.ndarray)) + sum(
             math.prod(t.alloc.shape) * t.dtype.itemsize for t in out_tiles if isinstance(t, Tile))
         why = physics.check_physics(report, server.last_trace, required_bytes, required_macs)
         if why:
@@ -130,7 +134,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
     report["rpc_requests"] = server.requests
     inputs = cases[-1][1]
     return {"status": "ok", "seeds": seeds, "message": f"correct on {len(seeds)} seeds",
-            "inputs": {k: [list(v.shape), str(v.dtype)] for k, v in inputs.items()},
+            "inputs": runner.describe_inputs(inputs), "grid": [int(d) for d in grid],
             "value": report["latency_us"], "unit": "us", "report": report}
 
 

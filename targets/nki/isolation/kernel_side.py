@@ -163,12 +163,27 @@ def encode(value: Any) -> Any:
         return _encode_numpy(value)
     if isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
         return ["np", value.__name__]
+    if getattr(value, "__name__", "") in NUMPY_OPS:  # np.sum & co. (a function of another module's type)
+        return _encode_numpy(value)
     raise TypeError(f"cannot pass a {type(value).__name__} to nki (pass tiles, numbers, shapes or nki objects)")
+
+
+# NumPy functions public kernels pass as ALU / reduction operators (op=np.add, op0=np.multiply...): they
+# travel by name and the trusted side maps the name back to the same function (server.NUMPY_OPS).
+NUMPY_OPS = frozenset({
+    "add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "power", "exp", "log", "tanh",
+    "sqrt", "negative", "abs", "absolute", "reciprocal", "sin", "cos", "square", "sign", "floor", "ceil",
+    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "sum", "max", "min", "prod", "mean", "amax", "amin",
+})
 
 
 def _encode_numpy(value: Any) -> Any:
     import numpy as np
 
+    name = getattr(value, "__name__", "")
+    if name in NUMPY_OPS and getattr(np, name, None) is value:
+        return ["uf", name]
     if isinstance(value, np.ndarray):
         if value.size > 1 << 20:
             raise TypeError(f"a host array of {value.size} elements cannot be passed to nki")

@@ -112,11 +112,12 @@ def _record(a: np.ndarray, b: np.ndarray, result: Any) -> None:
         _RECORDED.append((result, int(np.prod(np.shape(result))) * int(k)))
 
 
-def reference_work(reference: Any, inputs: list[np.ndarray]) -> tuple[Any, int]:
+def reference_work(reference: Any, inputs: list[Any]) -> tuple[Any, int]:
     """Run the reference; (its result, the Tensor-engine MACs it implies: > 0 only when the result IS a
     matmul of the inputs, the one shape of reference for which that is a sound lower bound)."""
     _RECORDED.clear()
-    counted = [np.array(x, copy=True).view(_Counted) for x in inputs]
+    # non-tensor arguments (epsilon, shapes) reach the reference as they are declared
+    counted = [np.array(x, copy=True).view(_Counted) if isinstance(x, np.ndarray) else x for x in inputs]
     expected = reference(*counted)
     macs = 0
     for result, n in _RECORDED:
@@ -175,6 +176,9 @@ def check_physics(report: dict[str, Any], trace: Any, required_bytes: int, requi
         return (f"the Tensor engine did {macs} multiply-accumulates in {tensor} instructions, less than the "
                 f"{required_macs} the reference's matmul requires (required work)")
     dma_bandwidth, tensor_ghz = peak_rates()
+    cores = report.get("cores", 1)
+    cores = cores if type(cores) is int and 1 <= cores <= 2 else 1  # an nl.nc grid: each core has its own
+    dma_bandwidth, tensor_ghz = dma_bandwidth * cores, tensor_ghz * cores  # DMA engines and PE array
     dma_floor_us = required_bytes / dma_bandwidth / 1000.0
     pe_floor_us = required_macs / (P.PARTITIONS * P.PARTITIONS) / tensor_ghz / 1000.0
     floor = max(dma_floor_us, pe_floor_us)

@@ -24,6 +24,7 @@ from speedpatch.targets.nki.emulator import dtypes as E_dtypes
 from speedpatch.targets.nki.emulator import isa as E_isa
 from speedpatch.targets.nki.emulator import language as E_nl
 from speedpatch.targets.nki.emulator import tensor as E_tensor
+from speedpatch.targets.nki.isolation.kernel_side import NUMPY_OPS
 from speedpatch.targets.nki.isolation.process import KernelProcess, ProtocolError
 
 # The public API a kernel may use. Anything else in the emulator's modules (its NumPy, cost model, tile
@@ -274,6 +275,10 @@ class Server:
             return {str(k): self.decode(v, depth + 1) for k, v in value[1]}
         if tag == "np":
             return _numeric_dtype(value[1])
+        if tag == "uf":  # a NumPy operator by name (op=np.add): only the ones kernels use as ALU ops
+            if value[1] not in NUMPY_OPS:
+                raise TypeError(f"numpy.{str(value[1])[:40]} is not an operator kernels can pass to nki")
+            return getattr(np, value[1])
         if tag == "a":
             size = int(np.prod([int(d) for d in value[2]]))
             if size > INDEX_ARRAY_LIMIT or len(value[3]) != size:
