@@ -28,5 +28,7 @@ export SPEEDPATCH_SETUP_STATUS="$STATUS" SPEEDPATCH_REQUIRE_TOOLS=1
 
 echo "== ruff"
 .venv/bin/ruff check server targets tests benchmarks scripts
+echo "== mypy"
+scripts/mypy.sh
 echo "== pytest"
 .venv/bin/python -m pytest -p no:cacheprovider -n "${SPEEDPATCH_TEST_WORKERS:-auto}" --dist loadgroup "$@"

@@ -14,6 +14,7 @@ from speedpatch.engine.budget import Budget
 from speedpatch.engine.evaluation import EvalTask, evaluate_task
 from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
 from speedpatch.engine.pool import EvaluationPool, default_workers
+from speedpatch.engine.proposer import Proposer
 from speedpatch.engine.reverify import Reverifier
 from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
@@ -192,6 +193,7 @@ def _session(
 
     if not sandbox.status().active:  # said on every run, by every front end
         emit(ev.Event(ev.WARNING, run_id, {"message": sandbox.status().describe()}))
+    proposer: Proposer
     if config.use_llm:
         proposer = LLMProposer(config, target, problem, menu, store, run_id, budget, cancel.is_set)
         plan_models = config.llm.plan_models or config.llm.models

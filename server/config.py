@@ -7,6 +7,7 @@ Every value is checked; a bad one raises ConfigError naming the key and what is 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,10 @@ from typing import Any
 from speedpatch.errors import ConfigError
 from speedpatch.targets.sandbox import Limits
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 CONFIG_FILE = "speedpatch.toml"
 

@@ -7,8 +7,8 @@ SQLite, sent over LSP, and passed to evaluation worker processes.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import Field, asdict, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
 
 from speedpatch.states import EvalStatus
 
@@ -17,13 +17,20 @@ def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+R = TypeVar("R", bound="_Record")
+
+
 class _Record:
+    """Base of the records below, each a dataclass."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set by @dataclass on every subclass
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
 

@@ -10,7 +10,7 @@ error, crash, hang or wrong answer is an Evaluation with the matching status.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,12 @@ class Finding:
     message: str
     line: int  # 0-based
     column: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        return f"line {self.line + 1}: {self.message}"
 
 
 @dataclass(frozen=True)

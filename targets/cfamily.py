@@ -11,6 +11,7 @@ prototype names a file-scope object). Junk input gives a partial answer, never a
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -45,10 +46,7 @@ class Item:
 def _parser(grammar: str) -> Any:
     from tree_sitter import Language, Parser
 
-    if grammar == CUDA:
-        import tree_sitter_cuda as language
-    else:
-        import tree_sitter_c as language  # type: ignore[no-redef]
+    language = importlib.import_module("tree_sitter_cuda" if grammar == CUDA else "tree_sitter_c")
     return Parser(Language(language.language()))
 
 

@@ -81,7 +81,7 @@ def _binds(stmt: ast.stmt) -> set[str]:
             if item.optional_vars is not None:
                 names |= _targets(item.optional_vars)
     elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-        for handler in stmt.handlers:  # type: ignore[attr-defined]
+        for handler in getattr(stmt, "handlers", []):  # ast.TryStar has them too (Python 3.11+)
             if handler.name:
                 names.add(handler.name)
     for field in ("body", "orelse", "finalbody"):

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -249,7 +249,7 @@ _PRLIMIT_NAMES = {resource.RLIMIT_AS: "as", resource.RLIMIT_NPROC: "nproc", reso
                   resource.RLIMIT_CPU: "cpu"}
 
 
-def _with_rlimits(argv: list[str], rlimits: list[tuple[int, int]]) -> tuple[list[str], object]:
+def _with_rlimits(argv: list[str], rlimits: list[tuple[int, int]]) -> tuple[list[str], Callable[[], None] | None]:
     """argv run under the rlimits: through util-linux prlimit (an exec, safe in a threaded server), else
     through a preexec hook (macOS)."""
     prlimit = shutil.which("prlimit")
@@ -485,7 +485,7 @@ def run_process(
     if sandbox is not None and not sandbox.active and scope.required:
         return ProcResult(126, f"refused: [sandbox] required = true, but {sandbox.describe()}", 0.0, False)
     sandboxed = sandbox is not None and sandbox.active
-    preexec = None
+    preexec: Callable[[], None] | None = None
     run_env = env
     command = list(argv)
     if not trusted:

@@ -7,6 +7,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -48,7 +49,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         with tempfile.TemporaryDirectory(prefix="speedpatch-bench-") as ws:
             config = load_config(None, {"offline": True, "search": {"iterations": args.iterations}})
             config.workspace = ws
-            row = {"example": path.name}
+            row: dict[str, Any] = {"example": path.name}
             try:
                 text = path.read_text(encoding="utf-8")
                 kernels = [k for k in api.find_kernels(str(path), text) if k.runnable]
@@ -146,7 +147,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
     for start in starts:
         base = start.with_name(start.name.replace("_explicit", ""))
         started = time.monotonic()
-        row: dict[str, object] = {"problem": base.stem}
+        row: dict[str, Any] = {"problem": base.stem}
         with tempfile.TemporaryDirectory(prefix="speedpatch-bench-") as ws:
             config = load_config(None, {"offline": True, "search": {"iterations": args.iterations}})
             config.workspace = ws

@@ -264,16 +264,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
     record = store.get_run(args.run)  # NotFoundError: a UserError
     path = Path(record.path)
     current = _read_source(str(path))
-    new_text = api.apply_text(record, current)
+    new_text = api.apply_text(record, current)  # UserError unless the run has a winner
     path.write_text(new_text, encoding="utf-8")
-    out.print(f"applied {record.best.id} of run {record.run_id} to {path} ({render.speedup_text(record)})")
+    winner = record.best.id if record.best else ""
+    out.print(f"applied {winner} of run {record.run_id} to {path} ({render.speedup_text(record)})")
     return 0
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
     config = load_config(_workspace(args))
     isolation = sandbox.status()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for target in targets.all_targets():
         for backend in target.backends():
             try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from speedpatch.engine import events as ev
 
 
@@ -21,7 +21,7 @@ class SearchProgress:
             disable=not enabled,
             transient=False,
         )
-        self.task = None
+        self.task: TaskID | None = None
         self.best = "baseline"
         self.warnings: list[str] = []  # every warning of the run, also for --json
 

@@ -73,7 +73,8 @@ def reverify(check: Reverifier, base: Candidate, ranked: list[Candidate],
             return Outcome(best, warnings), [*changed, best]
         bad = _rejected(cand, check.backend, result)
         changed.append(bad)
-        warnings.append(f"candidate {cand.id} was the fastest but is rejected: {bad.evaluation.message}")
+        why = bad.evaluation.message if bad.evaluation else ""
+        warnings.append(f"candidate {cand.id} was the fastest but is rejected: {why}")
     warnings.append(f"no winner passed re-verification on {check.backend} "
                     f"({min(len(ranked), MAX_TRIES)} tried): the original is kept")
     return Outcome(base, warnings), changed

@@ -209,12 +209,12 @@ def _search(session: Session, iterations: int) -> RunRecord:
                 begin(it, session.schedule.step(it) if session.schedule else "")
             counts = [session.proposer.slots(parent, cfg.plans) for parent in beam]
             if not any(counts):  # nothing left to propose (offline moves exhausted): say so, spend nothing
-                why = getattr(session.proposer, "exhausted_message", None)
-                session.stop(RunStatus.FINISHED, why(len(beam)) if why else "no plans left to propose")
+                exhausted = getattr(session.proposer, "exhausted_message", None)
+                session.stop(RunStatus.FINISHED, exhausted(len(beam)) if exhausted else "no plans left to propose")
                 break
             store.update_run(run_id, iteration=it, seconds=session.budget.seconds())
             session.emit(ev.Event(ev.ITERATION_STARTED, run_id, {"iteration": it, "iterations": iterations}))
-            futures = []
+            futures: list[Future[list[Candidate]]] = []
             for b, parent in enumerate(beam):
                 for n in range(counts[b]):
                     guided = session.schedule.step(it) if session.schedule and b == 0 and n == 0 else ""

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when first parsing: finding kernels must not cost a parser at import time
+    import tree_sitter
 
 
 @dataclass(frozen=True)
@@ -15,18 +19,18 @@ class GlobalFunction:
 
 
 @functools.lru_cache(maxsize=1)
-def _parser():  # type: ignore[no-untyped-def]
+def _parser() -> tree_sitter.Parser:
     import tree_sitter
     import tree_sitter_cuda
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
-def _declared_name(node) -> str | None:  # type: ignore[no-untyped-def]
+def _declared_name(node: tree_sitter.Node | None) -> str | None:
     """Name in a function_declarator: plain, qualified (ns::f) or template (f<T>)."""
     while node is not None:
         if node.type in ("identifier", "field_identifier"):
-            return node.text.decode("utf-8", "replace")
+            return (node.text or b"").decode("utf-8", "replace")
         if node.type == "qualified_identifier":
             node = node.child_by_field_name("name")
             continue

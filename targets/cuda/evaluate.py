@@ -62,14 +62,14 @@ def static_rejection(source: str, path: str) -> Evaluation | None:
 RESULT_FILE = "speedpatch_result.json"  # the harness writes its result line here too (read whole)
 
 
-def checked_candidate(source: str, ctx: EvalContext) -> tuple[str, ProblemLayout | None, Evaluation | None]:
-    """The trusted baseline and the candidate's layout, or the evaluation that rejects the candidate."""
+def checked_candidate(source: str, ctx: EvalContext) -> tuple[str, ProblemLayout | Evaluation]:
+    """The trusted baseline, and the candidate's layout or the evaluation that rejects the candidate."""
     baseline = trusted_baseline(source, ctx)
     try:
         cand, _ = layouts(source, baseline, ctx.path)
     except ProblemError as exc:
-        return baseline, None, Evaluation(status=REJECTED, message=str(exc))
-    return baseline, cand, static_rejection(source, ctx.path)
+        return baseline, Evaluation(status=REJECTED, message=str(exc))
+    return baseline, static_rejection(source, ctx.path) or cand
 
 
 def evaluation_seed(run_seed: int) -> int:
@@ -118,9 +118,9 @@ class _Run:
 def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: str, nvcc: str, arch: str) -> Evaluation:
     """Never raises for a bad candidate; tool and host failures are INFRA_ERROR."""
     settings = ctx.settings or {}
-    baseline, cand, rejected = checked_candidate(source, ctx)
-    if rejected is not None:
-        return rejected
+    baseline, cand = checked_candidate(source, ctx)
+    if isinstance(cand, Evaluation):
+        return cand
     run = _Run(executor, ctx)
     build = ctx.workdir / "build"
     receipt: dict[str, Any] = {"backend": backend, "where": executor.where}

@@ -9,24 +9,9 @@ blanked first (keeping offsets), so a comment that mentions cudaStreamCreate is 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
 
+from speedpatch.targets.base import Finding  # line: 0-based, in the whole file
 from speedpatch.targets.cuda.problem import PRECISIONS
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    message: str
-    line: int  # 0-based, in the whole file
-    column: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def text(self) -> str:
-        return f"line {self.line + 1}: {self.message}"
 
 
 def _rule(rule: str, message: str, *patterns: str) -> tuple[str, str, re.Pattern[str]]:

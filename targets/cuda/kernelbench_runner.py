@@ -21,6 +21,7 @@ import re
 import statistics
 import subprocess
 import sys
+import types
 from typing import Any
 
 RESULT_FILE: list[str] = []  # set from --result: the line is also written there, to be read whole
@@ -67,7 +68,7 @@ def summarize(xs: list[float], confidence: float = 0.95) -> dict[str, Any]:
     return {"median": statistics.median(s), "low": low, "high": high, "min": s[0], "coverage": coverage, "n": n}
 
 
-def load(path: str, name: str):  # type: ignore[no-untyped-def]
+def load(path: str, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
@@ -119,7 +120,8 @@ def foreign_ops(model: Any, inputs: list[Any]) -> list[str]:
     seen: set[str] = set()
 
     class Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             seen.add(str(func._schema.name))
             return func(*args, **(kwargs or {}))
 

@@ -36,7 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from speedpatch.targets.cuda.guards import PERMITTED, Finding
+from speedpatch.targets.base import Finding
+from speedpatch.targets.cuda.guards import PERMITTED
 from speedpatch.targets.cuda.sass import cuobjdump_env, find_cuobjdump
 
 NAMESPACE = "sp_candidate"
@@ -202,7 +203,7 @@ def belongs_to_solution(sym: Symbol) -> bool:
         return True
     # nvcc's host stub for kernel `sp_candidate::k` is `__device_stub__ZN12sp_candidate1kEPf(...)`.
     stub = re.match(r"^__device_stub__(\w+)", base)
-    return bool(stub) and stub.group(1).startswith(f"ZN{len(NAMESPACE)}{NAMESPACE}")
+    return stub is not None and stub.group(1).startswith(f"ZN{len(NAMESPACE)}{NAMESPACE}")
 
 
 COMPILER_LOCAL = re.compile(r"^\.L|^\.text|^fatbinData$|^_GLOBAL__sub_I_|^__nv_|^__cuda|^_ZL\d+__cuda|^_ZL\d+__sti__|"
@@ -497,10 +498,10 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
     if sass or ptx:
         base_sass, base_ptx, _ = device_code(harness_only, timeout)
         uses: dict[str, dict[str, str]] = {}
-        for text, is_sass, base in ((sass, True, base_sass), (ptx, False, base_ptx)):
+        for text, is_sass, harness_text in ((sass, True, base_sass), (ptx, False, base_ptx)):
             if not text:
                 continue
-            skip = _harness_kernels(base or "", is_sass)
+            skip = _harness_kernels(harness_text or "", is_sass)
             for kernel, kinds in (sass_uses(text, skip) if is_sass else ptx_uses(text, skip)).items():
                 for kind, instruction in kinds.items():
                     uses.setdefault(kernel, {}).setdefault(kind, instruction)  # SASS first: what executes

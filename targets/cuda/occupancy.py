@@ -123,18 +123,22 @@ def _split_args(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def _product(dims: list[int | None]) -> int | None:
+    """The product of the dimensions, None when there are none or one is not known."""
+    known = [d for d in dims if d is not None]
+    return math.prod(known) if known and len(known) == len(dims) else None
+
+
 def _threads(expr: str, text: str, consts: dict[str, str]) -> int | None:
     expr = expr.strip()
     m = re.fullmatch(r"dim3\s*\((.*)\)", expr, re.DOTALL)
     if m:
-        dims = [_eval(a, consts) for a in _split_args(m.group(1))]
-        return math.prod(dims) if dims and all(d is not None for d in dims) else None  # type: ignore[arg-type]
+        return _product([_eval(a, consts) for a in _split_args(m.group(1))])
     if re.fullmatch(r"\w+", expr):
         decl = re.search(rf"\bdim3\s+{expr}\s*(?:\(([^;]*)\)|=\s*dim3\s*\(([^;]*)\)|\{{([^;]*)\}})\s*;", text)
         if decl:
             args = next(g for g in decl.groups() if g is not None)
-            dims = [_eval(a, consts) for a in _split_args(args)]
-            return math.prod(dims) if dims and all(d is not None for d in dims) else None  # type: ignore[arg-type]
+            return _product([_eval(a, consts) for a in _split_args(args)])
         value = re.search(rf"\b(?:int|unsigned|const\s+int|constexpr\s+int)\s+{expr}\s*=\s*([^;]+);", text)
         if value:
             return _eval(value.group(1), consts)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 
-from speedpatch.targets.cuda.guards import Finding
+from speedpatch.targets.base import Finding
 
 ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.utils.cpp_extension", "math", "__future__", "typing"}
 FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",

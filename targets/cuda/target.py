@@ -13,7 +13,7 @@ from pathlib import Path
 
 from speedpatch.model import Evaluation, Kernel
 from speedpatch.targets import cfamily, pynames
-from speedpatch.targets.base import Backend, Move, Target
+from speedpatch.targets.base import Backend, Finding, Move, Target
 from speedpatch.targets.cuda import guards
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend, local_gpu
@@ -53,7 +53,7 @@ class CudaTarget(Target):
     language_ids = ("cuda-cpp", "cuda")
 
     @property
-    def default_backend(self) -> str:  # type: ignore[override]
+    def default_backend(self) -> str:  # type: ignore[override]  # a property where Target has a plain attribute: read alike
         return "cuda-local" if _has_local_gpu() else "cuda-compile"
 
     def backends(self) -> list[Backend]:
@@ -174,7 +174,7 @@ class CudaTarget(Target):
 
     # --- checks, feedback, moves --------------------------------------------------------------------
 
-    def diagnostics(self, text: str, path: str = "") -> list[guards.Finding]:
+    def diagnostics(self, text: str, path: str = "") -> list[Finding]:
         """Guard findings with positions, for editor diagnostics (empty for files without a harness)."""
         layout = split_problem(text, path)
         if layout is None:

@@ -46,9 +46,9 @@ class CudaCompileBackend(Backend):
         nvcc = find_nvcc(settings)
         if nvcc is None:
             return Evaluation(status=INFRA_ERROR, message="nvcc not found on this machine")
-        baseline, cand, rejected = checked_candidate(source, ctx)
-        if rejected is not None:
-            return rejected
+        baseline, cand = checked_candidate(source, ctx)
+        if isinstance(cand, Evaluation):
+            return cand
         if cand.kind == KERNELBENCH:
             return Evaluation(status=INFRA_ERROR, message="cuda-compile handles .cu problems only; KernelBench problems "
                               f"need torch on a GPU host: use {MEASURING_BACKENDS}")
