@@ -32,6 +32,7 @@ MAX_FILE_BYTES = 2_000_000  # bigger files are not kernels we can send to an LLM
 
 
 def find_kernels(path: str, text: str) -> list[Kernel]:
+    """Every kernel the targets for this file type find in `text`, runnable or not (none in huge files)."""
     found: list[Kernel] = []
     if len(text) > MAX_FILE_BYTES:
         return found
@@ -44,6 +45,8 @@ def find_kernels(path: str, text: str) -> list[Kernel]:
 
 
 def backend_for(target: Target, config: Config, name: str | None = None) -> Backend:
+    """The backend named here, else the configured one, else the target's default; UserError naming where
+    an unknown name came from."""
     chosen = name or config.backends.get(target.name) or target.default_backend
     try:
         return target.backend(chosen)
@@ -137,6 +140,7 @@ def _protect_secrets(config: Config) -> None:
 
 
 def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
+    """Check and measure `source` (default: the problem's own file) once on the problem's backend."""
     target, backend = _target_backend(problem)
     _require_usable(backend, config)
     _protect_secrets(config)
@@ -234,6 +238,7 @@ def _reverifier(target: Target, backend: Backend, problem: Problem, config: Conf
 
 
 def new_run_id() -> str:
+    """A fresh run id: 8 hex digits."""
     return secrets.token_hex(4)
 
 
@@ -245,6 +250,8 @@ def optimize(
     cancel: threading.Event | None = None,
     run_id: str | None = None,
 ) -> RunRecord:
+    """Search for a faster version of the problem's kernel; stored as it goes, the finished record returned.
+    Blocks until the run ends (all iterations, budget, cancel or an error)."""
     run_id = run_id or new_run_id()
     reuse = config.search.reuse_mode()
     try:  # before anything is created: a --reuse RUN that cannot be followed is the user's error to fix

@@ -16,6 +16,8 @@ FAILED, INTERRUPTED, QUEUED = RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus
 
 @dataclass
 class RunRecord:
+    """A run as the store returns it: its problem, state, baseline and best, and what it spent."""
+
     run_id: str
     path: str
     kernel: str
@@ -37,6 +39,7 @@ class RunRecord:
 
     @property
     def speedup(self) -> float | None:
+        """Baseline over best, None without two valid measurements."""
         return speedup(self.baseline, self.best)
 
     @property
@@ -46,10 +49,12 @@ class RunRecord:
 
     @property
     def unit(self) -> str:
+        """The unit of the run's figures ("cycles", "ms", ...), "" before the baseline is measured."""
         ev = self.baseline.evaluation if self.baseline else None
         return ev.unit if ev else ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as plain data, with its speedup and verdict."""
         data = asdict(self)
         data["speedup"] = self.speedup
         data["verdict"] = self.verdict.to_dict()

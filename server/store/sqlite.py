@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 
 
 def now() -> str:
+    """The time stamp written with every row: UTC, ISO 8601, whole seconds."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -74,6 +75,8 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
 
 
 class Store:
+    """The runs of one workspace, in <workspace>/.speedpatch/runs.sqlite3 (created when missing)."""
+
     def __init__(self, workspace: Path | str) -> None:
         self.root = Path(workspace) / ".speedpatch"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -123,12 +126,14 @@ class Store:
         return Store._Tx(self._conn(), write)
 
     def close(self) -> None:
+        """Close this thread's connection (other threads keep theirs)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
 
     def data_version(self) -> int:
+        """A number that changes with every write by any process: poll it to notice changes."""
         row = self._conn().execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
         return int(row[0])
 
@@ -173,6 +178,8 @@ class Store:
             )
 
     def update_run(self, run_id: str, **fields: Any) -> None:
+        """Set some of a run's fields (status, message, iteration, iterations, baseline_id, best_id, config,
+        seconds); ValueError for any other."""
         allowed = {"status", "message", "iteration", "iterations", "baseline_id", "best_id", "config", "seconds"}
         bad = set(fields) - allowed
         if bad:
@@ -187,6 +194,7 @@ class Store:
             db.execute(f"UPDATE runs SET {cols} WHERE id=?", (*fields.values(), run_id))
 
     def set_status(self, run_id: str, status: RunStatus, message: str = "") -> None:
+        """Set a run's status and message (the message replaces the previous one, "" clears it)."""
         self.update_run(run_id, status=status, message=message)
 
     def _record(self, row: sqlite3.Row) -> RunRecord:
@@ -235,6 +243,7 @@ class Store:
         )
 
     def get_run(self, run_id: str) -> RunRecord:
+        """The run with this id, or the only one it is a prefix of; NotFoundError otherwise."""
         row = self._conn().execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             matches = self._conn().execute("SELECT * FROM runs WHERE id LIKE ?", (run_id + "%",)).fetchall()
@@ -244,11 +253,13 @@ class Store:
         return self._record(row)
 
     def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
         rows = self._conn().execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC").fetchall()
         return [self._record(r) for r in rows]
 
     # plans, candidates, beams ------------------------------------------------------------------------
     def save_plan(self, run_id: str, plan_id: str, parent_id: str, iteration: int, model: str, text: str) -> None:
+        """Record (or replace) one plan for one parent."""
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO plans VALUES (?,?,?,?,?,?)",
@@ -256,10 +267,12 @@ class Store:
             )
 
     def plans(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's plans as rows, in the order they were saved."""
         rows = self._conn().execute("SELECT * FROM plans WHERE run_id=? ORDER BY rowid", (run_id,)).fetchall()
         return [dict(r) for r in rows]
 
     def save_candidate(self, cand: Candidate) -> None:
+        """Record (or replace) a candidate with its evaluation, if it has one yet."""
         ev = cand.evaluation
         secrets = known_secrets()
         with self._tx() as db:
@@ -282,6 +295,7 @@ class Store:
         )
 
     def get_candidate(self, run_id: str, candidate_id: str) -> Candidate:
+        """One candidate of a run; NotFoundError when it has none by that id."""
         row = self._conn().execute(
             "SELECT * FROM candidates WHERE run_id=? AND id=?", (run_id, candidate_id)
         ).fetchone()
@@ -290,6 +304,7 @@ class Store:
         return self._candidate(row)
 
     def find_by_hash(self, run_id: str, source_hash: str) -> Candidate | None:
+        """An evaluated candidate of the run with this source hash (its evaluation can be reused), if any."""
         row = self._conn().execute(
             "SELECT * FROM candidates WHERE run_id=? AND source_hash=? AND evaluation IS NOT NULL LIMIT 1",
             (run_id, source_hash),
@@ -297,12 +312,14 @@ class Store:
         return self._candidate(row) if row else None
 
     def candidates(self, run_id: str) -> list[Candidate]:
+        """A run's candidates by iteration, in the order they were saved."""
         rows = self._conn().execute(
             "SELECT * FROM candidates WHERE run_id=? ORDER BY iteration, rowid", (run_id,)
         ).fetchall()
         return [self._candidate(r) for r in rows]
 
     def lineage(self, run_id: str, candidate_id: str) -> list[Candidate]:
+        """The candidate and its ancestors, the baseline first."""
         chain: list[Candidate] = []
         current: str | None = candidate_id
         while current:
@@ -312,12 +329,14 @@ class Store:
         return chain[::-1]
 
     def save_beam(self, run_id: str, iteration: int, members: list[str], best_id: str | None) -> None:
+        """Record the beam an iteration kept and the run's best so far."""
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO beams VALUES (?,?,?,?)", (run_id, iteration, json.dumps(members), best_id)
             )
 
     def beams(self, run_id: str) -> dict[int, list[str]]:
+        """Candidate ids of every iteration's beam, by iteration."""
         rows = self._conn().execute(
             "SELECT iteration, members FROM beams WHERE run_id=? ORDER BY iteration", (run_id,)
         ).fetchall()
@@ -325,6 +344,7 @@ class Store:
 
     # LLM calls: the record of tokens and the replay cache for resume -------------------------------
     def get_llm_call(self, run_id: str, key: str) -> dict[str, Any] | None:
+        """The stored call under this key (a resumed run replays its reply), if any."""
         row = self._conn().execute(
             "SELECT * FROM llm_calls WHERE run_id=? AND key=?", (run_id, key)
         ).fetchone()
@@ -334,6 +354,7 @@ class Store:
         self, run_id: str, key: str, phase: str, model: str, prompt: str, reply: str,
         prompt_tokens: int, completion_tokens: int, seconds: float,
     ) -> None:
+        """Record one LLM call: prompt, reply and tokens (secrets scrubbed)."""
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -342,6 +363,7 @@ class Store:
             )
 
     def llm_usage(self, run_id: str) -> list[dict[str, Any]]:
+        """Calls, tokens and seconds of a run's LLM use per phase and model."""
         rows = self._conn().execute(
             "SELECT phase, model, COUNT(*) AS calls, SUM(prompt_tokens) AS prompt_tokens,"
             " SUM(completion_tokens) AS completion_tokens, SUM(seconds) AS seconds FROM llm_calls"
