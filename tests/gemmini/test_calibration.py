@@ -1,12 +1,12 @@
-"""The calibration benchmark's ordering, on two of the paper's problems (benchmarks/gemmini_calibration.py).
+"""The calibration benchmark on the model (benchmarks/gemmini_calibration.py).
 
 The cycle model follows the structure and numbers of Berkeley's RTL-calibrated performance model (gperf,
-FireSim preset). On it, the hardware loops (LOOP_WS / LOOP_CONV_WS) keep the mesh nearly busy, while code
-whose every preload/compute is issued by the in-order core is bound by the core's issue rate. That is NOT the
-ordering the Autocomp paper reports on FireSim (hand-tuned explicit code ~4x faster than the library); these
-tests pin down what the model says today, so that a change which moves it has to say so here.
-Figures at the time of writing (cycles): 512^3 GEMM library 531281, naive 2224706, tuned explicit 776796,
-tuned loop 526959; conv 14x14x256 library 2543172, naive 14086402, tuned explicit 2312894, tuned loop 2251897.
+FireSim preset), plus the DMA's address translation under Linux (the paper's FireSim runs; gperf has none):
+one shared TLB entry of four pages and a last-page filter per DMA client (FrontendTLB.scala, rocket-chip
+TLB.scala), whose miss cost is the one value fitted to a published FireSim figure. These tests hold it to
+the two FireSim cycle counts Autocomp publishes for real kernels, and pin the rest of today's ordering so
+that a change which moves it has to say so here. It does NOT yet reproduce the paper's library figures:
+the library reaches 35-86% here where the paper implies at most ~18% (GEMM) / ~37% (conv).
 """
 
 from __future__ import annotations
@@ -56,17 +56,35 @@ def test_software_pipelining_makes_explicit_code_at_least_two_and_a_half_times_f
     assert 2.5 * _get(results, problem, "tuned").cycles <= _get(results, problem, "naive").cycles
 
 
-def test_the_hardware_loop_keeps_the_mesh_busy_on_a_large_gemm(results):
-    assert _get(results, GEMM, "library").utilization >= 0.9
-    assert _get(results, GEMM, "tuned-loop").utilization >= 0.85
+@pytest.fixture(scope="module")
+def anchors() -> dict[str, tuple[int, cal.Result]]:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    return {kind: (published, r) for kind, published, r in cal.run_anchors(workers=2)}
 
 
-def test_core_issued_gemm_code_is_bound_by_the_cores_issue_rate_not_the_mesh(results):
-    # every 16-row compute needs a preload and a compute issued by the core, plus the address arithmetic:
-    # more host cycles than the 16 mesh cycles it buys, so the explicit kernel cannot reach the loop's rate.
-    tuned, library = _get(results, GEMM, "tuned"), _get(results, GEMM, "library")
-    assert tuned.cycles > library.cycles
-    assert tuned.utilization > 0.5  # ... but it is not starved by its own schedule either
+@pytest.mark.parametrize("kind", list(cal.ANCHORS))
+def test_the_model_reproduces_autocomps_published_firesim_cycles_within_ten_percent(anchors, kind):
+    # unoptimized: 3,435,455 cycles on FireSim; if-gated: 1,519,076. The TLB miss cost was fitted to the
+    # first; the second is an independent check.
+    published, r = anchors[kind]
+    assert r.correct, r.note
+    assert r.macs == 12544 * 256 * 64
+    assert abs(r.cycles / published - 1) <= 0.10, (kind, r.cycles, published)
+
+
+def test_gating_redundant_loads_beats_the_library_on_its_shape(anchors):
+    # what hand-tuned code does on the hardware: each piece of A and B moved in once, so the DMA does not
+    # thrash the TLB as the library's re-loads do
+    from speedpatch.targets.gemmini.build import build_native  # noqa: F401  (gcc and the model are here)
+
+    library = cal.run_all([("gemm", cal.gemm_name(cal.ANCHOR_SHAPE), cal.ANCHOR_SHAPE)], ("library",), 1)[0]
+    assert library.correct, library.note
+    assert anchors["if-gated"][1].cycles < library.cycles
+
+
+def test_the_hardware_loop_with_hand_chosen_tiles_beats_the_library_on_a_large_gemm(results):
+    assert _get(results, GEMM, "tuned-loop").cycles < _get(results, GEMM, "library").cycles
 
 
 def test_a_tuned_convolution_beats_the_library_where_the_library_tiles_poorly(results):

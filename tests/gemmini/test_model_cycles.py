@@ -297,8 +297,10 @@ int main(void) {
 """
 
 
-def _probe(tmp_path, body: str) -> list[int]:
-    """Compile and run `body` (statements printing integers with P(x)) against timing.c."""
+def _probe(tmp_path, body: str, virtual_memory: bool = False) -> list[int]:
+    """Compile and run `body` (statements printing integers with P(x)) against timing.c. Without virtual
+    memory (a bare-metal program) unless asked: each test isolates one mechanism, so its hand-computed
+    figure has no TLB misses in it."""
     import shutil
     import subprocess
     from pathlib import Path
@@ -312,7 +314,8 @@ def _probe(tmp_path, body: str) -> list[int]:
     src = tmp_path / "probe.c"
     src.write_text(PROBE_PRELUDE + "#define P(x) printf(\"%llu\\n\", (unsigned long long)(x))\n" + body + "\n return 0;\n}\n")
     exe = tmp_path / "probe"
-    subprocess.run([gcc, "-O1", "-I", str(root / "model"), "-I", str(root / "include"), str(src),
+    subprocess.run([gcc, "-O1", f"-DT_VIRTUAL_MEMORY={int(virtual_memory)}", "-I", str(root / "model"),
+                    "-I", str(root / "include"), str(src),
                     str(root / "model" / "timing.c"), "-o", str(exe)], check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
@@ -410,3 +413,40 @@ def test_the_next_loop_streams_its_loads_while_the_previous_one_still_computes(t
 """
     third = "tm_host_begin(); tm_frontend_loop(); P(T.next_issue - 1); tm_host_end();"
     assert _probe(tmp_path, LOOP_OF_20_COMPUTES + second_loop_mvin + third) == [8, 109]
+
+
+# ---- address translation (virtual_memory=True): FrontendTLB.scala + rocket-chip's sectored TLB -----------
+# A DMA request whose page is not its client's last one goes to the one shared TLB entry (4 pages of one
+# 16 KiB-aligned group); a miss costs T_TLB_MISS_CYCLES = 135 before the request may go out.
+TLB_MISSES = "{ uint64_t m[TM_MEMORY_STATS]; tm_memory_stats(m); P(m[5]); }"
+
+
+def test_a_dma_request_to_an_untranslated_page_waits_for_the_page_table_walk(tmp_path):
+    # the Get waits for the walk (5 + 135 = 140), the miss is seen at 146, the next DRAM slot is 152..160, data
+    # at the L2 at 190, to the DMA at 197, merged at 201, completion lag 2 -> 203
+    assert _probe(tmp_path, "P(mvin(0x10000, 1, 64, 64, 0));", virtual_memory=True) == [203]
+
+
+def test_the_clients_last_page_is_translated_for_free(tmp_path):
+    # the second mvin of the same page pays nothing for translation: fence at 203 + 2, Get at 210, L2 hit 12,
+    # merge 4, lag 2 -> 228; one miss in all
+    body = "mvin(0x10000, 1, 64, 64, 0); tm_fence(); P(mvin(0x10000, 1, 64, 64, 16));" + TLB_MISSES
+    assert _probe(tmp_path, body, virtual_memory=True) == [228, 1]
+
+
+def test_pages_of_one_16k_group_share_the_tlb_entry_but_another_group_evicts_it(tmp_path):
+    same_group = "".join(f"mvin(0x{0x10000 + 0x1000 * p:x}, 1, 64, 64, 0);" for p in (0, 1, 2, 0, 1)) + TLB_MISSES
+    alternating = "".join(f"mvin(0x{a:x}, 1, 64, 64, 0);" for a in (0x10000, 0x20000, 0x10000, 0x20000)) + TLB_MISSES
+    assert _probe(tmp_path, same_group, virtual_memory=True) == [3]  # pages 0, 1, 2 miss once each
+    assert _probe(tmp_path, alternating, virtual_memory=True) == [4]  # every switch of group misses
+
+
+def test_reader_and_writer_keep_their_own_last_page(tmp_path):
+    # the reader keeps 0x10000 in its filter while the writer misses on 0x20000, then both hit their own
+    body = ("mvin(0x10000, 1, 64, 64, 0); mvout(0x20000, 1, 64, 64, 0);"
+            "mvin(0x10000, 1, 64, 64, 16); mvout(0x20000, 1, 64, 64, 16);" + TLB_MISSES)
+    assert _probe(tmp_path, body, virtual_memory=True) == [2]
+
+
+def test_a_bare_metal_build_translates_nothing(tmp_path):
+    assert _probe(tmp_path, "mvin(0x10000, 1, 64, 64, 0); mvin(0x20000, 1, 64, 64, 0);" + TLB_MISSES) == [0]

@@ -73,8 +73,10 @@ SPEEDPATCH_UNCOUNTED static inline uint64_t speedpatch_setting(const char *name,
 }
 
 SPEEDPATCH_UNCOUNTED static inline void *speedpatch_alloc(size_t bytes) {
-  /* 64-byte alignment: one DMA beat, what row_align() gives static arrays. */
-  void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  /* Aligned to 16 KiB (four 4 KiB pages: one entry of the DMA's TLB, see timing_params.h): where a buffer
+   * starts within a TLB entry changes its misses, and the address-space randomization would change it from
+   * run to run; a fixed alignment keeps every figure deterministic. */
+  void *p = aligned_alloc(16384, (bytes + 16383) / 16384 * 16384);
   if (p == NULL) {
     printf("speedpatch: out of memory allocating %zu bytes\n", bytes);
     exit(2);

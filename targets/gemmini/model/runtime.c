@@ -107,6 +107,12 @@ static void write_stats(void) {
   fprintf(f, "  \"busy_cycles\": {\"load\": %llu, \"execute\": %llu, \"store\": %llu},\n",
           (unsigned long long)T.busy[U_LOAD], (unsigned long long)T.busy[U_EX],
           (unsigned long long)T.busy[U_STORE]);
+  uint64_t mem[TM_MEMORY_STATS];
+  tm_memory_stats(mem);
+  fprintf(f, "  \"memory\": {\"gets\": %llu, \"puts\": %llu, \"l2_hits\": %llu, \"l2_misses\": %llu, "
+          "\"writebacks\": %llu, \"tlb_misses\": %llu},\n", (unsigned long long)mem[0], (unsigned long long)mem[1],
+          (unsigned long long)mem[2], (unsigned long long)mem[3], (unsigned long long)mem[4],
+          (unsigned long long)mem[5]);
   fprintf(f, "  \"dram_read_bytes\": %llu,\n  \"dram_write_bytes\": %llu\n}\n",
           (unsigned long long)S.dram_read_bytes, (unsigned long long)S.dram_write_bytes);
   fclose(f);

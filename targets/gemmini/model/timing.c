@@ -212,6 +212,46 @@ static uint64_t l2_put(uint64_t addr, uint32_t bytes, uint64_t p) {
   return start + T_L2_PUT_SERIAL;
 }
 
+/* ---------------------------------------------------------------------------- address translation */
+/* Gemmini's DMA translates virtual addresses (FrontendTLB.scala): each client (the reader and the writer)
+ * keeps its last translated page in a filter register; other pages go through ONE shared rocket-chip TLB
+ * built with T_TLB_ENTRIES ways, which rocket-chip groups into sectored entries of T_TLB_SECTORS
+ * consecutive pages (TLB.scala: nWays / nSectors entries) -- with the default 4 ways, a single entry that
+ * holds up to 4 pages of one 16 KiB-aligned group. A miss goes to the page-table walker, one at a time, and
+ * holds the TLB meanwhile. The table is updated in the order this one-pass model schedules requests. */
+#define TLB_GROUPS (T_TLB_ENTRIES / T_TLB_SECTORS > 0 ? T_TLB_ENTRIES / T_TLB_SECTORS : 1)
+enum { TLB_READER, TLB_WRITER, TLB_CLIENTS };
+static uint64_t tlb_group[TLB_GROUPS], tlb_used[TLB_GROUPS], tlb_stamp;
+static uint32_t tlb_sectors[TLB_GROUPS]; /* valid sectors (pages) of each entry; 0 = entry empty */
+static uint64_t tlb_filter[TLB_CLIENTS]; /* page + 1 of each client's last translation; 0 = none */
+static uint64_t tlb_free;                 /* when the TLB can take the next miss */
+static uint64_t st_tlb_misses;
+
+/* When a DMA request for `addr` that is ready at t may go out (its translation done). */
+static uint64_t tlb_translate(int client, uint64_t addr, uint64_t t) {
+  if (!T_VIRTUAL_MEMORY) return t;
+  const uint64_t page = addr / T_PAGE_BYTES, group = page / T_TLB_SECTORS;
+  const uint32_t sector = 1u << (page % T_TLB_SECTORS);
+  if (tlb_filter[client] == page + 1) return t;
+  tlb_filter[client] = page + 1;
+  int victim = 0;
+  for (int e = 0; e < TLB_GROUPS; e++) {
+    if (tlb_sectors[e] && tlb_group[e] == group) {
+      tlb_used[e] = ++tlb_stamp;
+      if (tlb_sectors[e] & sector) return t + T_TLB_HIT_CYCLES;
+      tlb_sectors[e] |= sector; /* a miss that refills a sector of this entry */
+      tlb_free = max64(t, tlb_free) + T_TLB_MISS_CYCLES;
+      st_tlb_misses++;
+      return tlb_free;
+    }
+    if (tlb_used[e] < tlb_used[victim]) victim = e;
+  }
+  tlb_group[victim] = group, tlb_sectors[victim] = sector, tlb_used[victim] = ++tlb_stamp;
+  tlb_free = max64(t, tlb_free) + T_TLB_MISS_CYCLES;
+  st_tlb_misses++;
+  return tlb_free;
+}
+
 /* ------------------------------------------------------------------ DMA pieces of the current command */
 
 typedef struct {
@@ -294,6 +334,9 @@ void tm_reset(void) {
   l2_used = 0, l2_head = l2_tail = NIL;
   dram_reads_pos = 0;
   st_l2_hits = st_l2_misses = st_writebacks = st_gets = st_puts = 0;
+  memset(tlb_group, 0, sizeof tlb_group), memset(tlb_used, 0, sizeof tlb_used);
+  memset(tlb_sectors, 0, sizeof tlb_sectors), memset(tlb_filter, 0, sizeof tlb_filter);
+  tlb_stamp = tlb_free = st_tlb_misses = 0;
   mesh_feed_end = ld_done_pos = get_next = get_pos = merge_free = put_next = put_pos = 0;
   loops_idle = 0, loop_end_pos = 0, acc_offset = 0, loop_acc_cursor = 0, host_taken_pos = 0;
   in_loop = 0;
@@ -344,7 +387,7 @@ static uint64_t dma_read(uint64_t start, uint32_t local_row_bytes, uint64_t *iss
       const uint64_t lo = max64(line * T_DMA_GET_BYTES, a0);
       const uint64_t hi = (line + 1) * T_DMA_GET_BYTES < a1 ? (line + 1) * T_DMA_GET_BYTES : a1;
       uint64_t *slot = &get_done[get_pos];
-      const uint64_t g = max64(max64(start, get_next), *slot);
+      const uint64_t g = tlb_translate(TLB_READER, lo, max64(max64(start, get_next), *slot));
       get_next = g + 1;
       st_gets++;
       const uint64_t back = l2_get(line * T_DMA_GET_BYTES / T_LINE_BYTES, g);
@@ -375,7 +418,7 @@ static uint64_t dma_write(uint64_t data_from, double cycles_per_row, uint64_t *r
       const uint64_t lo = max64(chunk * T_DMA_PUT_BYTES, a0);
       const uint64_t hi = (chunk + 1) * T_DMA_PUT_BYTES < a1 ? (chunk + 1) * T_DMA_PUT_BYTES : a1;
       uint64_t *slot = &put_ack[put_pos];
-      const uint64_t put = max64(max64(ready, put_next), *slot);
+      const uint64_t put = tlb_translate(TLB_WRITER, lo, max64(max64(ready, put_next), *slot));
       put_next = put + ceil_div64(hi - lo, T_BUS_BYTES); /* the data beats on the system bus */
       st_puts++;
       const uint64_t ack = l2_put(lo, (uint32_t)(hi - lo), put);
@@ -591,6 +634,7 @@ void tm_fence(void) { T.host = max64(T.host, T.all_done) + T_FENCE_CYCLES; }
 
 void tm_charge_host(uint64_t cycles) { T.host += cycles; }
 
-void tm_memory_stats(uint64_t out[5]) {
+void tm_memory_stats(uint64_t out[TM_MEMORY_STATS]) {
   out[0] = st_gets, out[1] = st_puts, out[2] = st_l2_hits, out[3] = st_l2_misses, out[4] = st_writebacks;
+  out[5] = st_tlb_misses;
 }
