@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedpatch.figures import speedup_text, value_text  # value_text: also imported from here by the server
 from speedpatch.model import OK, Candidate, Evaluation, _Record, speedup
 
 SUSPICIOUS = 10.0  # speedups above this are flagged for review (the measurement notes)
@@ -58,19 +59,6 @@ class Verdict(_Record):
         if self.source != "hardware" and self.kind in (FASTER, NO_DIFFERENCE):
             text += f" ({self.source_label})"
         return text
-
-
-def value_text(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "?"
-    if float(value).is_integer() and abs(value) >= 1000:
-        text = f"{value:,.0f}"
-    elif float(value).is_integer():
-        text = f"{value:.0f}"
-    else:
-        text = f"{value:.4g}"
-    unit = "µs" if unit == "us" else unit
-    return f"{text} {unit}".strip()
 
 
 def noise_band(*evaluations: Evaluation | None) -> float | None:
@@ -122,9 +110,9 @@ def verdict(baseline: Candidate | None, best: Candidate | None) -> Verdict:
         return Verdict(NOT_FASTER, 1.0, "no faster version found", detail, source, label, [], how)
     band = noise_band(base_ev, best_ev)
     if band is not None and abs(ratio - 1.0) <= band:
-        text = f"no measurable difference ({ratio:.2f}x, noise ±{band * 100:.1f}%)"
+        text = f"no measurable difference ({speedup_text(ratio)}, noise ±{band * 100:.1f}%)"
         return Verdict(NO_DIFFERENCE, ratio, text, detail, source, label, [], how)
     if ratio <= 1.0:
         return Verdict(NOT_FASTER, ratio, "no faster version found", detail, source, label, [], how)
     flags = [f"over {SUSPICIOUS:.0f}x: review it before trusting it"] if ratio > SUSPICIOUS else []
-    return Verdict(FASTER, ratio, f"{ratio:.2f}x faster", detail, source, label, flags, how)
+    return Verdict(FASTER, ratio, f"{speedup_text(ratio)} faster", detail, source, label, flags, how)

@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from speedpatch import api, targets
-from speedpatch.cli.render import fmt_value
 from speedpatch.config import load_config
 from speedpatch.errors import UserError
+from speedpatch.figures import speedup_text, value_text
 from speedpatch.states import RunStatus
 from speedpatch.store import Store
 
@@ -84,8 +84,8 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     for r in rows:
         util = r.get("utilization")
         table.add_row(
-            r["example"], fmt_value(r.get("baseline"), r.get("unit", "")), fmt_value(r.get("best"), r.get("unit", "")),
-            f"{r['speedup']:.2f}x" if r.get("speedup") else "-",
+            r["example"], value_text(r.get("baseline"), r.get("unit", ""), "-"), value_text(r.get("best"), r.get("unit", ""), "-"),
+            speedup_text(r.get("speedup") or None, missing="-"),
             f"{util:.1%}" if isinstance(util, (int, float)) else (str(util) if util else "-"),
             f"{r['seconds']:.1f}", f"{r['evals_per_min']:.1f}" if r.get("evals_per_min") else "-",
             r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
@@ -186,7 +186,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
         return f"{x:.1%}" if isinstance(x, (int, float)) else "-"
 
     def ratio(x: object) -> str:
-        return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
+        return speedup_text(x if isinstance(x, (int, float)) else None, missing="-")
 
     table = Table(title=f"speedpatch bench gemmini --paper (offline proposer, {args.iterations} iterations; "
                         "start = unoptimized explicit code, as in the paper)")
@@ -195,8 +195,8 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
         table.add_column(col, overflow="fold")
     for r in rows:
         unit = str(r.get("unit") or "")
-        table.add_row(str(r["problem"]), fmt_value(r.get("library"), unit), pct(r.get("library_util")),
-                      fmt_value(r.get("start"), unit), fmt_value(r.get("best"), unit), pct(r.get("best_util")),
+        table.add_row(str(r["problem"]), value_text(r.get("library"), unit, "-"), pct(r.get("library_util")),
+                      value_text(r.get("start"), unit, "-"), value_text(r.get("best"), unit, "-"), pct(r.get("best_util")),
                       ratio(r.get("vs_library")), ratio(r.get("vs_start")), pct(r.get("roof_util")),
                       str(r.get("status", "")) + (f": {r['message']}" if r.get("message") else ""))
     out.print(table)

@@ -246,7 +246,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         out.print("\n[bold]lineage of the best[/bold]")
         for c in store.lineage(record.run_id, record.best.id):
             ev = c.evaluation
-            value = render.fmt_value(ev.value if ev else None, ev.unit if ev else "")
+            value = render.cell(ev)
             out.print(f"  {c.id}: {value}  {' '.join(c.plan.split())[:160] or '(original)'}", markup=False)
     usage = store.llm_usage(record.run_id)
     if usage:
@@ -267,7 +267,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     new_text = api.apply_text(record, current)  # UserError unless the run has a winner
     path.write_text(new_text, encoding="utf-8")
     winner = record.best.id if record.best else ""
-    out.print(f"applied {winner} of run {record.run_id} to {path} ({render.speedup_text(record)})")
+    out.print(f"applied {winner} of run {record.run_id} to {path} ({render.verdict_text(record)})")
     return 0
 
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from speedpatch.engine import events as ev
+from speedpatch.figures import speedup_text
 
 
 class SearchProgress:
@@ -54,7 +55,7 @@ class SearchProgress:
             )
         elif event.kind == ev.ITERATION_FINISHED:
             if d.get("speedup"):
-                self.best = f"{d['speedup']:.2f}x"
+                self.best = speedup_text(d["speedup"])
             self.progress.update(self.task, completed=d["iteration"], status=f"best {self.best}")
         elif event.kind == ev.REVERIFYING:
             self.progress.update(self.task, status=f"re-verifying the winner on {d['backend']}")

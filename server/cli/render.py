@@ -9,23 +9,23 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from speedpatch.figures import speedup_text, value_text
 from speedpatch.model import Candidate, Evaluation
 from speedpatch.store import RunRecord
+from speedpatch.verdict import NOT_FASTER
 
 
-def fmt_value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-    return f"{text} {unit}".strip()
+def cell(ev: Evaluation | None) -> str:
+    """An evaluation's figure as a table shows it: '-' when there is none."""
+    return value_text(ev.value if ev else None, ev.unit if ev else "", missing="-")
 
 
-def speedup_text(record: RunRecord) -> str:
+def verdict_text(record: RunRecord) -> str:
     """The run's verdict as the table and the runs list show it (the same words as the editor)."""
     v = record.verdict
     if v.speedup is None:
         return "-"
-    text = v.short if v.kind != "not_faster" else f"{v.speedup:.2f}x ({v.text})"
+    text = v.short if v.kind != NOT_FASTER else f"{speedup_text(v.speedup)} ({v.text})"
     return " ".join([text, *(f"({flag})" for flag in v.flags)])
 
 
@@ -88,9 +88,7 @@ def runs_table(records: list[RunRecord]) -> Table:
         best = r.best.evaluation if r.best else None
         table.add_row(
             r.run_id, r.status, r.kernel, Path(r.path).name, r.backend, f"{r.iteration}/{r.iterations}",
-            fmt_value(base.value if base else None, base.unit if base else ""),
-            fmt_value(best.value if best else None, best.unit if best else ""),
-            speedup_text(r), r.created,
+            cell(base), cell(best), verdict_text(r), r.created,
         )
     return table
 
@@ -102,10 +100,9 @@ def result_table(record: RunRecord) -> Table:
     base = record.baseline.evaluation if record.baseline else None
     best = record.best.evaluation if record.best else None
     table.add_row("status", escape(record.status + (f" - {record.message}" if record.message else "")))
-    table.add_row("baseline", fmt_value(base.value if base else None, base.unit if base else ""))
-    table.add_row("best", fmt_value(best.value if best else None, best.unit if best else "")
-                  + (f"  [{record.best.id}]" if record.best else ""))
-    table.add_row("speedup", speedup_text(record))
+    table.add_row("baseline", cell(base))
+    table.add_row("best", cell(best) + (f"  [{record.best.id}]" if record.best else ""))
+    table.add_row("speedup", verdict_text(record))
     table.add_row("evaluations", f"{record.evaluations.get('total', 0)} ({record.evaluations.get('correct', 0)} correct)")
     table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "
                   f"{record.llm.get('completion_tokens', 0)} completion tokens")
@@ -126,7 +123,7 @@ def candidates_table(cands: list[Candidate]) -> Table:
         plan = " ".join(c.plan.split())
         table.add_row(
             c.id, c.parent_id or "", c.model, ev.status if ev else "pending",
-            fmt_value(ev.value if ev else None, ev.unit if ev else ""),
+            cell(ev),
             escape(plan[:100] + ("..." if len(plan) > 100 else "")),
         )
     return table
@@ -139,7 +136,7 @@ def print_evaluation(console: Console, ev: Evaluation, backend: str) -> None:
                       "(this backend only builds; run it on a backend that executes, see `speedpatch backends`)")
     else:
         verdict = "correct" if ev.correct else "NOT correct"
-        console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {fmt_value(ev.value, ev.unit)}")
+        console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {cell(ev)}")
     if ev.message:
         console.print(ev.message, markup=False)
     if ev.feedback:

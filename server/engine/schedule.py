@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from speedpatch.figures import speedup_text
 from speedpatch.model import Problem
 from speedpatch.states import RunStatus
 from speedpatch.store import Store
@@ -50,7 +51,7 @@ class Schedule:
         shape = f", sizes {self.sizes}" if self.sizes else ""
         how = f", {self.chosen}" if self.chosen else ""
         return (
-            f"run {self.run_id} ({self.kernel} in {self.path}{shape}, {self.speedup:.2f}x, {len(self.steps)} steps, "
+            f"run {self.run_id} ({self.kernel} in {self.path}{shape}, {speedup_text(self.speedup)}, {len(self.steps)} steps, "
             f"similarity {self.similarity:.2f}{how})"
         )
 
