@@ -43,6 +43,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server.onOpenDiff((params) =>
       diffs.openDiff(params.runId, params.candidateId).catch((error) => log.error('opening the diff', error)),
     ),
+    server.onOpenReport((params) => report.show(params.runId).catch((error) => log.error('opening the report', error))),
     vscode.commands.registerCommand('speedpatch.client.setApiKey', async () => {
       if (await apiKeys.prompt()) {
         log.info('API key stored in secret storage'); // the key itself is never logged

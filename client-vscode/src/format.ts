@@ -111,6 +111,7 @@ export function runTooltip(run: RunSummary): string {
     `baseline: ${formatValue(run.baselineValue, run.unit)}`,
     `best: ${formatValue(run.bestValue, run.unit)} (${formatSpeedup(run.speedup)})`,
     `evaluations: ${run.evaluations.correct} correct of ${run.evaluations.total}`,
+    ...(run.failures?.text ? [run.failures.text] : []),
     `started: ${startedText(run.created, new Date())} (${run.created})`,
   ].join('\n');
 }

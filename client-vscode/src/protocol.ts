@@ -18,6 +18,23 @@ export interface Verdict {
   how: [string, string][]; // "How it was measured": [label, value] rows of the winner's receipt
 }
 
+/** One reason candidates failed, with how many and the first one's message. */
+export interface FailureKind {
+  status: string; // compile_error | incorrect | runtime_error | timeout | rejected | infra_error
+  label: string; // "did not compile", "incorrect", "crashed", "timed out", "rejected", "could not be run"
+  meaning: string; // what that status means, for the report
+  count: number;
+  example: string;
+}
+
+/** The candidates of a run that failed, by why (the baseline is not a candidate). */
+export interface Failures {
+  evaluated: number;
+  failed: number;
+  text: string; // "3 of 12 candidates failed: 2 incorrect, 1 rejected"; "" when none failed
+  byStatus: FailureKind[];
+}
+
 export interface RunSummary {
   runId: string;
   uri: string;
@@ -43,6 +60,8 @@ export interface RunSummary {
   verdict?: Verdict;
   /** Where candidates are evaluated: "local" or "ray"; absent from servers before the Ray executor. */
   executor?: string;
+  /** Failed candidates so far (live searches only; a stored run's are in its report). */
+  failures?: Failures;
 }
 
 export interface LineageStep {
@@ -85,12 +104,16 @@ export interface ReportCandidate {
   value: number | null;
   unit: string;
   model: string;
+  /** The evaluation's one-line message: why it failed (absent from older servers). */
+  message?: string;
 }
 
 export interface RunReport {
   run: RunSummary;
   iterations: ReportIteration[];
   candidates: ReportCandidate[];
+  /** Absent from older servers. */
+  failures?: Failures;
 }
 
 export interface OpenDiffParams {
@@ -103,6 +126,8 @@ export const RUN_UPDATE = 'speedpatch/runUpdate';
 /** The list of runs changed beyond one run (a workspace folder was added or removed): fetch it again. */
 export const RUNS_CHANGED = 'speedpatch/runsChanged';
 export const OPEN_DIFF = 'speedpatch/openDiff';
+/** The server asks the editor to show a run's report ({runId}), e.g. from the end-of-search message. */
+export const OPEN_REPORT = 'speedpatch/openReport';
 export const CANDIDATE = 'speedpatch/candidate';
 export const RUNS = 'speedpatch/runs';
 export const RUN_REPORT = 'speedpatch/runReport';

@@ -2,7 +2,7 @@
 // Pure string building so it can be tested without VS Code; the caller supplies the CSP nonce.
 import { escapeXml, scoreChartSvg } from './chart';
 import { formatSpeedup, formatValue, statusText } from './format';
-import type { ReportCandidate, RunReport, RunSummary, Verdict } from './protocol';
+import type { Failures, ReportCandidate, RunReport, RunSummary, Verdict } from './protocol';
 
 /** Ascending, with Infinity (failed) last and equal to itself (Infinity - Infinity would be NaN). */
 /** The run's verdict as the server words it; older servers send only the speedup. */
@@ -22,6 +22,31 @@ export function howMeasuredHtml(verdict: Verdict | undefined): string {
   }
   const rows = verdict.how.map(([label, value]) => `<tr><td>${escapeXml(label)}</td><td>${escapeXml(value)}</td></tr>`);
   return `<h3>How it was measured</h3>\n<table class="summary how">${rows.join('')}</table>`;
+}
+
+/** "Failed candidates": how many failed for each reason, what it means, and the first one's message. */
+export function failuresHtml(failures: Failures | undefined): string {
+  if (!failures || failures.failed === 0) {
+    return '';
+  }
+  const rows = failures.byStatus.map(
+    (k) =>
+      `<tr><td>${k.count}</td><td>${escapeXml(k.label)}</td><td>${escapeXml(k.meaning)}` +
+      (k.example ? `<br><span class="why">e.g. ${escapeXml(k.example)}</span>` : '') +
+      '</td></tr>',
+  );
+  return `<h3>Failed candidates</h3>\n<p>${escapeXml(failures.text)}.</p>\n<table class="summary failures">${rows.join('')}</table>`;
+}
+
+/** The evaluations row: correct of evaluated, and the failures by why when the server counted them. */
+function evaluationsText(report: RunReport): string {
+  const run = report.run;
+  const counted = report.failures;
+  if (!counted) {
+    const failed = report.candidates.filter((c) => c.status !== 'ok').length;
+    return `${run.evaluations.correct} correct of ${run.evaluations.total} (${failed} failed or rejected)`;
+  }
+  return `${run.evaluations.correct} correct of ${run.evaluations.total}` + (counted.text ? ` (${counted.text})` : '');
 }
 
 export function compareValues(a: number, b: number): number {
@@ -95,7 +120,9 @@ function nodeHtml(node: TreeNode, beamIds: Set<string>, bestId: string | undefin
     `<span class="value">${escapeXml(c.status === 'ok' ? formatValue(c.value, c.unit) : c.status)}</span> ` +
     `<span class="speedup">${escapeXml(formatSpeedup(speedupOf(c, baseline)))}</span> ${tags}` +
     (c.model ? ` <span class="model">${escapeXml(c.model)}</span>` : '') +
-    `</div><div class="plan">${escapeXml(firstLine)}` +
+    `</div>` +
+    (c.status !== 'ok' && c.message ? `<div class="why">${escapeXml(c.message)}</div>` : '') +
+    `<div class="plan">${escapeXml(firstLine)}` +
     (rest ? `<details><summary>full plan</summary><pre>${escapeXml(rest)}</pre></details>` : '') +
     `</div>${children}</li>`
   );
@@ -106,7 +133,6 @@ export function reportHtml(report: RunReport, nonce: string, cspSource: string):
   const beamIds = new Set(report.iterations.flatMap((it) => it.beam));
   const bestId = bestCandidateId(report.candidates);
   const tree = candidateTree(report.candidates);
-  const failed = report.candidates.filter((c) => c.status !== 'ok').length;
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource} 'nonce-${nonce}'; img-src ${cspSource} data:;">
@@ -125,6 +151,8 @@ ul { list-style: none; padding-left: 1.2em; border-left: 1px solid var(--vscode-
 .tag { border: 1px solid currentColor; border-radius: 3px; padding: 0 4px; font-size: 0.85em; }
 .best-tag { color: var(--vscode-charts-green, #3c3); }
 .plan { margin: 0 0 4px 0.5em; }
+.why { margin: 0 0 2px 0.5em; color: var(--vscode-errorForeground, #c33); font-size: 0.9em; }
+.failures td { vertical-align: top; }
 pre { white-space: pre-wrap; }
 </style></head>
 <body>
@@ -135,9 +163,10 @@ pre { white-space: pre-wrap; }
 <tr><td>baseline</td><td>${escapeXml(formatValue(run.baselineValue, run.unit))}</td></tr>
 <tr><td>best</td><td>${escapeXml(formatValue(run.bestValue, run.unit))}</td></tr>
 <tr><td>iterations</td><td>${run.iteration} of ${run.iterations}</td></tr>
-<tr><td>evaluations</td><td>${run.evaluations.correct} correct of ${run.evaluations.total} (${failed} failed or rejected)</td></tr>
+<tr><td>evaluations</td><td>${escapeXml(evaluationsText(report))}</td></tr>
 </table>
 ${howMeasuredHtml(run.verdict)}
+${failuresHtml(report.failures)}
 <h3>Score per iteration</h3>
 ${scoreChartSvg(report)}
 <h3>Beam tree</h3>

@@ -8,7 +8,10 @@ import { compareValues } from './reportHtml';
 import { RunList } from './runs';
 import { SpeedpatchServer } from './server';
 
-export type RunsNode = { kind: 'run'; run: RunSummary } | { kind: 'candidate'; run: RunSummary; candidate: ReportCandidate };
+export type RunsNode =
+  | { kind: 'run'; run: RunSummary }
+  | { kind: 'candidate'; run: RunSummary; candidate: ReportCandidate }
+  | { kind: 'note'; run: RunSummary; text: string; tooltip: string };
 
 function statusIcon(status: string): vscode.ThemeIcon {
   const icons: Record<string, string> = {
@@ -58,6 +61,15 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       item.contextValue = runContext(run);
       return item;
     }
+    if (node.kind === 'note') {
+      // a line of explanation under a run ("3 of 12 candidates failed: ..."), not a candidate
+      const item = new vscode.TreeItem(node.text, vscode.TreeItemCollapsibleState.None);
+      item.id = `${node.run.runId}/note`;
+      item.tooltip = node.tooltip;
+      item.iconPath = new vscode.ThemeIcon('info');
+      item.contextValue = 'note';
+      return item;
+    }
     const c = node.candidate;
     const baseline = node.run.baselineValue;
     const speedup = c.status === 'ok' && typeof c.value === 'number' && c.value > 0 && baseline ? baseline / c.value : null;
@@ -65,7 +77,8 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `${node.run.runId}/${c.id}`;
     item.description = c.parentId ? `it ${c.iteration}: ${c.plan.split('\n')[0]}` : 'baseline';
-    item.tooltip = `${c.id} (iteration ${c.iteration}${c.model ? `, ${c.model}` : ''})\n\n${c.plan || 'baseline'}`;
+    const why = c.status !== 'ok' && c.message ? `\n\nwhy: ${c.message}` : '';
+    item.tooltip = `${c.id} (iteration ${c.iteration}${c.model ? `, ${c.model}` : ''})\n\n${c.plan || 'baseline'}${why}`;
     item.iconPath = new vscode.ThemeIcon(c.status === 'ok' ? 'symbol-event' : 'warning');
     item.contextValue = 'candidate';
     item.command = {
@@ -85,7 +98,13 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     }
     try {
       const report = await this.server.request<RunReport>(RUN_REPORT, { runId: node.run.runId });
-      return orderCandidates(report.candidates).map((candidate) => ({ kind: 'candidate', run: node.run, candidate }));
+      const rows: RunsNode[] = orderCandidates(report.candidates).map((candidate) => ({ kind: 'candidate', run: node.run, candidate }));
+      const failures = report.failures;
+      if (failures && failures.failed > 0) {
+        const tooltip = failures.byStatus.map((k) => `${k.count} ${k.label}: ${k.meaning}${k.example ? `\n  e.g. ${k.example}` : ''}`).join('\n');
+        rows.unshift({ kind: 'note', run: node.run, text: failures.text, tooltip });
+      }
+      return rows;
     } catch (error) {
       this.log.error(`loading candidates of run ${node.run.runId}`, error);
       return [];

@@ -14,7 +14,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Interpreter, resolveInterpreter } from './interpreter';
 import { Log } from './log';
-import { OPEN_DIFF, OpenDiffParams, RUN_UPDATE, RUNS_CHANGED, RunSummary } from './protocol';
+import { OPEN_DIFF, OPEN_REPORT, OpenDiffParams, RUN_UPDATE, RUNS_CHANGED, RunSummary } from './protocol';
 import { RestartPolicy } from './restartPolicy';
 import { ApiKeyStore } from './secrets';
 import { redacted, serverSettings, ServerSettings } from './settings';
@@ -34,6 +34,7 @@ export class SpeedpatchServer implements vscode.Disposable {
   private readonly policy = new RestartPolicy();
   private readonly runUpdates = new vscode.EventEmitter<RunSummary>();
   private readonly diffRequests = new vscode.EventEmitter<OpenDiffParams>();
+  private readonly reportRequests = new vscode.EventEmitter<{ runId: string }>();
   private readonly listChanges = new vscode.EventEmitter<void>();
   private readonly readiness = new vscode.EventEmitter<boolean>();
   private readonly subscriptions: vscode.Disposable[] = [];
@@ -41,6 +42,8 @@ export class SpeedpatchServer implements vscode.Disposable {
   readonly onRunUpdate = this.runUpdates.event;
   /** Fires when the server asks the editor to show a candidate's diff. */
   readonly onOpenDiff = this.diffRequests.event;
+  /** Fires when the server asks the editor to show a run's report. */
+  readonly onOpenReport = this.reportRequests.event;
   /** Fires when the server's list of runs changed beyond one run (workspace folders added or removed). */
   readonly onRunsChanged = this.listChanges.event;
   /** Fires true when a server is up, false when it stopped. */
@@ -112,6 +115,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     const client = new LanguageClient('speedpatch', 'speedpatch', serverOptions, clientOptions);
     client.onNotification(RUN_UPDATE, (summary: RunSummary) => this.runUpdates.fire(summary));
     client.onNotification(OPEN_DIFF, (params: OpenDiffParams) => this.diffRequests.fire(params));
+    client.onNotification(OPEN_REPORT, (params: { runId: string }) => this.reportRequests.fire(params));
     client.onNotification(RUNS_CHANGED, () => this.listChanges.fire());
     client.onDidChangeState((e) => {
       this.log.info(`server state: ${State[e.oldState]} -> ${State[e.newState]}`);
@@ -202,6 +206,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     this.subscriptions.forEach((s) => s.dispose());
     this.runUpdates.dispose();
     this.diffRequests.dispose();
+    this.reportRequests.dispose();
     this.listChanges.dispose();
     this.readiness.dispose();
   }

@@ -118,3 +118,9 @@ test('inline actions fit the run: Show diff and Apply for a fresh winner, Cancel
   assert.equal(runContext(summary({ status: 'running', speedup: null })), 'run running');
   assert.equal(runContext(summary({ speedup: 1.0 })), 'run');
 });
+
+test('a live run\'s tooltip says how many candidates failed and why', () => {
+  const failures = { evaluated: 12, failed: 3, text: '3 of 12 candidates failed: 2 incorrect, 1 rejected', byStatus: [] };
+  assert.match(runTooltip(summary({ failures })), /^3 of 12 candidates failed: 2 incorrect, 1 rejected$/m);
+  assert.ok(!runTooltip(summary()).includes('failed'));
+});

@@ -52,3 +52,30 @@ test('a difference inside the noise reads as no measurable difference, not as a 
   assert.match(html, /<h2>matmul: no measurable difference \(1\.01x, noise ±2\.0%\)<\/h2>/);
   assert.ok(!html.includes('How it was measured'));
 });
+
+test('failed candidates are listed by why, with what each reason means and an example message', () => {
+  const r = report();
+  r.candidates[3].message = 'output differs from the reference';
+  r.failures = {
+    evaluated: 4,
+    failed: 1,
+    text: '1 of 4 candidates failed: 1 incorrect',
+    byStatus: [
+      { status: 'incorrect', label: 'incorrect', meaning: 'its output differs from the reference', count: 1, example: 'output <differs>' },
+    ],
+  };
+  const html = reportHtml(r, 'n0nce', 'vscode-resource:');
+  assert.match(html, /<td>evaluations<\/td><td>7 correct of 9 \(1 of 4 candidates failed: 1 incorrect\)<\/td>/);
+  assert.match(html, /<h3>Failed candidates<\/h3>/);
+  assert.match(html, /<tr><td>1<\/td><td>incorrect<\/td><td>its output differs from the reference<br><span class="why">e\.g\. output &lt;differs&gt;<\/span>/);
+  // the failed candidate's own row says why it failed
+  assert.match(html, /data-id="bad">.*<div class="why">output differs from the reference<\/div>/s);
+});
+
+test('a run without failures has no failed-candidates section', () => {
+  const r = report();
+  r.failures = { evaluated: 4, failed: 0, text: '', byStatus: [] };
+  const html = reportHtml(r, 'n0nce', 'vscode-resource:');
+  assert.ok(!html.includes('Failed candidates'));
+  assert.match(html, /<td>evaluations<\/td><td>7 correct of 9<\/td>/);
+});

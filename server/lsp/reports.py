@@ -1,4 +1,4 @@
-"""The JSON shapes of LSP_PROTOCOL.md: run summaries, candidate payloads (for diffs), run reports."""
+"""The JSON shapes of docs/lsp-protocol.md: run summaries, candidate payloads (for diffs), run reports."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from speedpatch.model import Candidate
 from speedpatch.store import RunRecord, Store
 from speedpatch.verdict import verdict
 
+from .failures import first_line, tally
 from .formatting import measured, speedup_of
 from .runs import Job
 
@@ -59,6 +60,7 @@ def summary_of_job(job: Job) -> dict[str, Any]:
         "created": job.created,
         "message": job.message,
         "stale": False,
+        "failures": job.failures.to_dict(),  # extra field: failed candidates so far, by why
     }
 
 
@@ -126,9 +128,11 @@ def run_report(store: Store, record: RunRecord, path: str, stale: bool = False) 
                 "value": measured(c)[0],
                 "unit": measured(c)[1],
                 "model": c.model,
+                "message": first_line(c.evaluation.message) if c.evaluation else "",  # why it failed
             }
             for c in candidates
         ],
+        "failures": tally(candidates).to_dict(),
     }
 
 

@@ -30,6 +30,7 @@ from speedpatch.store import records
 from speedpatch.store.records import CANCELLED, FAILED
 
 from .engine import api
+from .failures import Failures
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class Job:
     message: str = ""
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     started: float | None = None  # time.monotonic() when the worker took it (progress shows the elapsed time)
+    failures: Failures = field(default_factory=Failures)  # failed candidates so far, as of the last iteration
 
     @property
     def kernel(self) -> str:

@@ -33,6 +33,7 @@ from .backends import BackendChooser
 from .diagnostics import diagnostics_for
 from .documents import Detection, Detector, kernel_named
 from .engine import api, find_findings, find_kernels, find_syntax_error, warm_up
+from .failures import Failures, tally
 from .folders import Folder, Folders, config_error_messages, initial_roots
 from .index import norm_path
 from .lenses import RESUMABLE
@@ -45,8 +46,9 @@ log = logging.getLogger(__name__)
 
 RUN_UPDATE = "speedpatch/runUpdate"
 OPEN_DIFF = "speedpatch/openDiff"
+OPEN_REPORT = "speedpatch/openReport"
 RUNS_CHANGED = "speedpatch/runsChanged"
-SHOW_DIFF_BUTTON, APPLY_BUTTON = "Show diff", "Apply"
+SHOW_DIFF_BUTTON, APPLY_BUTTON, REPORT_BUTTON = "Show diff", "Apply", "Show report"
 _REPORTED_EVENTS = {ev.RUN_STARTED, ev.BASELINE, ev.ITERATION_STARTED, ev.ITERATION_FINISHED, ev.RUN_FINISHED}
 
 
@@ -424,6 +426,8 @@ class Session:
             return
         if folder is not None and (kind in _REPORTED_EVENTS or job.state == DONE):
             folder.index.refresh()  # the store changed: load it here, off the loop thread
+        if kind in (ev.ITERATION_FINISHED, ev.RUN_FINISHED) or job.state == DONE:
+            job.failures = self._failures_of(job.store, job.run_id)
         if job.state == DONE:
             if folder is None or folder.index.get(job.run_id) is None:
                 self.finished_jobs[job.run_id] = job
@@ -433,33 +437,59 @@ class Session:
 
     def _job_changed(self, job: Job) -> None:
         self.progress.report(job)
-        self._send_update(job.run_id)
+        # with the job's own count: the summary may already be the stored run's, which has none
+        self._send_update(job.run_id, {"failures": job.failures.to_dict()})
         self.refresh_editor()
+
+    def _failures_of(self, store: Any, run_id: str) -> Failures:
+        """The run's failed candidates as stored (worker thread: the store read stays off the loop)."""
+        try:
+            return tally(store.candidates(run_id))
+        except Exception:  # a store being replaced under us: the counts are a courtesy, never an error
+            log.exception("counting the failed candidates of run %s failed", run_id)
+            return Failures()
 
     def _job_done(self, job: Job) -> None:
         self.progress.end(job)
-        self._send_update(job.run_id)
+        # the stored run's summary now, with the failures this search counted (stored summaries leave
+        # them to the report: counting them for every listed run would read every candidate)
+        self._send_update(job.run_id, {"failures": job.failures.to_dict()})
         self.refresh_editor()
+        failed = f" ({job.failures.text()})" if job.failures.failed else ""
         if job.status == "failed":
             self.show(f"speedpatch: optimizing {job.kernel} failed: {job.message}", types.MessageType.Error)
         elif job.status == "interrupted":  # e.g. the LLM endpoint failed; the run is stored, resumable
             self.show(
-                f"speedpatch: optimizing {job.kernel} stopped: {job.message}", types.MessageType.Warning
+                f"speedpatch: optimizing {job.kernel} stopped: {job.message}{failed}", types.MessageType.Warning
             )
         elif job.speedup and job.speedup > 1.0:
             asyncio.ensure_future(self._offer_result(job))
+        elif job.status == "finished" and job.failures.failed:
+            # nothing faster, and some candidates failed: say why, the report has each one's reason
+            text = (f"speedpatch: no faster version of {job.kernel} in {Path(job.path).name} found; "
+                    f"{job.failures.text()} — see the report")
+            asyncio.ensure_future(self._ask(job, text, [REPORT_BUTTON]))
 
     async def _offer_result(self, job: Job) -> None:
-        """The finished search, with its two next steps as buttons (Show diff, Apply)."""
+        """The finished search, with its next steps as buttons (Show diff, Apply; the report when candidates
+        failed, which it explains one by one)."""
         located = self.locate(job.run_id)
         record = located[1] if located else None
         if record is None or not has_winner(record):
             return
         text = f"speedpatch: {job.kernel} in {Path(job.path).name} can run {record.verdict.short}"
-        buttons = [types.MessageActionItem(title=SHOW_DIFF_BUTTON), types.MessageActionItem(title=APPLY_BUTTON)]
+        buttons = [SHOW_DIFF_BUTTON, APPLY_BUTTON]
+        if job.failures.failed:
+            text += f"; {job.failures.text()} — see the report"
+            buttons.append(REPORT_BUTTON)
+        await self._ask(job, text, buttons)
+
+    async def _ask(self, job: Job, text: str, buttons: list[str]) -> None:
+        """An Info message about a finished search with buttons, and what the chosen one does."""
+        actions = [types.MessageActionItem(title=title) for title in buttons]
         try:
             chosen = await self.server.window_show_message_request_async(
-                types.ShowMessageRequestParams(type=types.MessageType.Info, message=text, actions=buttons)
+                types.ShowMessageRequestParams(type=types.MessageType.Info, message=text, actions=actions)
             )
         except Exception:  # the client went away or cannot show requests
             log.info("the result message of run %s was not answered", job.run_id)
@@ -474,11 +504,13 @@ class Session:
             )
         elif chosen is not None and chosen.title == APPLY_BUTTON:
             await apply_run(self.server, self, job.run_id)
+        elif chosen is not None and chosen.title == REPORT_BUTTON:
+            self.server.protocol.notify(OPEN_REPORT, {"runId": job.run_id})
 
-    def _send_update(self, run_id: str) -> None:
+    def _send_update(self, run_id: str, extra: dict[str, Any] | None = None) -> None:
         summary = self.summary(run_id)
         if summary is not None:
-            self.server.protocol.notify(RUN_UPDATE, summary)
+            self.server.protocol.notify(RUN_UPDATE, {**summary, **(extra or {})})
 
     # ---------------------------------------------------------------- accept on save
     def on_save(self, uri: str) -> None:

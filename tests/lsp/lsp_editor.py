@@ -50,6 +50,7 @@ class Editor:
         self.versions: dict[str, int] = {}
         self.run_updates: list[dict[str, Any]] = []
         self.open_diffs: list[dict[str, Any]] = []
+        self.open_reports: list[dict[str, Any]] = []
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.runs_changed = 0
         self.message_requests: list[types.ShowMessageRequestParams] = []
@@ -191,6 +192,10 @@ def _install_handlers(editor: Editor) -> None:
     @client.feature("speedpatch/openDiff")
     def open_diff(params: Any) -> None:
         editor.open_diffs.append(plain(params))
+
+    @client.feature("speedpatch/openReport")
+    def open_report(params: Any) -> None:
+        editor.open_reports.append(plain(params))
 
     @client.feature("speedpatch/runsChanged")
     def runs_changed(params: Any) -> None:

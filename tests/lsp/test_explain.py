@@ -69,8 +69,12 @@ async def test_a_finished_search_offers_show_diff_and_apply_buttons(shared_edito
             return [r for r in editor.message_requests if "buttons.toy" in r.message]
 
         request = (await editor.until(offered, what="the result message"))[-1]
-        assert request.message == f"speedpatch: kernel_sum in buttons.toy can run {summary['speedup']:.2f}x faster (cycle model)"
-        assert [a.title for a in request.actions] == ["Show diff", "Apply"]
+        claim = f"speedpatch: kernel_sum in buttons.toy can run {summary['speedup']:.2f}x faster (cycle model)"
+        # the toy offers one wrong move on purpose: the message says so, and offers the report that explains it
+        failed = summary["failures"]["text"]
+        assert failed.endswith("failed: 1 incorrect")
+        assert request.message == f"{claim}; {failed} — see the report"
+        assert [a.title for a in request.actions] == ["Show diff", "Apply", "Show report"]
         await editor.until(
             lambda: any(d["runId"] == summary["runId"] for d in editor.open_diffs), what="the diff to open"
         )
