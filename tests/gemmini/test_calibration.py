@@ -41,6 +41,8 @@ def _get(results, problem: tuple, kind: str) -> cal.Result:
 @pytest.mark.parametrize("kind", cal.KINDS)
 @pytest.mark.parametrize("problem", [GEMM, CONV], ids=["gemm", "conv"])
 def test_every_calibration_kernel_is_correct_and_does_all_the_work(results, problem, kind):
+    if kind not in cal.KINDS_OF[problem[0]]:
+        pytest.skip(f"no {kind} kernel for {problem[0]}")
     r = _get(results, problem, kind)
     macs = 512**3 if problem is GEMM else cal.conv_macs(problem[2])
     assert r.macs == macs
@@ -85,6 +87,11 @@ def test_gating_redundant_loads_beats_the_library_on_its_shape(anchors):
 
 def test_the_hardware_loop_with_hand_chosen_tiles_beats_the_library_on_a_large_gemm(results):
     assert _get(results, GEMM, "tuned-loop").cycles < _get(results, GEMM, "library").cycles
+
+
+def test_hand_written_code_that_moves_each_operand_once_beats_the_library_by_half_again(results):
+    # a resident panel of B and A streamed in order: 599,644 vs 1,069,831 cycles on the 512^3 GEMM today
+    assert 1.5 * _get(results, GEMM, "resident").cycles <= _get(results, GEMM, "library").cycles
 
 
 def test_a_tuned_convolution_beats_the_library_where_the_library_tiles_poorly(results):
