@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from speedpatch import api, targets
+from speedpatch.cli.render import run_message
 from speedpatch.config import load_config
 from speedpatch.errors import UserError
 from speedpatch.figures import speedup_text, value_text
@@ -64,7 +65,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "speedup": record.speedup, "utilization": (best.feedback or {}).get("utilization") if best else None,
                     "plan": " / ".join(c.plan for c in store.lineage(record.run_id, record.best.id) if c.plan)
                     if record.best else "",
-                    "message": record.message.splitlines()[0] if record.message else "",
+                    "message": (run_message(record).splitlines() or [""])[0],
                     "evaluations": sum(1 for c in store.candidates(record.run_id) if c.evaluation is not None),
                 })
             except UserError as exc:
@@ -170,7 +171,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
                     "vs_library": (lib.value / best.value) if (lib.correct and lib.value and best and best.value) else None,
                     "vs_start": (first.value / best.value) if (first and first.value and best and best.value) else None,
                     "roof_util": roof.get("roof_util"), "status": record.status,
-                    "message": record.message.splitlines()[0] if record.message else "",
+                    "message": (run_message(record).splitlines() or [""])[0],
                 })
             except UserError as exc:
                 row.update({"status": ERROR, "message": str(exc)})

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from speedpatch.figures import speedup_text, value_text
 from speedpatch.model import Candidate, Evaluation
+from speedpatch.states import RunStatus
 from speedpatch.store import RunRecord
 from speedpatch.verdict import NOT_FASTER
 
@@ -18,6 +19,15 @@ from speedpatch.verdict import NOT_FASTER
 def cell(ev: Evaluation | None) -> str:
     """An evaluation's figure as a table shows it: '-' when there is none."""
     return value_text(ev.value if ev else None, ev.unit if ev else "", missing="-")
+
+
+def run_message(record: RunRecord) -> str:
+    """The run's message as the command line says it: an interrupted run's says how to continue it."""
+    message = record.message
+    # (a store written by an older speedpatch may hold the advice in the message already)
+    if record.status == RunStatus.INTERRUPTED and "speedpatch resume" not in message:
+        message = "; ".join(filter(None, [message, f"continue it with: speedpatch resume {record.run_id}"]))
+    return message
 
 
 def verdict_text(record: RunRecord) -> str:
@@ -57,7 +67,7 @@ def run_json(record: RunRecord) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
         "status": record.status,
-        "message": record.message,
+        "message": run_message(record),
         "kernel": record.kernel,
         "path": record.path,
         "target": record.target,
@@ -99,7 +109,8 @@ def result_table(record: RunRecord) -> Table:
     table.add_column("value")
     base = record.baseline.evaluation if record.baseline else None
     best = record.best.evaluation if record.best else None
-    table.add_row("status", escape(record.status + (f" - {record.message}" if record.message else "")))
+    message = run_message(record)
+    table.add_row("status", escape(record.status + (f" - {message}" if message else "")))
     table.add_row("baseline", cell(base))
     table.add_row("best", cell(best) + (f"  [{record.best.id}]" if record.best else ""))
     table.add_row("speedup", verdict_text(record))

@@ -66,8 +66,7 @@ def _await(session: Session, fut: Future[Evaluation]) -> Evaluation | None:
             try:
                 return fut.result()
             except ExecutorLost as exc:
-                session.stop(RunStatus.INTERRUPTED, f"{exc}. The run is stored; continue it with: speedpatch resume "
-                                          f"{session.run_id}")
+                session.stop(RunStatus.INTERRUPTED, f"{exc}. The run is stored")  # clients say how to resume
                 return None
             except CancelledError:
                 return None
@@ -147,9 +146,7 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
     except BudgetExhausted as exc:
         session.stop(RunStatus.FINISHED, str(exc))
     except LLMError as exc:
-        session.stop(
-            RunStatus.INTERRUPTED, f"LLM failed: {exc}. The run is stored; continue it with: speedpatch resume {session.run_id}"
-        )
+        session.stop(RunStatus.INTERRUPTED, f"LLM failed: {exc}. The run is stored")  # clients say how to resume
     return children
 
 

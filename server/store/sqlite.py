@@ -203,6 +203,8 @@ class Store:
         message = row["message"]
         if status.live and not _pid_alive(row["pid"], row["host"]):
             if status == RunStatus.QUEUED:
+                # not yet the fact alone ("queued when the server stopped"): the language server shows this
+                # message as it is, advice included, until it words its own (issue #17)
                 message = f"queued when the server stopped; resume it to run: speedpatch resume {run_id}"
             status = RunStatus.INTERRUPTED
         baseline = self.get_candidate(run_id, row["baseline_id"]) if row["baseline_id"] else None
@@ -220,7 +222,7 @@ class Store:
             (*correct, run_id),
         ).fetchone()
         if status == RunStatus.INTERRUPTED and not message:
-            message = f"interrupted (its process is gone); continue it with: speedpatch resume {run_id}"
+            message = "interrupted (its process is gone)"  # the facts; each client says how to resume
         return RunRecord(
             run_id=run_id,
             path=row["path"],

@@ -155,6 +155,31 @@ def test_resume_runs_a_search_that_was_queued_when_its_server_stopped(tmp_path):
     assert data["baseline"] == {"value": 174.0, "unit": "lines"}
 
 
+def _store_in_a_process_that_exits(tmp_path, statement: str) -> None:
+    """Run one store statement (on `store` and `problem`) in a real process that then exits: any run it
+    drives is left behind as its process is gone."""
+    config = toy_config(tmp_path, search={"iterations": 1}, offline=True)
+    script = ("import json, sys\nfrom speedpatch.model import Problem\nfrom speedpatch.store import Store\n"
+              "store, problem = Store(sys.argv[1]), Problem.from_dict(json.loads(sys.argv[2]))\n" + statement)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), json.dumps(toy_problem(tmp_path, config).to_dict())],
+                   env=cli_env(), check=True, timeout=60)
+
+
+def test_an_interrupted_run_says_how_to_continue_it(tmp_path):
+    _store_in_a_process_that_exits(tmp_path, "store.create_run('dead1', problem, 1, {})")
+    advice = "interrupted (its process is gone); continue it with: speedpatch resume dead1"
+    assert json.loads(run(tmp_path, "show", "dead1", "--json").stdout)["message"] == advice
+    assert json.loads(run(tmp_path, "runs", "--json").stdout)[0]["message"] == advice
+
+
+def test_the_advice_an_older_store_wrote_into_the_message_is_not_repeated(tmp_path):
+    _store_in_a_process_that_exits(tmp_path, "store.create_run('old1', problem, 1, {})\n"
+                                   "store.set_status('old1', 'interrupted', 'LLM failed: down. The run is stored; "
+                                   "continue it with: speedpatch resume old1')")
+    message = json.loads(run(tmp_path, "show", "old1", "--json").stdout)["message"]
+    assert message == "LLM failed: down. The run is stored; continue it with: speedpatch resume old1"
+
+
 def _has_winner(workspace) -> bool:
     if not (workspace / ".speedpatch" / "runs.sqlite3").exists():
         return False

@@ -136,7 +136,7 @@ def test_endpoint_down_stops_the_run_resumable(tmp_path):
                         search={"iterations": 1})
     record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
     assert record.status == "interrupted"
-    assert f"speedpatch resume {record.run_id}" in record.message
+    assert record.message.startswith("LLM failed: ") and record.message.endswith(". The run is stored")
 
 
 def test_resume_replays_stored_replies_and_asks_only_for_the_rest(tmp_path):
