@@ -9,8 +9,12 @@ Rewrites:
   tiled_matmul_auto(...)  -> tiled_matmul(... explicit tiles ...)          (LOOP_WS, chosen tiles)
                           -> gemmini_tiled_matmul_manual(..., WS | OS)     (core-issued, double-buffered
                                                                            scratchpad and accumulator)
+                          -> the schedule written out: every instruction from the core, or one LOOP_WS
+                             per tile (schedules.py renders them and recognises them for later retunes)
   tiled_matmul(...)       -> neighbouring tile sizes; the core-issued form
   gemmini_tiled_matmul_manual(...) -> neighbouring tile sizes; the other dataflow
+  a written-out schedule  -> neighbouring dividing tiles; core-issued: accumulator halves on/off, the other
+                             dataflow; per-tile LOOP_WS: every instruction from the core instead
   tiled_conv_auto(...)    -> tiled_conv(... explicit tiles ...)
   tiled_conv(...)         -> neighbouring tile sizes
 """
@@ -18,18 +22,27 @@ Rewrites:
 from __future__ import annotations
 
 import ast
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 from speedpatch.model import Kernel
 from speedpatch.targets.base import Move
+from speedpatch.targets.gemmini.schedules import (
+    DIM,
+    HALF_ACC_ROWS,
+    HALF_SPAD_ROWS,
+    Operands,
+    Schedule,
+    clashes,
+    declared_names,
+    find_schedules,
+    in_block,
+    join,
+    render_schedule,
+    tokens,
+)
 
-DIM = 16
-HALF_SPAD_ROWS = 4 * 4096 // 2
-HALF_ACC_ROWS = 1024 // 2
-MAX_BLOCK_LEN = 4
 IDENTITY_SCALES = {"MVIN_SCALE_IDENTITY", "ACC_SCALE_IDENTITY", "1", "1.0", "1.0f", "1.f"}
 FALSE = {"false", "0"}
 MAX_MOVES = 14
@@ -217,14 +230,17 @@ def _fmt(t: tuple[int, int, int]) -> str:
     return f"tile_I={t[0]}, tile_J={t[1]}, tile_K={t[2]} (blocks of {DIM})"
 
 
-def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
+Rewrite = str | Schedule  # a call expression that replaces the call, or a schedule that replaces its statement
+
+
+def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, Rewrite]]:
     names = {"tiled_matmul_auto": MATMUL_AUTO, "tiled_matmul": MATMUL, "gemmini_tiled_matmul_manual": MANUAL}[call.name]
     if len(call.args) != len(names):
         return []
     a = dict(zip(names, call.args, strict=True))
     d = tuple(eval_int(a[k], defines) for k in ("I", "J", "K"))
     dims = d if all(isinstance(x, int) and x > 0 for x in d) else None
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, Rewrite]] = []
     if call.name == "tiled_matmul_auto":
         if dims is None:
             return []
@@ -239,18 +255,23 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
                             "accumulator half for more reuse of each loaded A and B block.", _manual(a, t, "WS")))
             out.append((f"Switch to the output-stationary dataflow (sums stay in the PEs over the K tile), issued "
                         f"from the core with tiles {_fmt(auto)}.", _manual(a, auto, "OS")))
-        if explicit_ok(a, dims):
+        if dims is not None and explicit_ok(a, dims):
+            ops = Operands.of_call(a)
             for tiles in loop_candidates(dims):
-                out.append((f"Write one LOOP_WS per tile explicitly with dividing tiles {_fmt(tiles)}, alternating "
-                            "scratchpad halves, skip moving in again an A or B tile that is already in the half "
-                            "(pass NULL) when the whole operand is a single tile, and store the results from the "
-                            "core with mvouts 4 blocks wide (one 64-byte DMA request per row instead of four).",
-                            render_loop(a, dims, tiles)))
+                s = Schedule(dims, tiles, ops, loop=True)
+                if not clashes(s):
+                    out.append((f"Write one LOOP_WS per tile explicitly with dividing tiles {_fmt(tiles)}, "
+                                "alternating scratchpad halves, skip moving in again an A or B tile that is already "
+                                "in the half (pass NULL) when the whole operand is a single tile, and store the "
+                                "results from the core with mvouts 4 blocks wide (one 64-byte DMA request per row "
+                                "instead of four).", s))
             for tiles, acc_double in explicit_candidates(dims):
-                out.append((f"Write the schedule out explicitly (weight-stationary, tiles {_fmt(tiles)}, accumulator "
-                            f"{'double-buffered' if acc_double else 'used whole'}) with constant loop bounds, so the "
-                            "core spends few cycles per instruction and each B block stays in the PEs for a whole "
-                            "column of A blocks.", render_explicit(a, dims, tiles, acc_double)))
+                s = Schedule(dims, tiles, ops, acc_double=acc_double)
+                if not clashes(s):
+                    out.append((f"Write the schedule out explicitly (weight-stationary, tiles {_fmt(tiles)}, "
+                                f"accumulator {'double-buffered' if acc_double else 'used whole'}) with constant loop "
+                                "bounds, so the core spends few cycles per instruction and each B block stays in the "
+                                "PEs for a whole column of A blocks.", s))
         for t in neighbours(auto, dims)[:3]:
             out.append((f"Replace tiled_matmul_auto by tiled_matmul with explicit tiles {_fmt(t)} instead of the "
                         f"automatic {_fmt(auto)}.", _tiled_matmul(a, t)))
@@ -277,9 +298,8 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------------------- explicit schedules
-SCHEDULE_MARK = "speedpatch-schedule:"
-
-
+# The schedules themselves (their text, and recognising it again) are in schedules.py; here: which ones to
+# write out, and the moves on one already written out.
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -295,162 +315,6 @@ def explicit_ok(a: dict[str, str], dims: tuple[int, int, int] | None) -> bool:
     if dims is None or any(d % DIM for d in dims) or not _manual_ok(a) or a["type"].strip() == "CPU":
         return False
     return a["D"].strip() in ("NULL", "0") or a["repeating"].strip() in ("true", "1")
-
-
-def render_explicit(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int, int, int],
-                    acc_double: bool, dataflow: str = "WS") -> str:
-    """A weight-stationary schedule written out instruction by instruction with constant bounds (so the
-    core spends few cycles per instruction), as a block that replaces the library call."""
-    ni, nj, nk = (d // DIM for d in dims)
-    ti, tj, tk = tiles
-    a_blocks = 4 if tk % 4 == 0 else (2 if tk % 2 == 0 else 1)
-    b_blocks = 4 if tj % 4 == 0 else (2 if tj % 2 == 0 else 1)
-    bias = a["D"].strip() not in ("NULL", "0")
-    spec = {"I": dims[0], "J": dims[1], "K": dims[2], "tiles": list(tiles), "acc_double": acc_double,
-            "dataflow": dataflow, "args": [a[k] for k in MANUAL[:14]]}
-    os_flow = dataflow == "OS"
-    first_flag = "GEMMINI_ACC_ACCUMULATE" if bias else "(k0 == 0 && k == 0 ? 0 : GEMMINI_ACC_ACCUMULATE)"
-    lines = [
-        "{",
-        f"    /* {SCHEDULE_MARK} {json.dumps(spec)} */",
-        f"    /* {'Output' if os_flow else 'Weight'}-stationary schedule for {dims[0]}x{dims[1]}x{dims[2]}, tiles of "
-        f"{ti}x{tj}x{tk} blocks: scratchpad",
-        "     * halves alternate between K tiles" + (" and accumulator halves between output tiles" if acc_double else
-                                                   "; the output tile uses the whole accumulator") + ". */",
-        f"    gemmini_extended_config_ex({'OUTPUT' if os_flow else 'WEIGHT'}_STATIONARY, NO_ACTIVATION, 0, 1, false, false);",
-        f"    gemmini_extended_config_st(({a['sC']}) * sizeof(elem_t), {a['act']}, {a['scale']});",
-        f"    gemmini_extended3_config_ld(({a['sA']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);",
-        f"    gemmini_extended3_config_ld(({a['sB']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);",
-        "    gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 2);",
-        "    uint32_t spad_half = 0, acc_half = 0;",
-        f"    for (size_t i0 = 0; i0 < {ni}; i0 += {ti})",
-        f"      for (size_t j0 = 0; j0 < {nj}; j0 += {tj}) {{",
-        "        const uint32_t acc = GEMMINI_ACC_ADDR | acc_half;",
-    ]
-    if bias:
-        lines += [
-            f"        for (size_t i = 0; i < {ti}; i++)",
-            f"          for (size_t j = 0; j < {tj}; j++)",
-            f"            gemmini_extended_mvin3(({a['D']}) + (j0 + j) * DIM, acc + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM);",
-        ]
-    lines += [
-        f"        for (size_t k0 = 0; k0 < {nk}; k0 += {tk}) {{",
-        f"          const uint32_t a_sp = spad_half, b_sp = spad_half + {ti * tk * DIM};",
-        f"          for (size_t i = 0; i < {ti}; i++)",
-        f"            for (size_t k = 0; k < {tk}; k += {a_blocks})",
-        f"              gemmini_extended_mvin(({a['A']}) + (i0 + i) * DIM * ({a['sA']}) + (k0 + k) * DIM,",
-        f"                                    a_sp + (uint32_t)((i * {tk} + k) * DIM), {a_blocks} * DIM, DIM);",
-        f"          for (size_t k = 0; k < {tk}; k++)",
-        f"            for (size_t j = 0; j < {tj}; j += {b_blocks})",
-        f"              gemmini_extended_mvin2(({a['B']}) + (k0 + k) * DIM * ({a['sB']}) + (j0 + j) * DIM,",
-        f"                                     b_sp + (uint32_t)((k * {tj} + j) * DIM), {b_blocks} * DIM, DIM);",
-    ]
-    if os_flow:
-        # The sums stay in the PEs over the K tile; only the last compute writes them (to the accumulator).
-        flag = "GEMMINI_ACC_ACCUMULATE" if bias else "(k0 == 0 ? 0 : GEMMINI_ACC_ACCUMULATE)"
-        a_sp, b_sp = f"a_sp + (uint32_t)((i * {tk} + k) * DIM)", f"b_sp + (uint32_t)((k * {tj} + j) * DIM)"
-        out_c = f"(acc | {flag}) + (uint32_t)((i * {tj} + j) * DIM)"
-        lines += [
-            f"          for (size_t i = 0; i < {ti}; i++)",
-            f"            for (size_t j = 0; j < {tj}; j++) {{",
-        ]
-        if tk == 1:
-            lines += [
-                "              const size_t k = 0;",
-                f"              gemmini_extended_preload(GARBAGE_ADDR, {out_c}, DIM, DIM, DIM, DIM);",
-                f"              gemmini_extended_compute_preloaded({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
-            ]
-        else:
-            lines += [
-                "              gemmini_extended_preload(GARBAGE_ADDR, GARBAGE_ADDR, DIM, DIM, DIM, DIM);",
-                "              {",
-                "                const size_t k = 0;",
-                f"                gemmini_extended_compute_preloaded({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
-                "              }",
-                f"              for (size_t k = 1; k < {tk - 1}; k++)",
-                f"                gemmini_extended_compute_accumulated({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
-                "              {",
-                f"                const size_t k = {tk - 1};",
-                f"                gemmini_extended_preload(GARBAGE_ADDR, {out_c}, DIM, DIM, DIM, DIM);",
-                f"                gemmini_extended_compute_accumulated({a_sp}, {b_sp}, DIM, DIM, DIM, DIM);",
-                "              }",
-            ]
-        lines.append("            }")
-    else:
-        lines += [
-        f"          for (size_t j = 0; j < {tj}; j++)",
-        f"            for (size_t k = 0; k < {tk}; k++) {{",
-        f"              const uint32_t flag = {first_flag};",
-        f"              gemmini_extended_preload(b_sp + (uint32_t)((k * {tj} + j) * DIM), (acc | flag) + (uint32_t)(j * DIM),",
-        "                                       DIM, DIM, DIM, DIM);",
-        "              gemmini_extended_compute_preloaded(a_sp + (uint32_t)(k * DIM), GARBAGE_ADDR, DIM, DIM, DIM, DIM);",
-        f"              for (size_t i = 1; i < {ti}; i++) {{",
-        f"                gemmini_extended_preload(GARBAGE_ADDR, (acc | flag) + (uint32_t)((i * {tj} + j) * DIM), DIM, DIM,",
-        "                                         DIM, DIM);",
-        f"                gemmini_extended_compute_accumulated(a_sp + (uint32_t)((i * {tk} + k) * DIM), GARBAGE_ADDR, DIM,",
-        "                                                     DIM, DIM, DIM);",
-        "              }",
-        "            }",
-        ]
-    lines += [
-        f"          spad_half ^= {HALF_SPAD_ROWS};",
-        "        }",
-        f"        for (size_t i = 0; i < {ti}; i++)",
-        f"          for (size_t j = 0; j < {tj}; j += {b_blocks})",
-        f"            gemmini_extended_mvout(({a['C']}) + (i0 + i) * DIM * ({a['sC']}) + (j0 + j) * DIM,",
-        f"                                   acc + (uint32_t)((i * {tj} + j) * DIM), {b_blocks} * DIM, DIM);",
-    ]
-    if acc_double:
-        lines.append(f"        acc_half ^= {HALF_ACC_ROWS};")
-    lines += ["      }", "  }"]
-    return "\n".join(lines)
-
-
-def render_loop(a: dict[str, str], dims: tuple[int, int, int], tiles: tuple[int, int, int]) -> str:
-    """One LOOP_WS per tile, written out, so that a tile of A or B the hardware loop already holds in a
-    scratchpad half is not moved in again (A or B = NULL): when the whole B (or the whole A) is a single
-    tile, each half loads it once."""
-    ni, nj, nk = (d // DIM for d in dims)
-    ti, tj, tk = tiles
-    bias = a["D"].strip() not in ("NULL", "0")
-    reuse_b = nj == tj and nk == tk
-    reuse_a = ni == ti and nk == tk
-    c_blocks = 4 if tj % 4 == 0 else (2 if tj % 2 == 0 else 1)  # results leave in rows of up to 64 bytes
-    spec = {"I": dims[0], "J": dims[1], "K": dims[2], "tiles": list(tiles), "loop": True,
-            "args": [a[k] for k in MANUAL[:14]]}
-    b_ptr = f"({a['B']}) + k0 * DIM * ({a['sB']}) + j0 * DIM"
-    a_ptr = f"({a['A']}) + i0 * DIM * ({a['sA']}) + k0 * DIM"
-    lines = [
-        "{",
-        f"    /* {SCHEDULE_MARK} {json.dumps(spec)} */",
-        f"    /* One LOOP_WS per {ti}x{tj}x{tk}-block tile, alternating scratchpad halves"
-        + ("; B is one tile, moved in once per half" if reuse_b else "")
-        + ("; A is one tile, moved in once per half" if reuse_a else "")
-        + "; the core stores results in rows of up to 64 bytes. */",
-        "    gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);",
-        f"    gemmini_extended_config_st(({a['sC']}) * sizeof(elem_t), {a['act']}, {a['scale']});",
-        f"    gemmini_extended3_config_ld(({a['sA']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);",
-        f"    gemmini_extended3_config_ld(({a['sB']}) * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);",
-        "    gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 2);",
-        "    unsigned tile = 0;",
-        f"    for (size_t i0 = 0; i0 < {ni}; i0 += {ti})",
-        f"      for (size_t j0 = 0; j0 < {nj}; j0 += {tj})",
-        f"        for (size_t k0 = 0; k0 < {nk}; k0 += {tk}, tile++) {{",
-        "          const int half = (tile & 1) ? 2 : 1;",
-        f"          const elem_t *a = {'tile >= 2 ? NULL : ' if reuse_a else ''}{a_ptr};",
-        f"          const elem_t *b = {'tile >= 2 ? NULL : ' if reuse_b else ''}{b_ptr};",
-        f"          const acc_t *d = {'k0 == 0 ? (' + a['D'] + ') + j0 * DIM : NULL' if bias else 'NULL'};",
-        f"          gemmini_loop_ws({ti}, {tj}, {tk}, 0, 0, 0, a, b, d, NULL, {a['sA']}, {a['sB']}, 0, {a['sC']}, false,",
-        f"                          false, false, false, {'true' if bias else 'k0 > 0'}, {a['act']}, half, half, false);",
-        f"          if (k0 + {tk} == {nk})",
-        f"            for (size_t i = 0; i < {ti}; i++)",
-        f"              for (size_t j = 0; j < {tj}; j += {c_blocks})",
-        f"                gemmini_extended_mvout(({a['C']}) + (i0 + i) * DIM * ({a['sC']}) + (j0 + j) * DIM,",
-        f"                                       GEMMINI_ACC_ADDR | (uint32_t)((i * {tj} + j) * DIM), {c_blocks} * DIM, DIM);",
-        "        }",
-        "  }",
-    ]
-    return "\n".join(lines)
 
 
 def loop_candidates(dims: tuple[int, int, int]) -> list[tuple[int, int, int]]:
@@ -628,42 +492,27 @@ def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
 
 
 def schedule_moves(text: str) -> list[tuple[str, int, int, str]]:
-    """Moves on an explicit schedule written by render_explicit: (plan, start, end, replacement)."""
+    """Moves on the schedules written out in a kernel's text: (plan, start, end, replacement statements)."""
     out: list[tuple[str, int, int, str]] = []
-    for m in re.finditer(r"/\* " + re.escape(SCHEDULE_MARK) + r" (\{.*?\}) \*/", text):
-        start = text.rfind("{", 0, m.start())
-        depth, end = 0, start
-        while end < len(text):
-            depth += text[end] == "{"
-            depth -= text[end] == "}"
-            end += 1
-            if depth == 0:
-                break
-        try:
-            spec = json.loads(m.group(1))
-            dims = (int(spec["I"]), int(spec["J"]), int(spec["K"]))
-            tiles = (int(spec["tiles"][0]), int(spec["tiles"][1]), int(spec["tiles"][2]))
-            a = dict(zip(MANUAL[:14], [str(x) for x in spec["args"]], strict=True))
-            acc_double = bool(spec.get("acc_double", True))
-            dataflow = "OS" if spec.get("dataflow") == "OS" else "WS"
-        except (ValueError, KeyError, TypeError, IndexError):
+    for s, start, end in find_schedules(text):
+        indent = _line_indent(text, start)
+
+        def rewrite(plan: str, new: Schedule, start: int = start, end: int = end, indent: str = indent) -> None:
+            if not clashes(new):
+                out.append((plan, start, end, join(render_schedule(new), indent)))
+
+        if s.loop:
+            for why, t, _ in explicit_neighbours(s.dims, s.tiles, True):
+                if t != s.tiles and matmul_fits(*t):
+                    rewrite(f"Retune the per-tile LOOP_WS schedule: {why} (tiles {_fmt(t)}).", replace(s, tiles=t))
+            rewrite(f"Issue every instruction from the core instead of LOOP_WS, weight-stationary, tiles "
+                    f"{_fmt(s.tiles)}.", Schedule(s.dims, s.tiles, s.ops, acc_double=matmul_fits(*s.tiles)))
             continue
-        if start < 0 or depth != 0:
-            continue
-        if spec.get("loop"):
-            for why, t, _ in explicit_neighbours(dims, tiles, True):
-                if t != tiles and matmul_fits(*t):
-                    out.append((f"Retune the per-tile LOOP_WS schedule: {why} (tiles {_fmt(t)}).", start, end,
-                                render_loop(a, dims, t)))
-            out.append((f"Issue every instruction from the core instead of LOOP_WS, weight-stationary, tiles "
-                        f"{_fmt(tiles)}.", start, end, render_explicit(a, dims, tiles, matmul_fits(*tiles))))
-            continue
-        for why, t, db in explicit_neighbours(dims, tiles, acc_double):
-            out.append((f"Retune the explicit schedule: {why} (tiles {_fmt(t)}).", start, end,
-                        render_explicit(a, dims, t, db, dataflow)))
-        other = "WS" if dataflow == "OS" else "OS"
-        out.append((f"Switch the explicit schedule to the {'output' if other == 'OS' else 'weight'}-stationary "
-                    f"dataflow (tiles {_fmt(tiles)}).", start, end, render_explicit(a, dims, tiles, acc_double, other)))
+        for why, t, db in explicit_neighbours(s.dims, s.tiles, s.acc_double):
+            rewrite(f"Retune the explicit schedule: {why} (tiles {_fmt(t)}).", replace(s, tiles=t, acc_double=db))
+        other = "WS" if s.dataflow == "OS" else "OS"
+        rewrite(f"Switch the explicit schedule to the {'output' if other == 'OS' else 'weight'}-stationary "
+                f"dataflow (tiles {_fmt(s.tiles)}).", replace(s, dataflow=other))
     return out
 
 
@@ -712,11 +561,16 @@ def _kernel_params(kernel_text: str, name: str) -> tuple[list[str], int] | None:
     return names, m.end() - 1
 
 
-def _body(statement: str, unused: list[str]) -> str:
-    if statement.lstrip().startswith("{"):
-        return statement
-    voids = "".join(f"  (void){n};\n" for n in unused)
-    return "{\n" + voids + "  " + statement + ";\n}"
+def _body(new: Rewrite, unused: list[str], params: list[str]) -> str:
+    """A kernel body made of one rewrite, after voiding the parameters it leaves unused: the call, or a
+    schedule's statements (in a block of their own when a name they declare is also a parameter's)."""
+    if isinstance(new, Schedule):
+        lines = render_schedule(new)
+        if declared_names(lines, top_level_only=True) & set(params):
+            lines = in_block(lines)
+    else:
+        lines = [new + ";"]
+    return "{\n" + "\n".join("  " + line for line in [f"(void){n};" for n in unused] + lines) + "\n}"
 
 
 def explicit_kernel_moves(source: str, kernel: Kernel, defines: dict[str, str]) -> list[tuple[str, str]]:
@@ -740,11 +594,11 @@ def explicit_kernel_moves(source: str, kernel: Kernel, defines: dict[str, str]) 
         unused = [] if bias else [pbias]
         out.append(("Replace the explicit instruction loops by the same matmul on the LOOP_WS hardware loop "
                     "(tiled_matmul_auto): the accelerator then issues its own mvin/preload/compute/mvout "
-                    "streams, overlapped, instead of the core issuing every instruction.", head + _body(auto, unused)))
+                    "streams, overlapped, instead of the core issuing every instruction.", head + _body(auto, unused, params)))
         synth = Call("tiled_matmul_auto", 0, len(auto), _split_args(auto[len("tiled_matmul_auto("):-1]))
         for plan, new in matmul_moves(synth, defines):
             out.append(("Replace the explicit instruction loops: " + plan[0].lower() + plan[1:],
-                        head + _body(new, unused)))
+                        head + _body(new, unused, params)))
         return out
     cv = _call_args_of(source, "speedpatch_run_conv", kernel.name)
     if cv is not None and len(cv) == 4 and len(params) == 4:
@@ -763,33 +617,63 @@ def explicit_kernel_moves(source: str, kernel: Kernel, defines: dict[str, str]) 
         auto = "tiled_conv_auto(" + ", ".join(a[x] for x in CONV_AUTO) + ")"
         out.append(("Replace the explicit instruction loops by the same convolution on the LOOP_CONV_WS hardware "
                     "loop (tiled_conv_auto): the accelerator issues its own overlapped command streams.",
-                    head + _body(auto, [])))
+                    head + _body(auto, [], params)))
         synth = Call("tiled_conv_auto", 0, len(auto), _split_args(auto[len("tiled_conv_auto("):-1]))
         for plan, new in conv_moves(synth, defines):
             out.append(("Replace the explicit instruction loops by the hardware loop with chosen tiles: "
-                        + plan[0].lower() + plan[1:], head + _body(new, [])))
+                        + plan[0].lower() + plan[1:], head + _body(new, [], params)))
     return out
 
 
 # ------------------------------------------------------------------------------------------------ API
+def _line_indent(text: str, pos: int) -> str:
+    """The indentation of the line `pos` is on."""
+    line = text[text.rfind("\n", 0, pos) + 1:]
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _code(text: str) -> list[str]:
+    return [t.key for t in tokens(text) if not t.key.startswith(("/*", "//"))]
+
+
+def _alone_in_body(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is the only statement (comments aside) of the function body `text` ends with."""
+    before = _code(text[:start])
+    return bool(before) and before[-1] == "{" and _code(text[end:]) == ["}"]
+
+
+def _with_schedule(text: str, call: Call, s: Schedule) -> str | None:
+    """The kernel text with the call's statement replaced by the schedule's statements: they become the
+    function's body when the call was its only statement, and go in a block of their own otherwise (which
+    scopes their declarations among the other statements). None when the call is not a statement."""
+    semicolon = re.match(r"\s*;", text[call.end:])
+    if semicolon is None:
+        return None
+    end = call.end + semicolon.end()
+    lines = render_schedule(s)
+    elsewhere = set(_code(text[:call.start] + " " + text[end:]))
+    if not _alone_in_body(text, call.start, end) or declared_names(lines, top_level_only=True) & elsewhere:
+        lines = in_block(lines)
+    return text[:call.start] + join(lines, _line_indent(text, call.start)) + text[end:]
+
+
 def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     text = source[kernel.start:kernel.end]
     if text != kernel.text:  # the kernel region no longer matches the source: nothing safe to rewrite
         return []
     defines = int_defines(source)
     moves: list[Move] = []
-    for plan, start, end, block in schedule_moves(text):
-        new_kernel = text[:start] + block + text[end:]
+    for plan, start, end, statements in schedule_moves(text):
+        new_kernel = text[:start] + statements + text[end:]
         moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     if not find_calls(text) and not moves:
         for plan, new_kernel in explicit_kernel_moves(source, kernel, defines):
             moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     for call in find_calls(text):
         rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
-        for plan, new_call in rewrites:
-            end = call.end
-            if new_call.startswith("{") and text[end:end + 1] == ";":
-                end += 1  # a block replaces the whole call statement
-            new_kernel = text[:call.start] + new_call + text[end:]
-            moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
+        for plan, new in rewrites:
+            new_kernel = (text[:call.start] + new + text[call.end:] if isinstance(new, str)
+                          else _with_schedule(text, call, new))
+            if new_kernel is not None:
+                moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
     return moves[:MAX_MOVES]
