@@ -1,10 +1,14 @@
-"""speedpatch's language server: a thin LSP adapter over the engine (protocol: LSP_PROTOCOL.md).
+"""speedpatch's language server: a thin LSP adapter over the engine (protocol: docs/lsp-protocol.md).
 
 Modules, one job each:
-  server.py       creation, LSP feature handlers, main() over stdio (`python -m speedpatch.lsp`)
-  session.py      state and glue: settings -> config, documents -> kernel views, runs -> LSP messages
+  server.py       the LSP feature handlers (module-level), create_server(), main() over stdio
+  state.py        the server object and its state: settings -> config per folder, the parts below, refresh
+  docviews.py     documents -> kernel views (buffer or disk, detection, the run and job of each kernel)
+  staleness.py    whether a stored run still describes its kernel (edited, or changed on disk outside)
+  controller.py   the run controller: start/resume/cancel, job events -> progress, runUpdate, messages
   documents.py    kernel detection per document text (cached, size-capped, never raises)
   views.py        what to show for one kernel: fresh / applied / stale, the live job, the latest run
+  failures.py     failed candidates counted by why, for the report, the Runs view and the messages
   lenses.py, hints.py, diagnostics.py, actions.py    the editor features, from views
   commands.py, requests.py    workspace/executeCommand and the speedpatch/* requests
   runs.py         the run queue: engine searches on a worker thread, events folded into jobs

@@ -12,8 +12,9 @@ no longer holds, a Warning diagnostic and message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from speedpatch.engine import boundary
@@ -25,27 +26,36 @@ from .verify import FAILED, HOLDS, Verification, judge
 from .views import APPLIED
 
 if TYPE_CHECKING:
+    from speedpatch.config import Config
     from speedpatch.store import RunRecord
 
+    from .docviews import DocumentViews
     from .folders import Folder
-    from .session import Session
 
 
 class AcceptOnSave:
-    def __init__(self, session: Session):
-        self.session = session
+    def __init__(
+        self,
+        views: DocumentViews,
+        make_config: Callable[[Folder, dict[str, Any] | None], Config],
+        show: Callable[[str, types.MessageType], None],
+        refresh_editor: Callable[[], None],
+    ):
+        self.views = views
+        self._make_config = make_config
+        self._show = show  # thread-safe, as is refresh_editor: both are called from the executor
+        self._refresh_editor = refresh_editor
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speedpatch-verify")
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def on_save(self, uri: str) -> None:
-        session = self.session
-        views, _, text = session.views(uri)
-        path = session.path_of(uri)
+        views, _, text = self.views.views(uri)
+        path = self.views.path_of(uri)
         if path is None:
             return
-        folder = session.folder_for(path)
+        folder = self.views.folder_for(path)
         store = folder.verifications
         started = False
         for view in views:
@@ -71,12 +81,11 @@ class AcceptOnSave:
             self._executor.submit(self._verify, folder, v, path, text, record)
             started = True
         if started:
-            session.refresh_editor()
+            self._refresh_editor()
 
     def _verify(self, folder: Folder, v: Verification, path: str, text: str, record: RunRecord) -> None:
-        session = self.session
         try:
-            config = session.make_config(folder)
+            config = self._make_config(folder, None)
             problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
             judge(v, api().evaluate(problem, None, config))
             changed = boundary.outside_change(record.problem, text)
@@ -88,5 +97,5 @@ class AcceptOnSave:
             v.state, v.message = FAILED, f"re-verification could not run: {exc}"
         folder.verifications.put(v)
         if v.state == FAILED:
-            session.show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
-        session.post(session.refresh_editor)
+            self._show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
+        self._refresh_editor()  # (posted to the loop thread)

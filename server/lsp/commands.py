@@ -3,108 +3,136 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
-from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 from speedpatch.errors import StaleError, UserError
 
 from . import params
+from .controller import APPLY_BUTTON, REPORT_BUTTON, SHOW_DIFF_BUTTON
 from .engine import api
 from .gpu import CONFIGURE_GPU, configure_gpu
 from .lenses import APPLY, CANCEL, OPTIMIZE, RESUME, SHOW_DIFF
 from .positions import minimal_edit
 from .reports import candidate_payload
-from .session import OPEN_DIFF, Session
+from .state import ServerState, SpeedpatchServer
 
 log = logging.getLogger(__name__)
 
 RUNS = "speedpatch.runs"
 ALL = [OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME, RUNS, CONFIGURE_GPU]
+OPEN_DIFF = "speedpatch/openDiff"
+OPEN_REPORT = "speedpatch/openReport"
 
 
-def register(server: LanguageServer, session: Session) -> None:
-    @server.command(OPTIMIZE)
-    async def optimize(*args):
-        arg = params.first_arg(args)
-        uri, kernel = params.text(arg, "uri"), params.text(arg, "kernel")
-        await engine_loaded()
-        try:
-            run_id = session.start_run(uri, kernel, bool(arg.get("quick")))
-        except UserError as exc:
-            session.show(f"speedpatch: {exc}", types.MessageType.Error)
-            raise JsonRpcInvalidRequest(str(exc)) from exc
-        return {"runId": run_id}
+async def optimize(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """Start a search on a kernel: [{"uri", "kernel", "quick"?}] -> {"runId"}."""
+    arg = params.first_arg(args)
+    uri, kernel = params.text(arg, "uri"), params.text(arg, "kernel")
+    await engine_loaded()
+    try:
+        run_id = ls.state.runs.start_run(uri, kernel, bool(arg.get("quick")))
+    except UserError as exc:
+        ls.state.show(f"speedpatch: {exc}", types.MessageType.Error)
+        raise JsonRpcInvalidRequest(str(exc)) from exc
+    return {"runId": run_id}
 
-    @server.command(RESUME)
-    async def resume(*args):
-        arg = params.first_arg(args)
-        await engine_loaded()
-        try:
-            run_id = session.resume_run(params.text(arg, "runId"))
-        except UserError as exc:
-            session.show(f"speedpatch: {exc}", types.MessageType.Error)
-            raise JsonRpcInvalidRequest(str(exc)) from exc
-        return {"runId": run_id}
 
-    @server.command(CANCEL)
-    def cancel(*args):
-        arg = params.first_arg(args)
-        run_id = arg.get("runId")
-        if not run_id:
-            view = session.view(params.text(arg, "uri"), params.text(arg, "kernel"))
-            run_id = view.job.run_id if view is not None and view.job is not None else None
-        return {"cancelled": bool(run_id) and session.cancel(str(run_id))}
+async def resume(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """Continue an interrupted or cancelled run in place: [{"runId"}] -> {"runId"}."""
+    arg = params.first_arg(args)
+    await engine_loaded()
+    try:
+        run_id = ls.state.runs.resume_run(params.text(arg, "runId"))
+    except UserError as exc:
+        ls.state.show(f"speedpatch: {exc}", types.MessageType.Error)
+        raise JsonRpcInvalidRequest(str(exc)) from exc
+    return {"runId": run_id}
 
-    @server.command(SHOW_DIFF)
-    def show_diff(*args):
-        arg = params.first_arg(args)
-        payload = candidate(
-            session, params.text(arg, "runId"), params.text(arg, "candidateId", required=False)
-        )
-        server.protocol.notify(
-            OPEN_DIFF,
-            {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]},
-        )
-        return payload
 
-    @server.command(APPLY)
-    async def apply(*args):
-        arg = params.first_arg(args)
-        await engine_loaded()
-        return await apply_run(server, session, params.text(arg, "runId"))
+def cancel(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """Cancel a queued or running search: [{"runId"}] or [{"uri", "kernel"}] -> {"cancelled"}."""
+    arg = params.first_arg(args)
+    state = ls.state
+    run_id = arg.get("runId")
+    if not run_id:
+        view = state.views.view(params.text(arg, "uri"), params.text(arg, "kernel"))
+        run_id = view.job.run_id if view is not None and view.job is not None else None
+    return {"cancelled": bool(run_id) and state.runs.cancel(str(run_id))}
 
-    @server.command(RUNS)
-    def runs(*args):
-        return session.all_summaries()
 
-    @server.command(CONFIGURE_GPU)
-    async def configure(*args):
-        """Set up cuda-ssh in the kernel's folder's speedpatch.toml and open it at the host line."""
-        path = session.path_of(params.text(params.first_arg(args), "uri"))
-        if path is None:
-            raise JsonRpcInvalidParams("only files on disk have a workspace folder")
-        folder = session.folder_for(path)
-        try:
-            config, line, changed = configure_gpu(Path(folder.config_path))
-        except (ValueError, OSError) as exc:
-            session.show(f"speedpatch: cannot set up a GPU backend: {exc}", types.MessageType.Error)
-            raise JsonRpcInvalidRequest(str(exc)) from exc
-        if changed:
-            session.on_config_change(folder)
-        uri = from_fs_path(str(config)) or str(config)
-        where = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
-        caps = server.client_capabilities.window if server.client_capabilities else None
-        if caps and caps.show_document and caps.show_document.support:
-            await server.window_show_document_async(
-                types.ShowDocumentParams(uri=uri, take_focus=True, selection=where)
-            )
-        session.show(f"speedpatch: set host = \"...\" under [backend.cuda-ssh] in {config.name} (a machine with a GPU and nvcc that ssh reaches)")
-        return {"uri": uri, "line": line, "changed": changed}
+def show_diff(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """A candidate's diff (the run's best by default), and speedpatch/openDiff so the client shows it."""
+    arg = params.first_arg(args)
+    payload = candidate(ls, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+    _open_diff(ls, payload)
+    return payload
+
+
+async def apply(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """Apply a run's winner to its document: [{"runId"}] -> {"applied", "message"}."""
+    arg = params.first_arg(args)
+    await engine_loaded()
+    return await apply_run(ls, params.text(arg, "runId"))
+
+
+def runs(ls: SpeedpatchServer, *args: Any) -> list[dict[str, Any]]:
+    """The summaries of every open folder's runs."""
+    return ls.state.runs.all_summaries()
+
+
+async def configure(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
+    """Set up cuda-ssh in the kernel's folder's speedpatch.toml and open it at the host line."""
+    state = ls.state
+    path = state.views.path_of(params.text(params.first_arg(args), "uri"))
+    if path is None:
+        raise JsonRpcInvalidParams("only files on disk have a workspace folder")
+    folder = state.views.folder_for(path)
+    try:
+        config, line, changed = configure_gpu(Path(folder.config_path))
+    except (ValueError, OSError) as exc:
+        state.show(f"speedpatch: cannot set up a GPU backend: {exc}", types.MessageType.Error)
+        raise JsonRpcInvalidRequest(str(exc)) from exc
+    if changed:
+        state.on_config_change(folder)
+    uri = from_fs_path(str(config)) or str(config)
+    where = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+    caps = ls.client_capabilities.window if ls.client_capabilities else None
+    if caps and caps.show_document and caps.show_document.support:
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True, selection=where))
+    state.show(f"speedpatch: set host = \"...\" under [backend.cuda-ssh] in {config.name} (a machine with a GPU and nvcc that ssh reaches)")
+    return {"uri": uri, "line": line, "changed": changed}
+
+
+async def result_button(ls: SpeedpatchServer, run_id: str, button: str) -> None:
+    """What a button of the end-of-search message does (controller.RunController._ask)."""
+    if button == SHOW_DIFF_BUTTON:
+        _open_diff(ls, candidate(ls, run_id, ""))
+    elif button == APPLY_BUTTON:
+        await apply_run(ls, run_id)
+    elif button == REPORT_BUTTON:
+        ls.protocol.notify(OPEN_REPORT, {"runId": run_id})
+
+
+def register(server: SpeedpatchServer) -> None:
+    """Register the commands (vscode-languageclient registers their ids in VS Code from this list)."""
+    for name, handler in [
+        (OPTIMIZE, optimize), (RESUME, resume), (CANCEL, cancel), (SHOW_DIFF, show_diff), (APPLY, apply),
+        (RUNS, runs), (CONFIGURE_GPU, configure),
+    ]:
+        server.command(name)(handler)
+    server.state.runs.on_button = functools.partial(result_button, server)
+
+
+def _open_diff(ls: SpeedpatchServer, payload: dict[str, Any]) -> None:
+    ls.protocol.notify(
+        OPEN_DIFF, {"runId": payload["runId"], "candidateId": payload["candidateId"], "title": payload["title"]}
+    )
 
 
 async def engine_loaded() -> None:
@@ -112,8 +140,9 @@ async def engine_loaded() -> None:
     await asyncio.get_running_loop().run_in_executor(None, api)
 
 
-def candidate(session: Session, run_id: str, candidate_id: str) -> dict[str, Any]:
-    located = session.locate(run_id)
+def candidate(ls: SpeedpatchServer, run_id: str, candidate_id: str) -> dict[str, Any]:
+    """The speedpatch/candidate payload of a run's candidate (its best when candidate_id is "")."""
+    located = ls.state.runs.locate(run_id)
     if located is None:
         raise JsonRpcInvalidParams(f"no run {run_id!r}")
     folder, record = located
@@ -123,22 +152,23 @@ def candidate(session: Session, run_id: str, candidate_id: str) -> dict[str, Any
         raise JsonRpcInvalidParams(str(exc).strip("'\"")) from exc
 
 
-async def apply_run(server: LanguageServer, session: Session, run_id: str) -> dict[str, Any]:
+async def apply_run(ls: SpeedpatchServer, run_id: str) -> dict[str, Any]:
     """Send the winner as a workspace/applyEdit, only if the kernel still matches the run's start."""
-    located = session.locate(run_id)
+    server, state = ls, ls.state
+    located = state.runs.locate(run_id)
     if located is None:
         raise JsonRpcInvalidParams(f"no run {run_id!r}")
     folder, record = located
-    uri = session.uri_for_path(folder.index.path_of(record))
-    current = session.text_of(uri)
+    uri = state.views.uri_for_path(folder.index.path_of(record))
+    current = state.views.text_of(uri)
     if current is None:
-        return _refuse(session, f"cannot read {uri}")
+        return _refuse(state, f"cannot read {uri}")
     try:
         new_text = api().apply_text(record, current)
     except StaleError as exc:
-        return _refuse(session, f"speedpatch: not applied, the result is stale: {exc}")
+        return _refuse(state, f"speedpatch: not applied, the result is stale: {exc}")
     except UserError as exc:
-        return _refuse(session, f"speedpatch: not applied: {exc}")
+        return _refuse(state, f"speedpatch: not applied: {exc}")
     if new_text == current:
         return {"applied": False, "message": "the rewrite is already in the document"}
     doc = server.workspace.text_documents.get(uri)
@@ -156,13 +186,13 @@ async def apply_run(server: LanguageServer, session: Session, run_id: str) -> di
     )
     if not result.applied:
         return _refuse(
-            session, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}"
+            state, f"speedpatch: the editor refused the edit: {result.failure_reason or 'no reason given'}"
         )
     await _bring_forward(server, uri)
     return {"applied": True, "message": f"applied {record.kernel} rewrite; save to accept and re-verify it"}
 
 
-async def _bring_forward(server: LanguageServer, uri: str) -> None:
+async def _bring_forward(server: SpeedpatchServer, uri: str) -> None:
     """Show the edited file, focused, wherever Apply was clicked (a notification, the Runs view, a diff).
 
     The user's next step is to save it; and VS Code drops a pending code-lens request when its editor
@@ -177,6 +207,6 @@ async def _bring_forward(server: LanguageServer, uri: str) -> None:
         log.info("could not show %s after applying: %s", uri, exc)
 
 
-def _refuse(session: Session, message: str) -> dict[str, Any]:
-    session.show(message, types.MessageType.Warning)
+def _refuse(state: ServerState, message: str) -> dict[str, Any]:
+    state.show(message, types.MessageType.Warning)
     return {"applied": False, "message": message}

@@ -22,7 +22,7 @@ def plain(value: Any) -> Any:
 
 
 def first_arg(args: tuple[Any, ...]) -> dict[str, Any]:
-    """Commands take one object argument (LSP_PROTOCOL.md)."""
+    """Commands take one object argument (docs/lsp-protocol.md)."""
     if not args:
         return {}
     value = plain(args[0])

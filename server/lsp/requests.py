@@ -2,37 +2,45 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.lsp.server import LanguageServer
 
 from . import params
 from .commands import candidate
 from .reports import run_report
-from .session import Session
+from .state import SpeedpatchServer
 
 CANDIDATE = "speedpatch/candidate"
 RUNS = "speedpatch/runs"
 RUN_REPORT = "speedpatch/runReport"
 
 
-def register(server: LanguageServer, session: Session) -> None:
-    @server.feature(CANDIDATE)
-    def get_candidate(raw):
-        arg = params.plain(raw) or {}
-        return candidate(session, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+def get_candidate(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
+    """{"runId", "candidateId"?} -> a candidate's texts and measurements, for a diff."""
+    arg = params.plain(raw) or {}
+    return candidate(ls, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
 
-    @server.feature(RUNS)
-    def get_runs(raw):
-        return session.all_summaries()
 
-    @server.feature(RUN_REPORT)
-    def get_report(raw):
-        arg = params.plain(raw) or {}
-        run_id = params.text(arg, "runId")
-        located = session.locate(run_id)
-        if located is None:
-            raise JsonRpcInvalidParams(f"no run {run_id!r}")
-        folder, record = located
-        report = run_report(folder.store, record, folder.index.path_of(record), session.is_stale(folder, record))
-        report["run"] = session.record_summary(folder, record)  # the same summary, labelled with its folder
-        return report
+def get_runs(ls: SpeedpatchServer, raw: Any) -> list[dict[str, Any]]:
+    """{} -> the summaries of every open folder's runs."""
+    return ls.state.runs.all_summaries()
+
+
+def get_report(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
+    """{"runId"} -> the run's summary, iterations, candidates and failures."""
+    arg = params.plain(raw) or {}
+    run_id = params.text(arg, "runId")
+    runs = ls.state.runs
+    located = runs.locate(run_id)
+    if located is None:
+        raise JsonRpcInvalidParams(f"no run {run_id!r}")
+    folder, record = located
+    report = run_report(folder.store, record, folder.index.path_of(record), runs.staleness.is_stale(folder, record))
+    report["run"] = runs.record_summary(folder, record)  # the same summary, labelled with its folder
+    return report
+
+
+def register(server: SpeedpatchServer) -> None:
+    for name, handler in [(CANDIDATE, get_candidate), (RUNS, get_runs), (RUN_REPORT, get_report)]:
+        server.feature(name)(handler)

@@ -2,7 +2,7 @@
 
 The engine call (speedpatch.api.optimize) blocks for minutes; it runs here, never on the LSP event loop,
 and candidates are evaluated in subprocesses by the backends, so the server keeps answering. Every engine
-Event updates the job's live state and is handed to a listener (the session), which turns it into LSP
+Event updates the job's live state and is handed to a listener (the run controller), which turns it into LSP
 progress, speedpatch/runUpdate and refreshes. Nothing here knows LSP.
 
 A new search is written to its folder's store as "queued" the moment it is submitted, so a search the user

@@ -1,6 +1,6 @@
 """Editor settings -> speedpatch.config overrides.
 
-The client sends a camelCase settings object (LSP_PROTOCOL.md) in initializationOptions and in
+The client sends a camelCase settings object (docs/lsp-protocol.md) in initializationOptions and in
 workspace/didChangeConfiguration; missing keys fall back to speedpatch.toml. The API key only ever lives in
 memory: it is passed to load_config as a runtime override and is excluded from anything we log or store.
 """

@@ -2,7 +2,7 @@
 writes to the run store by other processes (the CLI).
 
 Events arrive in bursts (an editor save is several events, SQLite touches its WAL on every commit), so
-they are coalesced per path for a short delay before the session is told. The store's data_version is
+they are coalesced per path for a short delay before the callbacks are told. The store's data_version is
 also polled now and then: file events are not guaranteed on every file system.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,7 @@ from watchdog.observers import Observer
 from .index import norm_path
 
 if TYPE_CHECKING:
-    from .folders import Folder
-    from .session import Session
+    from .folders import Folder, Folders
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,20 @@ _IGNORED_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 
 
 class WorkspaceWatcher(FileSystemEventHandler):
-    def __init__(self, session: Session):
-        self.session = session
+    """Watches the folders and tells three callbacks (called on this watcher's thread) what changed: a
+    folder's run store (None: any, the periodic poll), a folder's speedpatch.toml, a kernel file."""
+
+    def __init__(
+        self,
+        folders: Folders,
+        on_store_change: Callable[[Folder | None], None],
+        on_config_change: Callable[[Folder], None],
+        on_disk_change: Callable[[str], None],
+    ):
+        self.folders = folders
+        self._on_store_change = on_store_change
+        self._on_config_change = on_config_change
+        self._on_disk_change = on_disk_change
         self._watches: dict[str, Any] = {}  # folder root -> watchdog's handle, to unwatch it
         self._pending: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -101,14 +113,14 @@ class WorkspaceWatcher(FileSystemEventHandler):
                 self._dispatch(ready)
                 if now - last_poll >= POLL_S:
                     last_poll = now
-                    self.session.on_store_change()
+                    self._on_store_change(None)
             except Exception:
                 log.exception("handling file changes failed")
 
     def _dispatch(self, paths: list[str]) -> None:
         if not paths:
             return
-        folders = self.session.folders.all()
+        folders = self.folders.all()
         stores_changed: dict[str, Folder] = {}
         kernel_files: set[str] = set()
         extensions = {e for t in targets.all_targets() for e in t.extensions}
@@ -119,10 +131,10 @@ class WorkspaceWatcher(FileSystemEventHandler):
             if store is not None:
                 stores_changed[str(store.root)] = store
             elif config is not None:
-                self.session.on_config_change(config)
+                self._on_config_change(config)
             elif Path(path).suffix.lower() in extensions:
                 kernel_files.add(path)
         for folder in stores_changed.values():
-            self.session.on_store_change(folder)
+            self._on_store_change(folder)
         for path in sorted(kernel_files):
-            self.session.on_disk_change(path)
+            self._on_disk_change(path)
