@@ -195,8 +195,7 @@ def make_inputs(module: Any, seed: int) -> dict[str, Any]:
         if _is_argument_spec(raw):
             out[name] = argument_value(name, raw["value"] if isinstance(raw, dict) else raw)
             continue
-        if isinstance(raw, (tuple, list)) and not (len(raw) == 2 and isinstance(raw[0], (tuple, list))
-                                                   and isinstance(raw[1], str)):
+        if isinstance(raw, (tuple, list)) and not (len(raw) == 2 and isinstance(raw[0], (tuple, list))):
             raise HarnessError(
                 f"INPUTS[{name!r}] = {str(raw)[:80]} is neither a tensor (shape, dtype) nor a non-tensor argument; "
                 f"declare a tuple argument as {{\"value\": {str(raw)[:40]}}}")

@@ -170,6 +170,9 @@ def test_non_tensor_arguments_keep_their_order_and_values_between_tensors():
     assert list(inputs) == ["k", "x", "eps", "pool", "act"]
     assert inputs["k"] == 3 and inputs["eps"] == 1e-6 and inputs["pool"] == (2, 2) and inputs["act"] == "gelu"
     assert isinstance(inputs["x"], np.ndarray) and inputs["x"].shape == (4, 4)
+    # a tensor spec may name its dtype by a NumPy type, as before
+    typed = runner.make_inputs(types.SimpleNamespace(INPUTS={"y": ((2, 3), np.float16)}), 0)
+    assert typed["y"].dtype == np.float16
 
 
 def test_make_inputs_may_return_non_tensor_values_too():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from attack import run_attack
+from attack import EXAMPLES, run_attack
 
 pytestmark = pytest.mark.slow
 
@@ -185,3 +185,17 @@ def test_monkeypatching_nl_only_fools_the_kernel_itself(tmp_path):
     out = run_attack(tmp_path, EXAMPLE, kernel("    nl.store = lambda *args, **kwargs: None\n" + HONEST))
     out.assert_not_faster()
     assert evaluated(out, "monkeypatched nl.store"), out.explain()
+
+
+def test_a_reply_that_shrinks_the_launch_grid_keeps_the_problems_grid(tmp_path):
+    # the whole file back with GRID = (1,) and a kernel that normalizes only the first 128 rows: the
+    # problem's GRID = (8,) and INPUTS stay, so seven programs redo rows 0-127 and rows 128-1023 are never
+    # written -- never a speedup
+    original = (EXAMPLES / "nki" / "rmsnorm_spmd.py").read_text()
+    cheat = original.replace("GRID = (8,)", "GRID = (1,)").replace(
+        "    i = nl.program_id(0)\n", "    i = 0\n")
+    out = run_attack(tmp_path, "nki/rmsnorm_spmd.py", cheat)
+    out.assert_not_faster()
+    out.assert_contained()
+    outcomes = evaluated(out, "shrunk grid")
+    assert any("never written" in m or "NaN" in m for m in outcomes), out.explain()

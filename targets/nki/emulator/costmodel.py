@@ -9,6 +9,8 @@ Parameters and what the model ignores: params.py.
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import sys
 import weakref
 from collections import defaultdict
@@ -77,7 +79,7 @@ class RegionTimes:
 class _Slot:
     """The on-chip space of one allocation, as the allocator sees it (holds no reference to the tile)."""
 
-    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions")
+    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions", "queued", "gone")
 
     def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str,
                  partitions: int = P.PARTITIONS) -> None:
@@ -89,6 +91,8 @@ class _Slot:
         self.writes = writes
         self.retired = False  # out of scope: its space may be reused once its last access is done
         self.name = name
+        self.queued = False  # in the trace's reuse heap (retired, ordered by when its last access ends)
+        self.gone = False  # its space was taken back (reused, released or spilled)
 
     def retire(self) -> None:
         self.retired = True
@@ -130,6 +134,9 @@ class Trace:
         self.dma_transfers = 0
         self.dma_descriptors = 0
         self.slots: dict[str, list[_Slot]] = {"sbuf": [], "psum": []}
+        # out-of-scope slots by when their last access ends (earliest first): the space a new tile takes
+        self.reuse: dict[str, list[tuple[float, int, _Slot]]] = {"sbuf": [], "psum": []}
+        self._reuse_seq = itertools.count()
         self.live = {"sbuf": 0, "psum": 0}
         self.peak = {"sbuf": 0, "psum": 0}
         self.reuse_waits = 0
@@ -140,7 +147,7 @@ class Trace:
         self._core_state: dict[int, dict[str, Any]] = {}
 
     # ---- NeuronCores ---------------------------------------------------------------------------------
-    _PER_CORE = ("engine_free", "dma_spans", "port_free", "slots", "live", "loops")
+    _PER_CORE = ("engine_free", "dma_spans", "port_free", "slots", "live", "loops", "reuse")
 
     def set_core(self, core: int, cores: int = 1) -> None:
         """Send the next instructions to NeuronCore `core` (of `cores`): its own engines, DMA engines,
@@ -153,7 +160,8 @@ class Trace:
         state = self._core_state.pop(core, None) or {
             "engine_free": {e: 0.0 for e in P.ENGINES if e != "dma"}, "dma_spans": [],
             "port_free": {"sbuf_vector_gpsimd": 0.0, "psum_vector_scalar": 0.0},
-            "slots": {"sbuf": [], "psum": []}, "live": {"sbuf": 0, "psum": 0}, "loops": []}
+            "slots": {"sbuf": [], "psum": []}, "live": {"sbuf": 0, "psum": 0}, "loops": [],
+            "reuse": {"sbuf": [], "psum": []}}
         for name, value in state.items():
             setattr(self, name, value)
         self.core = core
@@ -184,14 +192,21 @@ class Trace:
             # the space of the out-of-scope tiles whose last access ends first (the allocator knows the
             # schedule; the FIFO order of allocation would make a new tile wait for the tile that went out
             # of scope last, e.g. one still being stored, while older space is long free)
-            freed: set[int] = set()
-            for slot in sorted((s for s in slots if s.retired), key=_Slot.last_access):
-                if self.live[kind] + nbytes <= limit:
-                    break
+            heap = self.reuse[kind]
+            for slot in slots:
+                if slot.retired and not slot.queued:
+                    slot.queued = True
+                    heapq.heappush(heap, (slot.last_access(), next(self._reuse_seq), slot))
+            freed = False
+            while heap and self.live[kind] + nbytes > limit:
+                _, _, slot = heapq.heappop(heap)
+                if slot.gone:
+                    continue
+                slot.gone = freed = True
                 self.live[kind] -= slot.nbytes
                 wait = max(wait, slot.last_access())
-                freed.add(id(slot))
-            self.slots[kind] = slots = [s for s in slots if id(s) not in freed]
+            if freed:
+                self.slots[kind] = slots = [s for s in slots if not s.gone]
             if wait > 0:
                 self.reuse_waits += 1
         if self.live[kind] + nbytes > limit and kind == "sbuf":
@@ -234,6 +249,7 @@ class Trace:
             done = self._spill_dma(slot, store=True)
             slot.spilled = True
             self.slots["sbuf"].remove(slot)
+            slot.gone = True
             self.live["sbuf"] -= slot.nbytes
             self.spills += 1
             free_at = max(free_at, done)
@@ -255,6 +271,7 @@ class Trace:
         """A spilled tile is used again: make room for it and load it back (its data is ready after)."""
         slot = alloc.slot
         slot.spilled = False
+        slot.gone = False
         wait = self._spill(slot.nbytes, P.SBUF_BYTES_PER_PARTITION) if (
             self.live["sbuf"] + slot.nbytes > P.SBUF_BYTES_PER_PARTITION) else 0.0
         slot.writes.floor = max(slot.writes.floor, wait)
@@ -270,6 +287,7 @@ class Trace:
         slot = getattr(alloc, "slot", None)
         if slot is not None and slot in self.slots[slot.kind]:
             self.slots[slot.kind].remove(slot)
+            slot.gone = True
             self.live[slot.kind] -= slot.nbytes
             alloc.slot = None
 
