@@ -360,3 +360,18 @@ def test_broadcast_to_repeats_a_partition_vector_along_the_free_axis():
     x = np.array([[1, 1], [2, 2], [4, 4]], dtype=np.float32)
     np.testing.assert_array_equal(k(x), np.repeat([[0.5], [0.25], [0.125]], 4, axis=1))
     assert last_report()["engines"]["tensor"]["instructions"] == 0  # no partition broadcast needed
+
+
+def test_num_programs_counts_an_axis_a_set_of_axes_or_the_whole_grid():
+    seen = []
+
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        seen.append((nl.num_programs(0), nl.num_programs(1), nl.num_programs((0, 1)), nl.num_programs(),
+                     nl.program_ndim()))
+        nl.store(out, value=nl.load(x))
+        return out
+
+    k[2, 3](np.ones((2, 2), dtype=np.float32))
+    assert set(seen) == {(2, 3, 6, 6, 2)} and len(seen) == 6

@@ -430,8 +430,9 @@ def program_id(axis: int = 0) -> int:
     return ids[axis] if axis < len(ids) else 0
 
 
-def num_programs(axes: Any = 0) -> int:
-    """Programs along `axes` of the launch grid (an int or a tuple of them; None: the whole grid)."""
+def num_programs(axes: Any = None) -> int:
+    """Programs along `axes` of the launch grid (an int or a tuple of them); without axes, all programs
+    of the grid (nki.language.num_programs)."""
     grid = _grid[-1]
     if axes is None:
         return math.prod(int(d) for d in grid)
