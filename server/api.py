@@ -50,7 +50,7 @@ def backend_for(target: Target, config: Config, name: str | None = None) -> Back
     chosen = name or config.backends.get(target.name) or target.default_backend
     try:
         return target.backend(chosen)
-    except KeyError as exc:
+    except KeyError as exc:  # NotFoundError from the base Target; a plugin's own lookup may raise KeyError
         if name:
             where = "--backend"
         elif target.name in config.backends:

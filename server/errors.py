@@ -10,7 +10,8 @@ class ConfigError(UserError):
 
 
 class NotFoundError(UserError, KeyError):
-    """A run, candidate or kernel that is not there. Also a KeyError, for callers that look things up."""
+    """A run, candidate, kernel, target or backend that is not there. Also a KeyError, for callers that
+    look things up."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

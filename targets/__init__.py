@@ -10,6 +10,7 @@ import threading
 from importlib.metadata import entry_points
 from pathlib import PurePath
 
+from speedpatch.errors import NotFoundError
 from speedpatch.targets.base import Target
 
 # name -> (where the class lives, the file suffixes it handles): a command that needs one target imports
@@ -72,7 +73,7 @@ def get_target(name: str) -> Target:
         all_targets()
         known = ", ".join(sorted(_targets)) or "none"
         why = f" ({_load_errors[name]})" if name in _load_errors else ""
-        raise KeyError(f"unknown target {name!r}{why}; known targets: {known}")
+        raise NotFoundError(f"unknown target {name!r}{why}; known targets: {known}")
     return _targets[name]
 
 

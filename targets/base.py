@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedpatch.errors import NotFoundError
 from speedpatch.model import TIMEOUT, Evaluation, Kernel
 
 # The process runner lives in sandbox.py; these names stay importable from here for every caller.
@@ -185,7 +186,7 @@ class Target(ABC):
             if b.name == name:
                 return b
         names = ", ".join(b.name for b in self.backends())
-        raise KeyError(f"unknown backend {name!r} for target {self.name}; known: {names}")
+        raise NotFoundError(f"unknown backend {name!r} for target {self.name}; known: {names}")
 
 
 def timeout_evaluation(what: str, seconds: float, output: str) -> Evaluation:

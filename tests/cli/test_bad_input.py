@@ -129,3 +129,10 @@ def test_evaluate_on_a_compile_only_backend_says_compiled_not_run(tmp_path):
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "compiled, not run" in proc.stdout
     assert "correct (" not in proc.stdout
+
+
+def test_bench_of_an_unknown_target_names_the_known_ones_without_a_traceback(tmp_path):
+    proc = run(tmp_path, "bench", "hip", "--examples", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: unknown target 'hip'") and "known targets:" in proc.stderr
+    assert "Traceback" not in proc.stderr

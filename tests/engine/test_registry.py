@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from speedpatch import targets
+from speedpatch.errors import NotFoundError
 
 
 def loaded_after(code: str) -> set[str]:
@@ -33,3 +34,12 @@ def test_the_registry_table_states_the_extensions_each_target_declares(name):
 def test_an_unknown_target_lists_the_known_ones():
     with pytest.raises(KeyError, match="known targets: .*cuda.*gemmini.*nki"):
         targets.get_target("hip")
+
+
+def test_an_unknown_target_or_backend_is_a_user_error_worded_without_quotes():
+    with pytest.raises(NotFoundError) as target:
+        targets.get_target("hip")
+    with pytest.raises(NotFoundError) as backend:
+        targets.get_target("gemmini").backend("gemmini-nope")
+    assert str(target.value).startswith("unknown target 'hip'")
+    assert str(backend.value).startswith("unknown backend 'gemmini-nope' for target gemmini; known: gemmini-native")
