@@ -40,6 +40,7 @@ from speedpatch.targets.gemmini.schedules import (
     in_block,
     join,
     render_schedule,
+    resident_panel,
     tokens,
 )
 
@@ -257,6 +258,15 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, Rewrite
                         f"from the core with tiles {_fmt(auto)}.", _manual(a, auto, "OS")))
         if dims is not None and explicit_ok(a, dims):
             ops = Operands.of_call(a)
+            panel = resident_panel(dims)
+            resident = Schedule(dims, (1, panel, dims[2] // DIM), ops, resident=True) if panel else None
+            if resident is not None and not clashes(resident):
+                out.insert(0, ("Move each operand once: keep a panel of B (all of K, "
+                               f"{panel} column blocks) resident in the scratchpad, move every 16-row block of A in "
+                               "once per panel (two slots, the next loading while this one computes) and store its "
+                               "results right away, so every DMA stream walks its operand in order and the TLB "
+                               "keeps its translations instead of walking the page table on every switch between "
+                               "A, B and C.", resident))
             for tiles in loop_candidates(dims):
                 s = Schedule(dims, tiles, ops, loop=True)
                 if not clashes(s):

@@ -60,6 +60,7 @@ class Schedule:
     loop: bool = False
     dataflow: str = "WS"  # core-issued schedules only ("WS" or "OS")
     acc_double: bool = False  # core-issued only: output tiles alternate between the accumulator's halves
+    resident: bool = False  # a panel of B (all of K, tiles[1] column blocks) stays; A streams (render_resident)
 
     @property
     def blocks(self) -> tuple[int, int, int]:
@@ -83,6 +84,11 @@ def _shift(lines: list[str], spaces: int) -> list[str]:
 def describe(s: Schedule) -> str:
     """The schedule's opening comment, in words (it is also what recognises a schedule later)."""
     shape, tiles = "x".join(map(str, s.dims)), "x".join(map(str, s.tiles))
+    if s.resident:
+        return (f"B-resident schedule for {shape}: a panel of B ({s.tiles[1]} column blocks, all of K) stays in the "
+                "scratchpad while every 16-row block of A is moved in once (two slots: the next loads while this "
+                "one computes) and its results leave; each operand is read once per panel, in order, so the DMA "
+                "keeps its address translations.")
     if s.loop:
         ni, nj, nk = s.blocks
         ti, tj, tk = s.tiles
@@ -255,7 +261,57 @@ def render_loop(s: Schedule) -> list[str]:
     ] + _shift(tile, 6) + ["    }"])
 
 
+def resident_panel(dims: tuple[int, int, int]) -> int | None:
+    """Column blocks of B kept resident: dividing J, at most 32 (two accumulator slots of it fit), and the panel
+    plus two A block rows in the scratchpad; as wide as fits. None when not even one block column fits."""
+    _, nj, nk = (d // DIM for d in dims)
+    fits = [jp for jp in range(1, min(nj, 32) + 1) if nj % jp == 0 and nk * DIM * (jp + 2) <= 2 * HALF_SPAD_ROWS]
+    return max(fits) if fits else None
+
+
+def render_resident(s: Schedule) -> list[str]:
+    """Data movement first: per panel of B (loaded once), each block row of A is moved in once into one of
+    two slots, multiplied by the whole panel (each B block preloaded for one compute), and its output tiles
+    leave in rows of up to 64 bytes from one of two accumulator slots."""
+    o = s.ops
+    ni, nj, nk = s.blocks
+    jp = s.tiles[1]
+    a_blocks, b_blocks = _row_blocks(nk), _row_blocks(jp)
+    flag = "GEMMINI_ACC_ACCUMULATE" if o.bias else "(k ? GEMMINI_ACC_ACCUMULATE : 0)"
+    bias = ([f"for (size_t j = 0; j < {jp}; j++)",
+             f"  gemmini_extended_mvin3(({o.D}) + (p * {jp} + j) * DIM, acc + (uint32_t)(j * DIM), DIM, DIM);"]
+            if o.bias else [])
+    row_block = [
+        f"const uint32_t a_sp = {nk * jp * DIM} + (uint32_t)((i & 1) * {nk * DIM});",
+        f"const uint32_t acc = GEMMINI_ACC_ADDR | (uint32_t)((i & 1) * {jp * DIM});",
+    ] + bias + [
+        f"for (size_t k = 0; k < {nk}; k += {a_blocks})",
+        f"  gemmini_extended_mvin(({o.A}) + i * DIM * ({o.sA}) + k * DIM, a_sp + (uint32_t)(k * DIM), {a_blocks} * DIM,",
+        "                        DIM);",
+        f"for (size_t k = 0; k < {nk}; k++)",
+        f"  for (size_t j = 0; j < {jp}; j++) {{",
+        f"    gemmini_extended_preload((uint32_t)((k * {jp} + j) * DIM), (acc | {flag}) + (uint32_t)(j * DIM), DIM,",
+        "                             DIM, DIM, DIM);",
+        "    gemmini_extended_compute_preloaded(a_sp + (uint32_t)(k * DIM), GARBAGE_ADDR, DIM, DIM, DIM, DIM);",
+        "  }",
+        f"for (size_t j = 0; j < {jp}; j += {b_blocks})",
+        f"  gemmini_extended_mvout(({o.C}) + i * DIM * ({o.sC}) + (p * {jp} + j) * DIM, acc + (uint32_t)(j * DIM),",
+        f"                         {b_blocks} * DIM, DIM);",
+    ]
+    panel = [
+        f"for (size_t k = 0; k < {nk}; k++)",
+        f"  for (size_t j = 0; j < {jp}; j += {b_blocks})",
+        f"    gemmini_extended_mvin2(({o.B}) + k * DIM * ({o.sB}) + (p * {jp} + j) * DIM,",
+        f"                           (uint32_t)((k * {jp} + j) * DIM), {b_blocks} * DIM, DIM);",
+        f"for (size_t i = 0; i < {ni}; i++) {{",
+    ] + _shift(row_block, 2) + ["}"]
+    return (_comment(describe(s)) + _configs(s)
+            + [f"for (size_t p = 0; p < {nj // jp}; p++) {{"] + _shift(panel, 2) + ["}"])
+
+
 def render_schedule(s: Schedule) -> list[str]:
+    if s.resident:
+        return render_resident(s)
     return render_loop(s) if s.loop else render_explicit(s)
 
 
