@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -94,7 +95,7 @@ class _CtrlC:
         self._previous: Any = None
 
     def __enter__(self) -> threading.Event:
-        def handler(signum, frame):
+        def handler(signum: int, frame: FrameType | None) -> None:
             if self.cancel.is_set():
                 raise KeyboardInterrupt
             self.cancel.set()
@@ -104,7 +105,7 @@ class _CtrlC:
             self._previous = signal.signal(signal.SIGINT, handler)
         return self.cancel
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
 

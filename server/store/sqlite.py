@@ -114,7 +114,7 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
             return self.conn
 
-        def __exit__(self, exc_type, exc, tb) -> None:
+        def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
             if exc_type is None:
                 if self.write:
                     self.conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
