@@ -4,6 +4,7 @@ import { Commands } from './commands';
 import { CandidateDocuments, SCHEME } from './diff';
 import { Installer } from './installer';
 import { Log } from './log';
+import { ProgressNotices } from './progressNotice';
 import { RunReportPanel } from './report';
 import { RunList } from './runs';
 import { RunsView } from './runsView';
@@ -37,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     report,
     runsView,
     new RunStatusBar(runs),
+    new ProgressNotices(server, log),
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, diffs),
     vscode.window.registerTreeDataProvider('speedpatch.runs', runsView),
     ...commands.register(),

@@ -9,12 +9,49 @@ export function formatSpeedup(speedup: number | null | undefined): string {
   return `${speedup.toFixed(2)}x`;
 }
 
+/** Units as backends report them -> as people read them (the server's speedpatch.figures.UNIT_TEXT). */
+const UNIT_TEXT: Record<string, string> = { us: 'µs' };
+
+/** '12,345 cycles', '0.1235 ms', '12.5 µs': the server's rule (speedpatch.figures.value_text), so a figure
+ * reads the same in the lens and in the Runs view (a fractional value over 1,000 is whole, not 1.235e+4). */
 export function formatValue(value: number | null | undefined, unit: string): string {
   if (value === null || value === undefined || !Number.isFinite(value)) {
     return '–';
   }
-  const shown = Number.isInteger(value) ? value.toLocaleString('en-US') : value.toPrecision(4);
-  return unit ? `${shown} ${unit}` : shown;
+  const whole = Number.isInteger(value) || Math.abs(value) >= 1000;
+  const shown = whole ? Math.round(value).toLocaleString('en-US') : String(Number(value.toPrecision(4)));
+  const named = UNIT_TEXT[unit] ?? unit;
+  return named ? `${shown} ${named}` : shown;
+}
+
+/** Statuses of a search that is not over yet. */
+export const LIVE_STATUSES: readonly string[] = ['queued', 'running'];
+
+/** '12 s', '3 min 05 s': how long a search has run (the server's progress says it the same way). */
+export function elapsedText(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+}
+
+/** The progress notification's line: 'iteration 1 of 2, best 1.24x, 3 of 12 candidates failed, 12 s so far'. */
+export function progressMessage(run: RunSummary, seconds: number): string {
+  if (run.status === 'queued') {
+    return `queued behind another search, ${elapsedText(seconds)} so far`;
+  }
+  const parts = [run.iteration ? `iteration ${run.iteration} of ${run.iterations}` : 'measuring the original'];
+  if (typeof run.speedup === 'number' && run.speedup > 1) {
+    parts.push(`best ${formatSpeedup(run.speedup)}`);
+  }
+  if (run.failures && run.failures.failed > 0) {
+    parts.push(`${run.failures.failed} of ${run.failures.evaluated} candidates failed`);
+  }
+  parts.push(`${elapsedText(seconds)} so far`);
+  return parts.join(', ');
+}
+
+/** How far the search is, 0-100: iterations done of the run's iterations. */
+export function progressPercent(run: RunSummary): number {
+  return run.iterations > 0 ? Math.min(100, (100 * Math.max(run.iteration - 1, 0)) / run.iterations) : 0;
 }
 
 export function isRunning(run: RunSummary): boolean {

@@ -8,6 +8,8 @@ import {
   runContext,
   runDescription,
   runLabel,
+  progressMessage,
+  progressPercent,
   runTooltip,
   startedText,
   statusBarView,
@@ -25,6 +27,11 @@ test('values carry their unit', () => {
   assert.equal(formatValue(12345, 'cycles'), '12,345 cycles');
   assert.equal(formatValue(0.123456, 'ms'), '0.1235 ms');
   assert.equal(formatValue(null, 'ms'), '–');
+});
+
+test('values read as the server writes them: microseconds as µs, a fractional value over 1,000 whole', () => {
+  assert.equal(formatValue(12.5, 'us'), '12.5 µs');
+  assert.equal(formatValue(12345.6, 'us'), '12,346 µs');
 });
 
 test('status bar counts running searches and shows the best speedup of the active file', () => {
@@ -123,4 +130,14 @@ test('a live run\'s tooltip says how many candidates failed and why', () => {
   const failures = { evaluated: 12, failed: 3, text: '3 of 12 candidates failed: 2 incorrect, 1 rejected', byStatus: [] };
   assert.match(runTooltip(summary({ failures })), /^3 of 12 candidates failed: 2 incorrect, 1 rejected$/m);
   assert.ok(!runTooltip(summary()).includes('failed'));
+});
+
+test('the progress notification says where the search is, its best, its failures and how long it has run', () => {
+  const failures = { evaluated: 12, failed: 3, text: '', byStatus: [] };
+  const running = summary({ status: 'running', iteration: 1, iterations: 2, speedup: 1.24, failures });
+  assert.equal(progressMessage(running, 12.7), 'iteration 1 of 2, best 1.24x, 3 of 12 candidates failed, 12 s so far');
+  assert.equal(progressMessage(summary({ status: 'running', iteration: 0, speedup: null }), 65), 'measuring the original, 1 min 05 s so far');
+  assert.equal(progressMessage(summary({ status: 'queued' }), 3), 'queued behind another search, 3 s so far');
+  assert.equal(progressPercent(summary({ iteration: 2, iterations: 4 })), 25);
+  assert.equal(progressPercent(summary({ iteration: 0, iterations: 0 })), 0);
 });

@@ -165,6 +165,13 @@ async function scenarioOptimize(page) {
     page, '.codelens-decoration', /searching|queued|x faster/, STARTUP_TIMEOUT, 'the search starting', /no faster version found|cannot optimize/,
   );
   step(`lens while searching: ${progress}`);
+  // A search of minutes is announced where it is seen: a progress notification with the elapsed time and Cancel.
+  const notice = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /speedpatch: optimizing \w+/, STARTUP_TIMEOUT,
+    'the progress notification', /can run \d+\.\d+x faster|no faster version/,
+  );
+  step(`progress notification: ${notice}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'searching.png') });
   const done = await waitForText(
     page, '.codelens-decoration', /\d+\.\d+x faster/, SEARCH_TIMEOUT, 'the speedup code lens', /no faster version found/,
   );

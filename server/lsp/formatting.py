@@ -1,18 +1,13 @@
-"""How measurements read in lenses, hints, diagnostics and progress: one place, so they agree."""
+"""How measurements read in lenses, hints, diagnostics and progress: the figures' one formatter
+(speedpatch.figures) and the editor's sentences built on it."""
 
 from __future__ import annotations
 
+from speedpatch.figures import speedup_text, value_text
 from speedpatch.model import Candidate
 from speedpatch.verdict import SOURCE_LABEL
-from speedpatch.verdict import value_text as _value_text
 
-
-def value_text(value: float | None, unit: str = "") -> str:
-    return _value_text(value, unit)
-
-
-def speedup_text(speedup: float | None) -> str:
-    return "?" if speedup is None else f"{speedup:.2f}x"
+__all__ = ["faster_text", "measured", "speedup_of", "speedup_text", "value_text"]  # the two from figures too
 
 
 def measured(candidate: Candidate | None) -> tuple[float | None, str]:
