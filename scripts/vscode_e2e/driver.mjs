@@ -4,7 +4,8 @@
 //
 // Scenarios: activate, optimize, crash (the server is killed and must come back), missing (the interpreter
 // lacks the Python package: the install prompt must show), multiroot (a .code-workspace with several folders:
-// optimize a kernel of one of them; the Runs view labels the run with that folder).
+// optimize a kernel of one of them; the Runs view labels the run with that folder), doesNotParse (a typo in
+// the kernel file), noGpu (a CUDA kernel with no GPU here: the lens and "Configure a GPU backend…").
 // Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
 // name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
 // CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000), E2E_SECRET (an API key
@@ -342,7 +343,26 @@ async function scenarioDoesNotParse(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'does-not-parse.png') });
 }
 
+/** A CUDA kernel on a machine with no GPU: a short lens names its __global__ kernel and offers the way forward,
+ * which writes the cuda-ssh set-up into speedpatch.toml and opens it where the host goes. */
+async function scenarioNoGpu(page) {
+  await openFile(page, FILE);
+  const lens = await waitForText(page, '.codelens-decoration', /speedpatch: no GPU here to time \w+/, STARTUP_TIMEOUT, 'the no-GPU lens');
+  step(`lens: ${lens}`);
+  if (!/Configure a GPU backend…/.test(lens)) throw new Error(`no "Configure a GPU backend…" beside it: ${lens}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'no-gpu.png') });
+  await clickLens(page, /Configure a GPU backend/);
+  await page.locator('.tab.active', { hasText: /^speedpatch\.toml$/ }).first().waitFor({ timeout: STARTUP_TIMEOUT });
+  await waitForText(page, '.editor-instance .view-lines', /\[backend\.cuda-ssh\]/, 15000, 'the cuda-ssh table in speedpatch.toml');
+  const toast = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /set host = .* under \[backend\.cuda-ssh\]/, 15000, 'what to fill in',
+  );
+  step(`notification: ${toast}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'configure-gpu.png') });
+}
+
 const SCENARIOS = {
+  noGpu: scenarioNoGpu,
   doesNotParse: scenarioDoesNotParse,
   activate: scenarioActivate,
   optimize: scenarioOptimize,

@@ -50,7 +50,7 @@ def configure_gpu(config_path: Path) -> tuple[Path, int, bool]:
     if changed:
         if text and not text.endswith("\n"):
             text += "\n"
-        text += added
+        text += added.lstrip("\n") if not text.strip() else added  # a new file starts with its first table
         tomllib.loads(text)  # what we write must load (a bug here must not break the user's config)
         config_path.write_text(text, encoding="utf-8")
     line = _host_line(text)

@@ -14,6 +14,7 @@ def test_a_missing_config_file_is_created_with_the_backend_choice_and_its_table(
     data = tomllib.loads(path.read_text())
     assert changed and data["backends"] == {"cuda": "cuda-ssh"} and data["backend"]["cuda-ssh"] == {"host": ""}
     assert path.read_text().split("\n")[line] == 'host = ""'
+    assert path.read_text().startswith("[backends]\n")  # no blank line before the first table
 
 
 def test_an_existing_backends_table_gets_the_key_not_a_second_table(tmp_path: Path):

@@ -115,6 +115,23 @@ def test_a_kernel_file_that_does_not_parse_says_where_and_why_optimize_cannot_ru
     _run(vscode, "doesNotParse", workspace, DEMO_FILE, timeout=300)
 
 
+def test_a_cuda_kernel_with_no_gpu_here_offers_to_configure_one(vscode: VSCode) -> None:
+    """The CUDA lens names the __global__ kernel and its "Configure a GPU backend…" writes the cuda-ssh
+    set-up into the folder's speedpatch.toml and opens it (screenshots no-gpu.png, configure-gpu.png)."""
+    from speedpatch import targets
+
+    source = ROOT / "examples" / "cuda" / "matmul.cu"
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    backend = targets.get_target("cuda").default_backend
+    if backend != "cuda-compile":
+        pytest.skip(f"the CUDA default backend here is {backend}, not the compile-only one (a GPU is set up)")
+    workspace = vscode.workspace("ws-nogpu", [source], editor_settings())
+    _run(vscode, "noGpu", workspace, source.name, timeout=300)
+    config = (workspace / "speedpatch.toml").read_text()
+    assert 'cuda = "cuda-ssh"' in config and "[backend.cuda-ssh]" in config
+
+
 def test_a_crashed_server_is_restarted_with_a_visible_error(vscode: VSCode) -> None:
     source = DEMO / DEMO_FILE
     if not source.exists():
