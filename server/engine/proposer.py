@@ -9,6 +9,14 @@ from typing import Protocol
 from speedpatch.model import Candidate
 
 
+class BudgetExhausted(Exception):
+    """A proposer may not ask for more: the run's LLM budget is spent (the run ends as finished)."""
+
+
+class Cancelled(Exception):
+    """The run was cancelled while a proposer waited (the slot ends quietly)."""
+
+
 @dataclass
 class Plan:
     text: str

@@ -17,12 +17,11 @@ from speedpatch.engine import events as ev
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.executors import ExecutorLost
 from speedpatch.engine.pool import EvaluationPool
-from speedpatch.engine.proposer import Code, Plan, Proposer, Slot
+from speedpatch.engine.proposer import BudgetExhausted, Cancelled, Code, Plan, Proposer, Slot
 from speedpatch.engine.reverify import Reverifier, reverify
 from speedpatch.engine.schedule import Schedule
 from speedpatch.engine.selection import select_beam
 from speedpatch.errors import LLMError
-from speedpatch.llm.proposer import BudgetExhausted, Cancelled
 from speedpatch.model import Candidate, Evaluation, Problem, source_hash, speedup
 from speedpatch.states import EvalStatus, RunStatus
 from speedpatch.store import RunRecord, Store
@@ -108,6 +107,17 @@ def _child(session: Session, slot: Slot, plan: Plan, code: Code, cid: str, fixed
     return cand
 
 
+def _slots(session: Session, parent: Candidate, plans: int) -> int:
+    """How many plan slots the proposer gives `parent`; none, said as a warning, when it fails (a bug in the
+    proposer or in the target moves it asks for must not end the run)."""
+    try:
+        return session.proposer.slots(parent, plans)
+    except Exception as exc:
+        session.emit(ev.Event(ev.WARNING, session.run_id, {
+            "message": f"no plans for {parent.id}: the proposer failed ({type(exc).__name__}: {exc})"}))
+        return 0
+
+
 def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
     """One plan for one parent, its K code samples, and a repair for each that fails. With
     fix_within_samples (the default) a repair takes the place of one of the K samples, so that runs with
@@ -147,6 +157,10 @@ def _run_slot(session: Session, slot: Slot) -> list[Candidate]:
         session.stop(RunStatus.FINISHED, str(exc))
     except LLMError as exc:
         session.stop(RunStatus.INTERRUPTED, f"LLM failed: {exc}. The run is stored")  # clients say how to resume
+    except Exception as exc:  # a bug in a proposer or the target it asks (moves, feedback): this slot is lost,
+        # not the run; the user is told which slot and why
+        session.emit(ev.Event(ev.WARNING, session.run_id, {
+            "message": f"slot {slot.key} skipped: the proposer failed ({type(exc).__name__}: {exc})"}))
     return children
 
 
@@ -204,7 +218,7 @@ def _search(session: Session, iterations: int) -> RunRecord:
             begin = getattr(session.proposer, "begin_iteration", None)  # proposers that order by the schedule
             if begin is not None:
                 begin(it, session.schedule.step(it) if session.schedule else "")
-            counts = [session.proposer.slots(parent, cfg.plans) for parent in beam]
+            counts = [_slots(session, parent, cfg.plans) for parent in beam]
             if not any(counts):  # nothing left to propose (offline moves exhausted): say so, spend nothing
                 exhausted = getattr(session.proposer, "exhausted_message", None)
                 session.stop(RunStatus.FINISHED, exhausted(len(beam)) if exhausted else "no plans left to propose")

@@ -21,7 +21,7 @@ from speedpatch.config import Config
 from speedpatch.engine import boundary, prompts
 from speedpatch.engine.budget import Budget
 from speedpatch.engine.extract import kernel_code
-from speedpatch.engine.proposer import Code, Plan, Slot
+from speedpatch.engine.proposer import BudgetExhausted, Cancelled, Code, Plan, Slot
 from speedpatch.errors import LLMError, LLMRequestError
 from speedpatch.llm.client import ChatClient
 from speedpatch.llm.ensemble import code_turn, model_at, plan_turn
@@ -32,14 +32,6 @@ from speedpatch.store import Store
 from speedpatch.targets.base import Target, truncate_output
 
 REPLY_TOKENS = 8192  # kept free for the reply when llm.max_tokens does not say
-
-
-class BudgetExhausted(Exception):
-    pass
-
-
-class Cancelled(Exception):
-    pass
 
 
 class LLMProposer:
