@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 KERNEL_DECORATORS = {"jit", "baremetal", "benchmark", "profile", "trace"}
 NKI_MODULES = ("nki", "neuronxcc.nki")
-HARNESS_NAMES = ("reference",)
 INPUT_NAMES = ("INPUTS", "make_inputs")
 
 

@@ -35,9 +35,7 @@ from speedpatch.targets.nki.backends.emulator import NkiEmulatorBackend
 from speedpatch.targets.nki.backends.neuron import NkiNeuronBackend
 from speedpatch.targets.nki.backends.simulate import NkiSimulateBackend
 from speedpatch.targets.nki.isolation.kernel_side import ALLOWED_IMPORTS
-
-# Names the trusted runner reads from a problem module (runner.py): a candidate never binds them.
-HARNESS_NAMES = ("INPUTS", "OUTPUTS", "TOLERANCE", "SEEDS", "GRID", "make_inputs", "reference")
+from speedpatch.targets.nki.runner import HARNESS_NAMES  # read from the problem; never bound by a candidate
 
 # Names a kernel has no business touching: the harness, the emulator's internals, process escape hatches.
 # A first, cheap line only: the boundary is the kernel's own sandboxed process, which holds no data, no
