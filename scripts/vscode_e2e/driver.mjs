@@ -5,7 +5,8 @@
 // Scenarios: activate, optimize, crash (the server is killed and must come back), missing (the interpreter
 // lacks the Python package: the install prompt must show), multiroot (a .code-workspace with several folders:
 // optimize a kernel of one of them; the Runs view labels the run with that folder), doesNotParse (a typo in
-// the kernel file), noGpu (a CUDA kernel with no GPU here: the lens and "Configure a GPU backend…").
+// the kernel file), noGpu (a CUDA kernel with no GPU here: the lens and "Configure a GPU backend…"),
+// baselineFails (the kernel parses but does not compile: lens, squiggle and message say so).
 // Environment: E2E_URL (code-server base URL), E2E_FOLDER (workspace folder), E2E_FILE (file to open, relative
 // name), E2E_SCENARIO ("activate" | "optimize"), E2E_ARTIFACTS (folder), PLAYWRIGHT_CORE (package folder),
 // CHROMIUM (executable), E2E_TIMEOUT_MS (for the search to finish; default 180000), E2E_SECRET (an API key
@@ -361,7 +362,33 @@ async function scenarioNoGpu(page) {
   await page.screenshot({ path: path.join(ARTIFACTS, 'configure-gpu.png') });
 }
 
+/** A kernel that parses but does not compile: Optimize says the user's own code is the problem, where. */
+async function scenarioBaselineFails(page) {
+  await openFile(page, FILE);
+  await waitForText(page, '.codelens-decoration', /Optimize \w+/, STARTUP_TIMEOUT, 'the Optimize code lens');
+  const line = page.locator('.editor-instance .view-line', { hasText: 'tiled_matmul_auto(' }).first();
+  await line.click();
+  await page.keyboard.press('Home');
+  await page.keyboard.type('(void)undeclared_e2e; ');
+  await palette(page, 'speedpatch: Optimize kernel at cursor');
+  const lens = await waitForText(
+    page, '.codelens-decoration', /\w+ does not compile \(run \w+\); see Problems/, SEARCH_TIMEOUT, 'the does-not-compile lens',
+    /x faster|no faster version found/,
+  );
+  step(`lens: ${lens}`);
+  // the compiler's error is a squiggle on the user's line, not a message about a scratch folder
+  await page.locator('.squiggly-error').first().waitFor({ state: 'visible', timeout: 30000 });
+  const toast = await waitForText(
+    page, '.notifications-toasts .notification-list-item', /\w+ does not compile: \S+ line \d+: .*undeclared_e2e.*; see Problems/, 30000,
+    'the failure message',
+  );
+  step(`notification: ${toast}`);
+  if (/speedpatch-eval|\/tmp\//.test(toast)) throw new Error(`the message names a scratch path: ${toast}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'baseline-fails.png') });
+}
+
 const SCENARIOS = {
+  baselineFails: scenarioBaselineFails,
   noGpu: scenarioNoGpu,
   doesNotParse: scenarioDoesNotParse,
   activate: scenarioActivate,

@@ -22,11 +22,12 @@ from speedpatch.errors import UserError
 from speedpatch.store import RunRecord
 
 from . import settings as settings_mod
+from .compiler import compiler_errors, relabel
 from .docviews import DocumentViews
 from .engine import api
-from .failures import Failures, tally
+from .failures import Failures, first_line, tally
 from .folders import Folder, Folders
-from .lenses import RESUMABLE
+from .lenses import RESUMABLE, baseline_failure
 from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
 from .runs import DONE, Job, RunManager
@@ -253,7 +254,7 @@ class RunController:
         self._refresh_editor()
         failed = f" ({job.failures.text()})" if job.failures.failed else ""
         if job.status == "failed":
-            self._show(f"speedpatch: optimizing {job.kernel} failed: {job.message}", types.MessageType.Error)
+            self._show(self._failure_text(job), types.MessageType.Error)
         elif job.status == "interrupted":  # e.g. the LLM endpoint failed; the run is stored, resumable
             self._show(
                 f"speedpatch: optimizing {job.kernel} stopped: {job.message}{failed}", types.MessageType.Warning
@@ -265,6 +266,24 @@ class RunController:
             text = (f"speedpatch: no faster version of {job.kernel} in {Path(job.path).name} found; "
                     f"{job.failures.text()} — see the report")
             asyncio.ensure_future(self._ask(job, text, [REPORT_BUTTON]))
+
+    def _failure_text(self, job: Job) -> str:
+        """Why a search failed, in one line. When the user's own code failed its first evaluation, it says
+        so as the lens does, with the compiler's first error at the user's line (the scratch copy's path and
+        the repeated log stay out: the Problems view has every error at its place)."""
+        located = self.locate(job.run_id)
+        record = located[1] if located else None
+        failure = baseline_failure(record) if record is not None else ""
+        ev = record.baseline.evaluation if record is not None and record.baseline is not None else None
+        if not failure or ev is None:
+            return f"speedpatch: optimizing {job.kernel} failed: {job.message}"
+        errors = compiler_errors(f"{ev.message}\n{ev.log or ''}", job.path)
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            why = f"{Path(job.path).name} line {errors[0].line + 1}: {errors[0].message}{more}"
+        else:
+            why = first_line(relabel(ev.message or ev.status, job.path))
+        return f"speedpatch: {job.kernel} {failure}: {why}; see Problems"
 
     async def _offer_result(self, job: Job) -> None:
         """The finished search, with its next steps as buttons (Show diff, Apply; the report when candidates

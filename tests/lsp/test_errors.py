@@ -42,6 +42,14 @@ async def test_a_baseline_that_fails_is_reported_as_such_not_as_no_faster_versio
 
     diag = (await editor.until(failed, what="the baseline-failed diagnostic"))[0]
     assert diag.severity == types.DiagnosticSeverity.Error and "undefined_name" in diag.message
+
+    def told() -> list[types.ShowMessageParams]:
+        return [m for m in editor.client.messages if m.type == types.MessageType.Error and "crashes" in m.message]
+
+    # the message says what the lens says, with the program's first words, in one line
+    (message,) = await editor.until(told, what="the failure message")
+    assert message.message.startswith("speedpatch: kernel_sum crashes when run: exit 1: ")
+    assert message.message.endswith("; see Problems") and "\n" not in message.message
     # no hint with an unknown figure: nothing was measured
     assert await editor.hints(uri) == []
 
@@ -76,6 +84,10 @@ async def test_a_compiler_error_in_the_baseline_is_a_diagnostic_at_the_users_lin
     # gcc said /tmp/speedpatch-eval-*/matmul_128.c:LINE:5: the user's line and column, no scratch path
     assert diag.range.start == types.Position(line=bad_line, character=4)
     assert "speedpatch-eval" not in diag.message and "/tmp/" not in diag.message
+    # the message: the first error at the user's line, no scratch path, no log repeated
+    (message,) = [m.message for m in editor.client.messages if m.type == types.MessageType.Error]
+    assert message.startswith(f"speedpatch: {kernel.name} does not compile: matmul_128.c line {bad_line + 1}: ")
+    assert "undefined_call" in message and "speedpatch-eval" not in message and "/tmp/" not in message
 
 
 async def test_configure_gpu_writes_the_cuda_ssh_section_and_opens_it_at_the_host_line(shared_editor):

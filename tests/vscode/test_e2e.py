@@ -115,6 +115,17 @@ def test_a_kernel_file_that_does_not_parse_says_where_and_why_optimize_cannot_ru
     _run(vscode, "doesNotParse", workspace, DEMO_FILE, timeout=300)
 
 
+def test_a_kernel_that_does_not_compile_is_reported_as_the_users_code_at_its_line(vscode: VSCode) -> None:
+    """Optimize on a kernel with a compile error: the lens says it does not compile (not "no faster version
+    found"), gcc's error is a squiggle on the user's line and the message names no scratch path."""
+    if not (DEMO / DEMO_FILE).exists():
+        pytest.skip(f"{DEMO / DEMO_FILE} is missing")
+    settings = editor_settings(**{"speedpatch.offline": True, "speedpatch.search.iterations": 1})
+    sources = [p for p in DEMO.iterdir() if not p.name.startswith(".")]
+    workspace = vscode.workspace("ws-compile", sources, settings)
+    _run(vscode, "baselineFails", workspace, DEMO_FILE, timeout=SEARCH_SECONDS)
+
+
 def test_a_cuda_kernel_with_no_gpu_here_offers_to_configure_one(vscode: VSCode) -> None:
     """The CUDA lens names the __global__ kernel and its "Configure a GPU backend…" writes the cuda-ssh
     set-up into the folder's speedpatch.toml and opens it (screenshots no-gpu.png, configure-gpu.png)."""
