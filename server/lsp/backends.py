@@ -11,7 +11,7 @@ from speedpatch.targets.base import Availability
 
 class BackendChooser:
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], Availability] = {}
+        self._cache: dict[tuple[str, str, str], Availability] = {}
         self._lock = threading.Lock()
 
     def clear(self) -> None:

@@ -81,7 +81,7 @@ def tally(candidates: Iterable[Candidate]) -> Failures:
         if status in _KINDS:
             counts[status.value] = counts.get(status.value, 0) + 1
             examples.setdefault(status.value, first_line(cand.evaluation.message))
-    ordered = {s.value: counts[s.value] for s in _KINDS if s.value in counts}
+    ordered: dict[str, int] = {s.value: counts[s.value] for s in _KINDS if s.value in counts}
     return Failures(evaluated=evaluated, counts=ordered, examples=examples)
 
 
