@@ -193,6 +193,12 @@ async function scenarioOptimize(page) {
   const hintLine = await waitForText(page, '.view-lines', / -> [\d,]+ cycles \(\d+\.\d+x, model\)/, 15000, 'the short inlay hint');
   if (hintLine.includes('\u23f1')) throw new Error(`the inlay hint still has the stopwatch emoji: ${hintLine}`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'result.png') });
+  // Hovering the kernel's signature tells how the figure was measured (the receipt).
+  await page.locator('.editor-instance .view-line span', { hasText: /^matmul_kernel$/ }).first().hover();
+  const hover = await waitForText(page, '.monaco-hover', /How it was measured/, 30000, 'the hover with the receipt');
+  step(`hover: ${hover.slice(0, 160)}…`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'hover.png') });
+  await page.mouse.move(5, 5);
 
   // The message's "Show diff" runs the server's showDiff; its openDiff notification makes the extension open it.
   step('click "Show diff" on the result message');
