@@ -218,7 +218,7 @@ class RunController:
                 ),
             )
             return
-        if kind == ev.CANDIDATE:
+        if kind in (ev.CANDIDATE, ev.REVERIFYING):
             self._post(self.progress.report, job)
             return
         if folder is not None and (kind in _REPORTED_EVENTS or job.state == DONE):

@@ -64,7 +64,9 @@ class RunProgress:
         if job.token not in self._begun:
             return
         parts = []
-        if job.iterations:
+        if job.reverifying:
+            parts.append(f"re-verifying the winner on {job.reverifying}")
+        elif job.iterations:
             parts.append(f"iteration {job.iteration}/{job.iterations}" if job.iteration else "measuring the original")
         parts.append(f"{job.evaluated} evaluated, {job.correct} correct")
         if job.speedup:

@@ -61,6 +61,7 @@ class Job:
     unit: str = ""
     speedup: float | None = None
     message: str = ""
+    reverifying: str = ""  # the backend re-checking the winner, while it does (engine/reverify.py)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     started: float | None = None  # time.monotonic() when the worker took it (progress shows the elapsed time)
     failures: Failures = field(default_factory=Failures)  # failed candidates so far, as of the last iteration
@@ -104,7 +105,10 @@ class Job:
                 self.best_value = value
             self.speedup = data.get("speedup") or self.speedup
             self._update_speedup()
+        elif event.kind == ev.REVERIFYING:
+            self.reverifying = str(data.get("backend") or "")
         elif event.kind == ev.RUN_FINISHED:
+            self.reverifying = ""
             self.status = str(data.get("status") or "finished")
             self.message = str(data.get("message") or "")
             self.speedup = data.get("speedup") or self.speedup

@@ -115,3 +115,17 @@ def test_elapsed_time_reads_in_seconds_then_minutes():
     from speedpatch.lsp.progress import elapsed_text
 
     assert elapsed_text(12.7) == "12 s" and elapsed_text(185) == "3 min 05 s"
+
+
+def test_a_job_says_it_is_re_verifying_its_winner_until_the_run_ends():
+    from speedpatch.engine import events as ev
+    from speedpatch.lsp.runs import Job
+    from speedpatch.model import Kernel, Problem
+
+    kernel = Kernel("k", "toy", 0, 1, 0, 1, 0, "k")
+    job = Job("r1", "file:///x", "/x", Problem(path="/x", source="k", kernel=kernel, target="toy", backend="b"),
+              config=None)  # type: ignore[arg-type]
+    job.absorb(ev.Event(ev.REVERIFYING, "r1", {"backend": "gemmini-spike", "candidate": "c1"}))
+    assert job.reverifying == "gemmini-spike"
+    job.absorb(ev.Event(ev.RUN_FINISHED, "r1", {"status": "finished"}))
+    assert job.reverifying == ""
