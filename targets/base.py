@@ -96,6 +96,7 @@ class Backend(ABC):
 
 class Target(ABC):
     name: str = ""
+    title: str = ""  # how people write its name ("CUDA"); default: name
     extensions: tuple[str, ...] = ()  # file suffixes this target looks at, e.g. (".c", ".h")
     language_ids: tuple[str, ...] = ()  # LSP languageId values
     fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)

@@ -1,7 +1,8 @@
 """Editor settings -> speedpatch.config overrides.
 
 The client sends a camelCase settings object (docs/lsp-protocol.md) in initializationOptions and in
-workspace/didChangeConfiguration; missing keys fall back to speedpatch.toml. The API key only ever lives in
+workspace/didChangeConfiguration; missing keys fall back to speedpatch.toml. Which keys there are, and the
+speedpatch.toml key each overrides, is settings_schema.py's table. The API key only ever lives in
 memory: it is passed to load_config as a runtime override and is excluded from anything we log or store.
 """
 
@@ -9,16 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# client key -> speedpatch.toml key, per section
-_SECTIONS: dict[str, dict[str, str]] = {
-    "llm": {"baseUrl": "base_url", "models": "models", "apiKey": "api_key"},
-    "budget": {
-        "maxLlmCalls": "max_llm_calls",
-        "maxEvaluations": "max_evaluations",
-        "maxSeconds": "max_seconds",
-    },
-    "search": {"iterations": "iterations", "beam": "beam", "plans": "plans", "codes": "codes"},
-}
+from .settings_schema import BACKENDS_KEY, SETTINGS
 
 # The "quick" variant of Optimize: one small iteration, whatever the configured budget is.
 QUICK_OVERRIDES: dict[str, Any] = {"search": {"iterations": 1, "beam": 1, "plans": 2, "codes": 1}}
@@ -39,23 +31,28 @@ def to_overrides(settings: dict[str, Any]) -> dict[str, Any]:
     speedpatch.toml keeps its value. Bad values are left for load_config to reject with a ConfigError.
     """
     out: dict[str, Any] = {}
-    for section, keys in _SECTIONS.items():
-        given = settings.get(section)
-        if not isinstance(given, dict):
-            continue
-        table = {
-            toml_key: given[key] for key, toml_key in keys.items() if given.get(key) not in (None, "", [])
-        }
-        if table:
-            out[section] = table
-    backends = settings.get("backends")
+    for setting in SETTINGS:
+        value = _lookup(settings, setting.key)
+        if setting.toml and value not in (None, "", []):
+            section, _, key = setting.toml.rpartition(".")
+            (out.setdefault(section, {}) if section else out)[key] = value
+    # one backend per target name, plugin targets included: a dict, not one declared setting per target
+    backends = settings.get(BACKENDS_KEY)
     if isinstance(backends, dict):
         chosen = {t: b for t, b in backends.items() if isinstance(b, str) and b}
         if chosen:
-            out["backends"] = chosen
-    if isinstance(settings.get("offline"), bool):
-        out["offline"] = settings["offline"]
+            out[BACKENDS_KEY] = chosen
     return out
+
+
+def _lookup(settings: dict[str, Any], key: str) -> Any:
+    """settings["search"]["beam"] for "search.beam"; None when a level is missing or not an object."""
+    value: Any = settings
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
 
 
 def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

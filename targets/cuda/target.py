@@ -48,6 +48,7 @@ def _has_local_gpu() -> bool:
 
 class CudaTarget(Target):
     name = "cuda"
+    title = "CUDA"
     fence_language = "cuda"
     extensions = (".cu", ".cuh", ".py")  # .py: KernelBench-style problems (Model + ModelNew)
     language_ids = ("cuda-cpp", "cuda")

@@ -33,6 +33,7 @@ WHOLE_PROGRAM = (
 
 class GemminiTarget(Target):
     name = "gemmini"
+    title = "Gemmini"
     fence_language = "c"
     extensions = (".c", ".h")
     language_ids = ("c",)

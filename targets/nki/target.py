@@ -69,6 +69,7 @@ def _line_offsets(text: str) -> list[int]:
 
 class NkiTarget(Target):
     name = "nki"
+    title = "NKI"
     fence_language = "python"
     extensions = (".py",)
     language_ids = ("python",)
