@@ -15,7 +15,7 @@ from speedpatch.engine.evaluation import EvalTask, evaluate_task
 from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
 from speedpatch.engine.pool import EvaluationPool, default_workers
 from speedpatch.engine.proposer import Proposer
-from speedpatch.engine.reverify import Reverifier
+from speedpatch.engine.reverify import TIME_FACTOR, Reverifier
 from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
@@ -229,7 +229,8 @@ def _reverifier(target: Target, backend: Backend, problem: Problem, config: Conf
     checked = replace(problem, backend=other.name)
 
     def run(source: str) -> Evaluation:
-        task = EvalTask(problem=checked, source=source, settings=settings, timeout=config.search.eval_timeout,
+        task = EvalTask(problem=checked, source=source, settings=settings,
+                        timeout=config.search.eval_timeout * TIME_FACTOR,
                         seed=config.search.seed, limits=config.sandbox.limits(),
                         sandbox_required=config.sandbox.required)
         return evaluate_task(task, object(), target, other)

@@ -6,7 +6,8 @@ a second one of the same target (`Backend.reverify_with`, for gemmini-native: ge
 build run on Spike) that checks correctness independently. When the run ends, its best candidate is run
 there: if it is not correct there, it is rejected with the second backend's reason and the next best is
 tried (at most MAX_TRIES); if none passes, the run reports no speedup. An infrastructure failure of the
-second backend is not evidence against the candidate: the winner is kept and says it was not re-verified.
+second backend, or its time limit, is not evidence against the candidate: the winner is kept and says it was
+not re-verified.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from speedpatch.model import INFRA_ERROR, REJECTED, Candidate, Evaluation
+from speedpatch.model import INFRA_ERROR, REJECTED, TIMEOUT, Candidate, Evaluation
 
 MAX_TRIES = 3  # winners re-verified before the run gives up and keeps the original
+TIME_FACTOR = 4  # the second backend may take this many evaluation timeouts (Spike is slower than native)
 
 
 @dataclass
@@ -66,9 +68,9 @@ def reverify(check: Reverifier, base: Candidate, ranked: list[Candidate],
         if result.correct:
             best = _note(cand, f"correct on {check.backend}")
             return Outcome(best, warnings), [*changed, best]
-        if result.status == INFRA_ERROR:
-            best = _note(cand, f"not re-verified: {check.backend} failed to run ({result.message})"[:300])
-            warnings.append(f"the winner {cand.id} was not re-verified: {check.backend} failed to run: "
+        if result.status in (INFRA_ERROR, TIMEOUT):  # says nothing about the candidate: inconclusive
+            best = _note(cand, f"not re-verified: {check.backend} did not finish ({result.message})"[:300])
+            warnings.append(f"the winner {cand.id} was not re-verified: {check.backend} did not finish: "
                             f"{result.message}")
             return Outcome(best, warnings), [*changed, best]
         bad = _rejected(cand, check.backend, result)

@@ -86,6 +86,16 @@ def test_an_infrastructure_failure_is_not_held_against_the_winner(tmp_path, seco
     assert "simulator crashed" in record.best.evaluation.receipt["reverified"]
 
 
+def test_a_second_backend_that_runs_out_of_time_is_inconclusive_too(tmp_path, second, monkeypatch):
+    from speedpatch.model import TIMEOUT
+
+    monkeypatch.setattr(SecondOpinion, "evaluate",
+                        lambda self, source, ctx: Evaluation(status=TIMEOUT, message="timed out after 480 s"))
+    record, _, _ = _run(tmp_path)
+    assert record.best.plan == "Use the builtin sum."
+    assert "timed out after 480 s" in record.best.evaluation.receipt["reverified"]
+
+
 def test_reverify_off_reports_the_winner_unchecked(tmp_path, second):
     record, _, events = _run(tmp_path, reverify=False)
     assert record.best.plan == "Use the builtin sum."
