@@ -64,6 +64,12 @@ def all_targets() -> list[Target]:
     return list(_targets.values())
 
 
+def load_errors() -> dict[str, str]:
+    """Built-in targets that could not be imported here, each with why (a missing dependency)."""
+    all_targets()
+    return dict(_load_errors)
+
+
 def get_target(name: str) -> Target:
     if name in BUILTIN:
         _load_builtin(name)

@@ -98,7 +98,8 @@ class Target(ABC):
     name: str = ""
     title: str = ""  # how people write its name ("CUDA"); default: name
     extensions: tuple[str, ...] = ()  # file suffixes this target looks at, e.g. (".c", ".h")
-    language_ids: tuple[str, ...] = ()  # LSP languageId values
+    # the LSP languageIds editors give its files (the extension asks for those documents and activates on them)
+    language_ids: tuple[str, ...] = ()
     fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)
     default_backend: str = ""
 

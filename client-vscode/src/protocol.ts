@@ -116,6 +116,33 @@ export interface RunReport {
   failures?: Failures;
 }
 
+/** One backend of a target, checked under the configuration of the folder asked about. */
+export interface BackendInfo {
+  name: string;
+  description: string;
+  measuredOn: string; // hardware | model | emulator | simulator | compile-only
+  measuresSpeed: boolean;
+  usable: boolean; // whether a search can run on it here
+  reason: string; // why not, and what to do about it; or a short description when usable
+}
+
+/** A target the server has: which files are its, and its backends. */
+export interface TargetInfo {
+  name: string;
+  title: string;
+  languages: string[]; // LSP languageIds
+  extensions: string[]; // ".c", ".cu", ...
+  fenceLanguage: string;
+  defaultBackend: string;
+  backend: string; // the one the folder's settings choose
+  backends: BackendInfo[];
+}
+
+export interface TargetsResponse {
+  targets: TargetInfo[];
+  notLoaded: Record<string, string>; // built-in target -> why it could not be loaded here
+}
+
 export interface OpenDiffParams {
   runId: string;
   candidateId: string;
@@ -131,3 +158,5 @@ export const OPEN_REPORT = 'speedpatch/openReport';
 export const CANDIDATE = 'speedpatch/candidate';
 export const RUNS = 'speedpatch/runs';
 export const RUN_REPORT = 'speedpatch/runReport';
+/** {uri?} -> TargetsResponse: the targets and backends this server has. */
+export const TARGETS = 'speedpatch/targets';

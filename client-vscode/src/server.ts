@@ -14,14 +14,22 @@ import {
 } from 'vscode-languageclient/node';
 import { Interpreter, resolveInterpreter } from './interpreter';
 import { Log } from './log';
-import { OPEN_DIFF, OPEN_REPORT, OpenDiffParams, RUN_UPDATE, RUNS_CHANGED, RunSummary } from './protocol';
+import {
+  OPEN_DIFF,
+  OPEN_REPORT,
+  OpenDiffParams,
+  RUN_UPDATE,
+  RUNS_CHANGED,
+  RunSummary,
+  TARGETS,
+  TargetsResponse,
+} from './protocol';
 import { RestartPolicy } from './restartPolicy';
 import { ApiKeyStore } from './secrets';
 import { redacted, serverSettings, ServerSettings } from './settings';
+import { describeTargets, documentLanguages } from './targets';
 
 export const SERVER_MODULE = 'speedpatch.lsp';
-
-const DOCUMENTS = ['c', 'cpp', 'cuda-cpp', 'python'].map((language) => ({ scheme: 'file', language }));
 
 export function currentSettings(apiKey: string | undefined): ServerSettings {
   const config = vscode.workspace.getConfiguration('speedpatch');
@@ -90,8 +98,12 @@ export class SpeedpatchServer implements vscode.Disposable {
       transport: TransportKind.stdio,
       options: { cwd: folder?.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
+    // the targets' languages, as generated into the manifest (no list of them here)
+    const manifest = this.context.extension.packageJSON as { activationEvents?: unknown };
+    const languages = documentLanguages(manifest.activationEvents);
+    this.log.info(`documents served: languages ${languages.join(', ')}`);
     const clientOptions: LanguageClientOptions = {
-      documentSelector: DOCUMENTS,
+      documentSelector: languages.map((language) => ({ scheme: 'file', language })),
       outputChannel: this.log.channel,
       initializationOptions: settings,
       errorHandler: {
@@ -125,6 +137,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     try {
       await client.start();
       this.log.info('server started');
+      void this.logTargets(client);
     } catch (error) {
       this.log.error('the server failed to start', error);
       void this.showError(`speedpatch: the language server failed to start (${python}). See the speedpatch output.`);
@@ -163,6 +176,16 @@ export class SpeedpatchServer implements vscode.Disposable {
       throw new Error('the speedpatch server is not running (see the speedpatch output)');
     }
     return this.client;
+  }
+
+  /** Which targets and backends the server has, and which backend cannot run here: the log says it. */
+  private async logTargets(client: LanguageClient): Promise<void> {
+    try {
+      const answer = (await client.sendRequest(TARGETS, {})) as TargetsResponse;
+      describeTargets(answer).forEach((line) => this.log.info(line));
+    } catch (error) {
+      this.log.error('asking the server for its targets', error);
+    }
   }
 
   private async pushSettings(): Promise<void> {

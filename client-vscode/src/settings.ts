@@ -6,18 +6,18 @@ export interface ServerSettings {
   llm?: { baseUrl?: string; models?: string[]; apiKey?: string };
   budget?: { maxLlmCalls?: number; maxEvaluations?: number; maxSeconds?: number };
   search?: { iterations?: number; beam?: number; plans?: number; codes?: number };
-  backends?: { gemmini?: string; nki?: string; cuda?: string };
+  backends?: Record<string, string>; // target name -> backend name
   offline?: boolean;
 }
 
-/** Reads one setting below the "speedpatch." section, e.g. read("search.beam"). */
+/** Reads one setting below the "speedpatch." section, e.g. read("search.beam"); read("backends") gives the
+ * object of every speedpatch.backends.<target> setting (VS Code groups dotted keys), whatever the targets are. */
 export type SettingReader = (key: string) => unknown;
 
 const NUMBER_KEYS: Record<'budget' | 'search', string[]> = {
   budget: ['maxLlmCalls', 'maxEvaluations', 'maxSeconds'],
   search: ['iterations', 'beam', 'plans', 'codes'],
 };
-const TARGETS = ['gemmini', 'nki', 'cuda'] as const;
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
@@ -32,6 +32,21 @@ function compact<T extends object>(record: T): T | undefined {
   return kept.length > 0 ? (Object.fromEntries(kept) as T) : undefined;
 }
 
+/** The backends chosen per target; which targets there are is the server's business (speedpatch/targets). */
+function backendChoices(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return undefined;
+  }
+  const chosen: Record<string, string> = {};
+  for (const [target, backend] of Object.entries(value)) {
+    const name = text(backend);
+    if (name !== undefined) {
+      chosen[target] = name;
+    }
+  }
+  return compact(chosen);
+}
+
 export function serverSettings(read: SettingReader, apiKey?: string): ServerSettings {
   const models = read('llm.models');
   const modelList = Array.isArray(models) ? models.map(text).filter((m): m is string => m !== undefined) : [];
@@ -43,7 +58,7 @@ export function serverSettings(read: SettingReader, apiKey?: string): ServerSett
     }),
     budget: compact(Object.fromEntries(NUMBER_KEYS.budget.map((k) => [k, positiveNumber(read(`budget.${k}`))]))),
     search: compact(Object.fromEntries(NUMBER_KEYS.search.map((k) => [k, positiveNumber(read(`search.${k}`))]))),
-    backends: compact(Object.fromEntries(TARGETS.map((t) => [t, text(read(`backends.${t}`))]))),
+    backends: backendChoices(read('backends')),
     offline: typeof read('offline') === 'boolean' ? (read('offline') as boolean) : undefined,
   };
   return compact(settings) ?? {};

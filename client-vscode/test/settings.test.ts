@@ -19,7 +19,7 @@ test('settings map onto the protocol object grouped by section', () => {
       'budget.maxSeconds': 90,
       'search.iterations': 2,
       'search.beam': 3,
-      'backends.gemmini': 'gemmini-native',
+      backends: { gemmini: 'gemmini-native', cuda: '' },
       offline: true,
     }),
   );
@@ -45,4 +45,13 @@ test('the API key goes into llm.apiKey and is masked when logged', () => {
   assert.equal(settings.llm?.apiKey, 'sk-secret');
   assert.ok(!JSON.stringify(redacted(settings)).includes('sk-secret'));
   assert.equal(settings.llm?.apiKey, 'sk-secret', 'redacting does not change the original');
+});
+
+test('a backend chosen for any target is passed on, unset ones are left out', () => {
+  const settings = serverSettings(reader({ backends: { toy: ' toy-count ', nki: '', cuda: null } }));
+  assert.deepEqual(settings, { backends: { toy: 'toy-count' } });
+});
+
+test('a backends setting that is not an object is ignored', () => {
+  assert.deepEqual(serverSettings(reader({ backends: 'cuda-local' })), {});
 });

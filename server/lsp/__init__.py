@@ -18,5 +18,7 @@ Modules, one job each:
   index.py        in-memory view of the run store, reloaded when its data_version changes
   watcher.py      watchdog: external file edits, speedpatch.toml, store writes by the CLI
   settings.py     editor settings -> config overrides; backends.py: backend choice and availability
+  settings_schema.py    the speedpatch.* settings declared once; generates package.json's settings
+  targetinfo.py   speedpatch/targets: the targets and backends this server has, for the editor
   engine.py       lazy import of speedpatch.api; positions.py, formatting.py, params.py, reports.py: helpers
 """

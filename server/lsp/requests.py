@@ -1,4 +1,4 @@
-"""The custom requests speedpatch/candidate, speedpatch/runs and speedpatch/runReport."""
+"""The custom requests speedpatch/candidate, speedpatch/runs, speedpatch/runReport and speedpatch/targets."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from . import params
 from .commands import candidate
 from .reports import run_report
 from .state import SpeedpatchServer
+from .targetinfo import TARGETS, get_targets
 
 CANDIDATE = "speedpatch/candidate"
 RUNS = "speedpatch/runs"
@@ -42,5 +43,10 @@ def get_report(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
 
 
 def register(server: SpeedpatchServer) -> None:
-    for name, handler in [(CANDIDATE, get_candidate), (RUNS, get_runs), (RUN_REPORT, get_report)]:
+    for name, handler in [
+        (CANDIDATE, get_candidate),
+        (RUNS, get_runs),
+        (RUN_REPORT, get_report),
+        (TARGETS, get_targets),
+    ]:
         server.feature(name)(handler)

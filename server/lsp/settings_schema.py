@@ -1,8 +1,9 @@
 """The extension's `speedpatch.*` settings, declared once.
 
 The server reads the settings object the client sends through this table (settings.py), and the extension's
-package.json `contributes.configuration` is generated from it (`python -m speedpatch.lsp.settings_schema`
-rewrites that section; tests/lsp/test_settings_schema.py fails when the two differ). One `backends.<target>`
+package.json `contributes.configuration` is generated from it, with the `onLanguage:` activation events from
+the targets' language ids (`python -m speedpatch.lsp.settings_schema` rewrites both;
+tests/lsp/test_settings_schema.py fails when package.json differs). One `backends.<target>`
 setting per built-in target comes from the targets themselves: their backends are its choices and each
 backend's description is shown next to it, so a new target or backend needs no edit here.
 """
@@ -147,15 +148,27 @@ def builtin_targets() -> list[Target]:
     return [targets.get_target(name) for name in targets.BUILTIN]
 
 
+def activation_events(current: list[str], targets: Iterable[Target]) -> list[str]:
+    """One onLanguage event per language id of the targets (the extension serves the documents of those
+    languages, client-vscode/src/targets.ts), then the other events as they were."""
+    languages = sorted({language for target in targets for language in target.language_ids})
+    return [f"onLanguage:{language}" for language in languages] + [
+        event for event in current if not event.startswith("onLanguage:")
+    ]
+
+
 def render_package_json(text: str, targets: Iterable[Target]) -> str:
-    """package.json's text with its `contributes.configuration` generated, everything else as it was."""
+    """package.json's text with its `contributes.configuration` and onLanguage activation events generated
+    from the schema and the targets, everything else as it was."""
     package = json.loads(text)
+    targets = list(targets)
+    package["activationEvents"] = activation_events(package.get("activationEvents", []), targets)
     package["contributes"]["configuration"] = contributes_configuration(targets)
     return json.dumps(package, indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite client-vscode/package.json's settings from this schema (`--check`: only say if it differs)."""
+    """Rewrite client-vscode/package.json's settings and languages (`--check`: only say if they differ)."""
     args = sys.argv[1:] if argv is None else argv
     current = PACKAGE_JSON.read_text()
     wanted = render_package_json(current, builtin_targets())

@@ -51,7 +51,7 @@ class CudaTarget(Target):
     title = "CUDA"
     fence_language = "cuda"
     extensions = (".cu", ".cuh", ".py")  # .py: KernelBench-style problems (Model + ModelNew)
-    language_ids = ("cuda-cpp", "cuda")
+    language_ids = ("cuda-cpp", "cuda", "python")
 
     @property
     def default_backend(self) -> str:  # type: ignore[override]  # a property where Target has a plain attribute: read alike

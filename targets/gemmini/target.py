@@ -36,7 +36,7 @@ class GemminiTarget(Target):
     title = "Gemmini"
     fence_language = "c"
     extensions = (".c", ".h")
-    language_ids = ("c",)
+    language_ids = ("c", "cpp")  # VS Code opens .h files as "cpp"
     default_backend = "gemmini-native"
 
     def find_kernels(self, text: str, path: str = "") -> list[Kernel]:

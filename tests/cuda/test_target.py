@@ -14,7 +14,7 @@ from .conftest import CU_EXAMPLES, EXAMPLES, MATMUL, ROOT, no_gpu_here
 def test_registry_finds_the_cuda_target_for_cu_files() -> None:
     target = targets.get_target("cuda")
     assert isinstance(target, CudaTarget)
-    assert target.extensions == (".cu", ".cuh", ".py") and target.language_ids == ("cuda-cpp", "cuda")
+    assert target.extensions == (".cu", ".cuh", ".py") and target.language_ids == ("cuda-cpp", "cuda", "python")
     assert target in targets.targets_for_path("kernel.cu")
 
 

@@ -19,7 +19,7 @@ def target():
 
 def test_target_is_registered_for_c_files(target) -> None:
     assert target.name == "gemmini" and target.default_backend == "gemmini-native"
-    assert target.language_ids == ("c",)
+    assert target.language_ids == ("c", "cpp")
     assert target in targets_for_path("kernel.c") and target in targets_for_path("kernel.h")
 
 

@@ -1,6 +1,7 @@
 """The server's JSON is what the extension's protocol.ts says it is: every field the server sends is declared
 there (with the right nesting), and every field protocol.ts requires is sent. Checked on the real server's
-answers to speedpatch/runs, speedpatch/runReport and speedpatch/candidate, and on its runUpdate summaries."""
+answers to speedpatch/runs, speedpatch/runReport, speedpatch/candidate and speedpatch/targets, and on its
+runUpdate summaries."""
 
 from __future__ import annotations
 
@@ -69,3 +70,10 @@ async def test_the_servers_json_matches_protocol_ts(shared_editor: Editor):
     assert not problems, "\n".join(problems)
     # the check looked inside: the report's candidates and failures, the candidate's lineage and verdict
     assert report["candidates"] and report["failures"]["byStatus"] and candidate["lineage"] and candidate["verdict"]
+
+
+async def test_the_targets_answer_matches_protocol_ts(shared_editor: Editor):
+    answer = await shared_editor.request("speedpatch/targets", {})
+    problems = _problems(answer, "TargetsResponse", "targets")
+    assert not problems, "\n".join(problems)
+    assert answer["targets"] and all(t["backends"] for t in answer["targets"])  # the check looked inside

@@ -1,5 +1,6 @@
 """The extension's settings are declared once (server/lsp/settings_schema.py): package.json's
-contributes.configuration is generated from that table, and the server reads the settings object through it."""
+contributes.configuration is generated from that table (its languages from the targets), and the server reads
+the settings object through it."""
 
 from __future__ import annotations
 
@@ -35,9 +36,17 @@ def test_package_json_declares_exactly_the_settings_the_schema_generates():
     assert declared == contributes_configuration(builtin_targets())
 
 
+def test_package_json_activates_on_every_language_of_every_target_and_no_other():
+    events = json.loads(PACKAGE_JSON.read_text())["activationEvents"]
+    languages = {e.removeprefix("onLanguage:") for e in events if e.startswith("onLanguage:")}
+    assert languages == {language for t in builtin_targets() for language in t.language_ids}
+    assert "workspaceContains:speedpatch.toml" in events
+
+
 def test_the_generator_rewrites_only_the_configuration_section(tmp_path, monkeypatch):
     package = json.loads(PACKAGE_JSON.read_text())
     package["contributes"]["configuration"]["properties"]["speedpatch.search.beam"]["default"] = 99
+    package["activationEvents"].remove("onLanguage:cuda-cpp")
     copy = tmp_path / "package.json"
     copy.write_text(json.dumps(package, indent=2) + "\n")
     monkeypatch.setattr(settings_schema, "PACKAGE_JSON", copy)
