@@ -1,9 +1,9 @@
 """The extension's `speedpatch.*` settings, declared once.
 
 The server reads the settings object the client sends through this table (settings.py), and the extension's
-package.json `contributes.configuration` is generated from it, with the `onLanguage:` activation events from
-the targets' language ids (`python -m speedpatch.lsp.settings_schema` rewrites both;
-tests/lsp/test_settings_schema.py fails when package.json differs). One `backends.<target>`
+package.json `contributes.configuration` and the settings table of its README are generated from it, with the
+`onLanguage:` activation events from the targets' language ids (`python -m speedpatch.lsp.settings_schema`
+rewrites all three; tests/lsp/test_settings_schema.py fails when one differs). One `backends.<target>`
 setting per built-in target comes from the targets themselves: their backends are its choices and each
 backend's description is shown next to it, so a new target or backend needs no edit here.
 """
@@ -167,21 +167,50 @@ def render_package_json(text: str, targets: Iterable[Target]) -> str:
     return json.dumps(package, indent=2, ensure_ascii=False) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Rewrite client-vscode/package.json's settings and languages (`--check`: only say if they differ)."""
-    args = sys.argv[1:] if argv is None else argv
-    current = PACKAGE_JSON.read_text()
-    wanted = render_package_json(current, builtin_targets())
-    if current == wanted:
-        print(f"{PACKAGE_JSON}: up to date")
-        return 0
-    if "--check" in args:
-        print(f"{PACKAGE_JSON}: out of date; run python -m speedpatch.lsp.settings_schema", file=sys.stderr)
-        return 1
-    PACKAGE_JSON.write_text(wanted)
-    print(f"{PACKAGE_JSON}: rewritten")
-    return 0
+README = PACKAGE_JSON.with_name("README.md")
+README_BEGIN = "<!-- settings: generated from server/lsp/settings_schema.py by python -m speedpatch.lsp.settings_schema -->"
+README_END = "<!-- /settings -->"
 
+
+def readme_table(targets: Iterable[Target]) -> str:
+    """The extension README's settings table: every editor setting, its default and its description."""
+    rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
+    for key, entry in contributes_configuration(targets)["properties"].items():
+        default = "" if entry["default"] in ("", []) else json.dumps(entry["default"])
+        meaning = entry["description"].replace("|", "\\|")
+        rows.append(f"| `{key}` | {f'`{default}`' if default else 'empty'} | {meaning} |")
+    return "\n".join(rows)
+
+
+def render_readme(text: str, targets: Iterable[Target]) -> str:
+    """The README with the text between its settings markers generated (unchanged when it has none)."""
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        return text
+    return text[: start + len(README_BEGIN)] + "\n\n" + readme_table(targets) + "\n\n" + text[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite client-vscode/package.json's settings and languages and the README's settings table
+    (`--check`: only say whether they differ)."""
+    args = sys.argv[1:] if argv is None else argv
+    found = builtin_targets()
+    stale = []
+    for path, render in ((PACKAGE_JSON, render_package_json), (README, render_readme)):
+        current = path.read_text()
+        wanted = render(current, found)
+        if current == wanted:
+            print(f"{path}: up to date")
+            continue
+        stale.append(path)
+        if "--check" not in args:
+            path.write_text(wanted)
+            print(f"{path}: rewritten")
+    if stale and "--check" in args:
+        names = ", ".join(str(p) for p in stale)
+        print(f"{names}: out of date; run python -m speedpatch.lsp.settings_schema", file=sys.stderr)
+        return 1
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
 """The extension's settings are declared once (server/lsp/settings_schema.py): package.json's
-contributes.configuration is generated from that table (its languages from the targets), and the server reads
-the settings object through it."""
+contributes.configuration and the extension README's settings table are generated from that table (its
+languages from the targets), and the server reads the settings object through it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from speedpatch import targets
 from speedpatch.config import load_config
 from speedpatch.lsp import settings_schema
 from speedpatch.lsp.settings import to_overrides
-from speedpatch.lsp.settings_schema import PACKAGE_JSON, SETTINGS, builtin_targets, contributes_configuration
+from speedpatch.lsp.settings_schema import (
+    PACKAGE_JSON,
+    README,
+    README_BEGIN,
+    README_END,
+    SETTINGS,
+    builtin_targets,
+    contributes_configuration,
+    render_readme,
+)
 
 SAMPLE = {"string": "x-7", "array": ["m-7"], "integer": 7, "number": 7.5, "boolean": True}
 
@@ -43,16 +52,27 @@ def test_package_json_activates_on_every_language_of_every_target_and_no_other()
     assert "workspaceContains:speedpatch.toml" in events
 
 
-def test_the_generator_rewrites_only_the_configuration_section(tmp_path, monkeypatch):
+def test_the_readme_settings_table_is_the_generated_one():
+    text = README.read_text()
+    assert README_BEGIN in text and README_END in text
+    assert text == render_readme(text, builtin_targets())  # on failure: python -m speedpatch.lsp.settings_schema
+    for key in contributes_configuration(builtin_targets())["properties"]:
+        assert f"| `{key}` |" in text
+
+
+def test_the_generator_rewrites_only_the_generated_parts(tmp_path, monkeypatch):
     package = json.loads(PACKAGE_JSON.read_text())
     package["contributes"]["configuration"]["properties"]["speedpatch.search.beam"]["default"] = 99
     package["activationEvents"].remove("onLanguage:cuda-cpp")
-    copy = tmp_path / "package.json"
-    copy.write_text(json.dumps(package, indent=2) + "\n")
-    monkeypatch.setattr(settings_schema, "PACKAGE_JSON", copy)
+    package_copy, readme_copy = tmp_path / "package.json", tmp_path / "README.md"
+    package_copy.write_text(json.dumps(package, indent=2) + "\n")
+    readme_copy.write_text(README.read_text().replace("| `speedpatch.search.beam` |", "| `speedpatch.search.bean` |"))
+    monkeypatch.setattr(settings_schema, "PACKAGE_JSON", package_copy)
+    monkeypatch.setattr(settings_schema, "README", readme_copy)
     assert settings_schema.main(["--check"]) == 1
-    assert settings_schema.main([]) == 0
-    assert copy.read_text() == PACKAGE_JSON.read_text()
+    assert settings_schema.main([]) == 0 and settings_schema.main(["--check"]) == 0
+    assert package_copy.read_text() == PACKAGE_JSON.read_text()
+    assert readme_copy.read_text() == README.read_text()
 
 
 def test_every_backend_setting_offers_exactly_its_targets_backends():
