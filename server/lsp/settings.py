@@ -8,6 +8,7 @@ memory: it is passed to load_config as a runtime override and is excluded from a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .settings_schema import BACKENDS_KEY, SETTINGS
@@ -43,6 +44,17 @@ def to_overrides(settings: dict[str, Any]) -> dict[str, Any]:
         if chosen:
             out[BACKENDS_KEY] = chosen
     return out
+
+
+def name_setting(error: str, settings: dict[str, Any]) -> str:
+    """A configuration error about a value the editor sent, saying which editor setting holds it: the user
+    looks there, not in speedpatch.toml, whose key load_config names ("budget.max_seconds: must be >= 0")."""
+    for setting in SETTINGS:
+        if not setting.toml or _lookup(settings, setting.key) in (None, "", []):
+            continue
+        if re.search(rf"(^|\(){re.escape(setting.toml)}[):]", error):
+            return f"{error} (the editor setting speedpatch.{setting.key})"
+    return error
 
 
 def _lookup(settings: dict[str, Any], key: str) -> Any:

@@ -100,7 +100,7 @@ class ServerState:
 
     def _open_folder(self, root: str, name: str) -> Folder:
         folder = Folder(Path(norm_path(root)), name, lambda m: self.show(m, types.MessageType.Warning))
-        folder.reload_config(self.overrides())
+        self._load_config(folder)
         self.folders.add(folder)
         return folder
 
@@ -182,9 +182,13 @@ class ServerState:
         """Reload these folders' configurations and report new errors; a folder with an error keeps its
         last good configuration (its kernels still show) and refuses runs until it is fixed."""
         for folder in folders:
-            folder.reload_config(self.overrides())
+            self._load_config(folder)
         self.backends.clear()
         self._announce_config_errors(folders)
+
+    def _load_config(self, folder: Folder) -> None:
+        if folder.reload_config(self.overrides()):
+            folder.config_error = settings_mod.name_setting(folder.config_error, self.client_settings)
 
     def _announce_config_errors(self, folders: list[Folder]) -> None:
         for message in config_error_messages(folders, named=len(self.folders) > 1):

@@ -62,3 +62,11 @@ async def test_empty_configuration_change_pulls_the_speedpatch_section(start_edi
         return titles if "toy-turbo" in titles[0] else None
 
     await editor.until(pulled, 10, "the pulled settings to apply")
+
+
+async def test_a_bad_value_from_the_editor_is_reported_under_the_editor_settings_name(start_editor, toy_workspace):
+    editor = await start_editor(toy_workspace, {**OFFLINE, "budget": {"maxSeconds": -3}})
+    await editor.until(lambda: editor.client.messages, what="the configuration error message")
+    message = editor.client.messages[0].message
+    assert "budget.max_seconds: must be >= 0, got -3" in message
+    assert "(the editor setting speedpatch.budget.maxSeconds)" in message

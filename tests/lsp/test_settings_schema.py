@@ -9,7 +9,7 @@ import json
 from speedpatch import targets
 from speedpatch.config import load_config
 from speedpatch.lsp import settings_schema
-from speedpatch.lsp.settings import to_overrides
+from speedpatch.lsp.settings import name_setting, to_overrides
 from speedpatch.lsp.settings_schema import (
     PACKAGE_JSON,
     README,
@@ -108,3 +108,11 @@ def test_unset_values_leave_speedpatch_toml_in_charge():
 
 def test_backend_choices_pass_through_for_any_target_name():
     assert to_overrides({"backends": {"toy": "toy-turbo", "cuda": ""}}) == {"backends": {"toy": "toy-turbo"}}
+
+
+def test_a_configuration_error_names_the_editor_setting_only_when_the_editor_sent_that_value():
+    error = "--iterations/-T (search.iterations): expected an integer, got 'many'"
+    named = name_setting(error, {"search": {"iterations": "many"}})
+    assert named == f"{error} (the editor setting speedpatch.search.iterations)"
+    assert name_setting(error, {"search": {"beam": 2}}) == error  # speedpatch.toml's value, not the editor's
+    assert name_setting("offline: expected true or false, got 'y'", {"offline": "y"}).endswith("speedpatch.offline)")
