@@ -26,15 +26,10 @@ import {
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
 import { ApiKeyStore } from './secrets';
-import { redacted, serverSettings, ServerSettings } from './settings';
+import { redacted, serverSettings, ServerSettings, SettingSpec } from './settings';
 import { describeTargets, documentLanguages } from './targets';
 
 export const SERVER_MODULE = 'speedpatch.lsp';
-
-export function currentSettings(apiKey: string | undefined): ServerSettings {
-  const config = vscode.workspace.getConfiguration('speedpatch');
-  return serverSettings((key) => config.get(key), apiKey);
-}
 
 export class SpeedpatchServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -77,6 +72,15 @@ export class SpeedpatchServer implements vscode.Disposable {
     );
   }
 
+  /** The settings object for the server: the manifest's settings (generated from the server's schema). */
+  private currentSettings(apiKey: string | undefined): ServerSettings {
+    const config = vscode.workspace.getConfiguration('speedpatch');
+    const manifest = this.context.extension.packageJSON as {
+      contributes?: { configuration?: { properties?: Record<string, SettingSpec> } };
+    };
+    return serverSettings((key) => config.get(key), manifest.contributes?.configuration?.properties ?? {}, apiKey);
+  }
+
   get running(): boolean {
     return this.client?.state === State.Running;
   }
@@ -90,7 +94,7 @@ export class SpeedpatchServer implements vscode.Disposable {
       this.log.error(`the speedpatch Python package is not available to ${python}; the server is not started`);
       return;
     }
-    const settings = currentSettings(await this.apiKeys.get());
+    const settings = this.currentSettings(await this.apiKeys.get());
     this.log.info(`starting ${python} -m ${SERVER_MODULE} with settings ${JSON.stringify(redacted(settings))}`);
     const serverOptions: ServerOptions = {
       command: python,
@@ -119,7 +123,7 @@ export class SpeedpatchServer implements vscode.Disposable {
               return answer;
             }
             const key = await this.apiKeys.get();
-            return params.items.map((item, i) => (item.section === 'speedpatch' ? currentSettings(key) : answer[i]));
+            return params.items.map((item, i) => (item.section === 'speedpatch' ? this.currentSettings(key) : answer[i]));
           },
         },
       },
@@ -192,7 +196,7 @@ export class SpeedpatchServer implements vscode.Disposable {
     if (!this.running || !this.client) {
       return;
     }
-    const settings = currentSettings(await this.apiKeys.get());
+    const settings = this.currentSettings(await this.apiKeys.get());
     this.log.info(`settings changed: ${JSON.stringify(redacted(settings))}`);
     await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { speedpatch: settings } });
   }

@@ -1,13 +1,21 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
-import { redacted, serverSettings } from '../src/settings';
+import { redacted, serverSettings, SettingSpec } from '../src/settings';
+
+// the extension's real manifest (generated from server/lsp/settings_schema.py); out/test/ -> client-vscode/
+const SPECS: Record<string, SettingSpec> = JSON.parse(
+  readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'),
+).contributes.configuration.properties;
 
 function reader(values: Record<string, unknown>): (key: string) => unknown {
   return (key) => values[key];
 }
 
 test('unset settings are left out so the server falls back to speedpatch.toml', () => {
-  assert.deepEqual(serverSettings(reader({ 'llm.baseUrl': '', 'llm.models': [], 'search.beam': null, offline: null })), {});
+  const unset = { 'llm.baseUrl': '', 'llm.models': [], 'search.beam': null, offline: null, pythonPath: '' };
+  assert.deepEqual(serverSettings(reader(unset), SPECS), {});
 });
 
 test('settings map onto the protocol object grouped by section', () => {
@@ -22,6 +30,7 @@ test('settings map onto the protocol object grouped by section', () => {
       backends: { gemmini: 'gemmini-native', cuda: '' },
       offline: true,
     }),
+    SPECS,
   );
   assert.deepEqual(settings, {
     llm: { baseUrl: 'http://127.0.0.1:8000/v1', models: ['m1', 'm2'] },
@@ -32,26 +41,42 @@ test('settings map onto the protocol object grouped by section', () => {
   });
 });
 
+test('every server setting of the manifest is sent when set, the interpreter path never', () => {
+  const values: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(SPECS)) {
+    const types = ([] as unknown[]).concat(spec.type);
+    const key = name.slice('speedpatch.'.length);
+    values[key] = types.includes('boolean') ? true : types.includes('array') ? ['x'] : types.includes('string') ? 'x' : 7;
+  }
+  values.backends = { gemmini: 'x', nki: 'x', cuda: 'x' };
+  const sent = JSON.stringify(serverSettings(reader(values), SPECS));
+  for (const name of Object.keys(SPECS).filter((n) => n !== 'speedpatch.pythonPath')) {
+    const parts = name.split('.');
+    assert.ok(sent.includes(`"${parts[parts.length - 1]}":`), `${name} is not sent: ${sent}`);
+  }
+  assert.ok(!sent.includes('pythonPath'));
+});
+
 test('offline=false is passed on, not dropped', () => {
-  assert.deepEqual(serverSettings(reader({ offline: false })), { offline: false });
+  assert.deepEqual(serverSettings(reader({ offline: false }), SPECS), { offline: false });
 });
 
-test('non-positive or non-numeric search values are ignored', () => {
-  assert.deepEqual(serverSettings(reader({ 'search.beam': 0, 'search.plans': -1, 'search.codes': 'x' })), {});
-});
-
-test('the API key goes into llm.apiKey and is masked when logged', () => {
-  const settings = serverSettings(reader({}), 'sk-secret');
-  assert.equal(settings.llm?.apiKey, 'sk-secret');
-  assert.ok(!JSON.stringify(redacted(settings)).includes('sk-secret'));
-  assert.equal(settings.llm?.apiKey, 'sk-secret', 'redacting does not change the original');
+test('search values below the manifest minimum or not numbers are ignored', () => {
+  assert.deepEqual(serverSettings(reader({ 'search.beam': 0, 'search.plans': -1, 'search.codes': 'x' }), SPECS), {});
 });
 
 test('a backend chosen for any target is passed on, unset ones are left out', () => {
-  const settings = serverSettings(reader({ backends: { toy: ' toy-count ', nki: '', cuda: null } }));
+  const settings = serverSettings(reader({ backends: { toy: ' toy-count ', nki: '', cuda: null } }), SPECS);
   assert.deepEqual(settings, { backends: { toy: 'toy-count' } });
 });
 
 test('a backends setting that is not an object is ignored', () => {
-  assert.deepEqual(serverSettings(reader({ backends: 'cuda-local' })), {});
+  assert.deepEqual(serverSettings(reader({ backends: 'cuda-local' }), SPECS), {});
+});
+
+test('the API key goes into llm.apiKey and is masked when logged', () => {
+  const settings = serverSettings(reader({}), SPECS, 'sk-secret');
+  assert.equal(settings.llm?.apiKey, 'sk-secret');
+  assert.ok(!JSON.stringify(redacted(settings)).includes('sk-secret'));
+  assert.equal(settings.llm?.apiKey, 'sk-secret', 'redacting does not change the original');
 });
