@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifndef GEMMINI_MODEL_SPIKE
+#include <sys/personality.h>
+#endif
 
 #include "gemmini_model.h"
 #include "guard.h"
@@ -162,6 +165,20 @@ static void init(void) {
 
 /* Before main, so that host work done before the first RoCC instruction is counted on a clean state. */
 __attribute__((constructor)) static void init_at_start(void) { init(); }
+
+#ifndef GEMMINI_MODEL_SPIKE
+/* Address translation (timing.c) depends on where buffers lie within pages and 16 KiB groups, and the
+ * kernel's address-space randomization moves them from run to run. A program of the native model therefore
+ * runs with randomization off: it re-executes itself once, before anything else (glibc passes argv and envp
+ * to constructors), so that every figure is deterministic. Without /proc it runs as it is. */
+__attribute__((constructor(101))) static void fixed_layout(int argc, char **argv, char **envp) {
+  (void)argc;
+  const int current = personality(0xffffffff);
+  if (current == -1 || (current & ADDR_NO_RANDOMIZE)) return;
+  if (personality((unsigned long)current | ADDR_NO_RANDOMIZE) == -1) return;
+  execve("/proc/self/exe", argv, envp);
+}
+#endif
 
 void gm_fail(const char *fmt, ...) {
   char what[512];
