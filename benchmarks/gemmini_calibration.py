@@ -496,8 +496,8 @@ def conv_macs(shape: tuple) -> int:
 # (the unoptimized one reloads both every time, into the same scratchpad rows), 16 preload/compute pairs,
 # four mvouts. The gated one moves A in once per block row and B once in all, into distinct rows.
 ANCHOR_SHAPE = (12544, 256, 64)
-ANCHOR_UNOPTIMIZED = """
-// C = A * B (no bias, scale 1): the unoptimized explicit kernel of the published anchor.
+# the two kernels share their configuration and loop heads; only the body of the (i, j) loop differs
+ANCHOR_HEAD = """
 void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {
   (void)bias;
   const uint32_t acc = 1u << 31, accum = 1u << 30;
@@ -508,7 +508,14 @@ void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *
   gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 0);
   for (int i = 0; i < 784; i++)
     for (int j = 0; j < 4; j++) {
-      for (int t = 0; t < 4; t++) gemmini_extended_mvin(0, acc + t * 16, 16, 16);
+"""
+ANCHOR_TAIL = """    }
+  gemmini_fence();
+}
+"""
+ANCHOR_UNOPTIMIZED = """
+// C = A * B (no bias, scale 1): the unoptimized explicit kernel of the published anchor.
+""" + ANCHOR_HEAD + """      for (int t = 0; t < 4; t++) gemmini_extended_mvin(0, acc + t * 16, 16, 16);
       gemmini_extended_mvin2(A + 16 * i * 64, 0, 64, 16);
       for (int k = 0; k < 4; k++) gemmini_extended_mvin3(B + 16 * k * 256 + 64 * j, 64 + k * 64, 64, 16);
       for (int k = 0; k < 4; k++)
@@ -517,23 +524,10 @@ void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *
           gemmini_extended_compute_preloaded(k * 16, GARBAGE_ADDR, 16, 16, 16, 16);
         }
       for (int t = 0; t < 4; t++) gemmini_extended_mvout(C + 16 * i * 256 + 16 * t + 64 * j, acc + t * 16, 16, 16);
-    }
-  gemmini_fence();
-}
-"""
+""" + ANCHOR_TAIL
 ANCHOR_GATED = """
 // The same computation with if-gated loads: A once per block row, B once in all (the published rewrite).
-void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {
-  (void)bias;
-  const uint32_t acc = 1u << 31, accum = 1u << 30;
-  gemmini_extended_config_st(256, NO_ACTIVATION, 1.0f);
-  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
-  gemmini_extended3_config_ld(256, MVIN_SCALE_IDENTITY, false, 2);
-  gemmini_extended3_config_ld(64, MVIN_SCALE_IDENTITY, false, 1);
-  gemmini_extended3_config_ld(0, MVIN_SCALE_IDENTITY, false, 0);
-  for (int i = 0; i < 784; i++)
-    for (int j = 0; j < 4; j++) {
-      for (int t = 0; t < 4; t++) gemmini_extended_mvin(0, acc + j * 64 + t * 16, 16, 16);
+""" + ANCHOR_HEAD + """      for (int t = 0; t < 4; t++) gemmini_extended_mvin(0, acc + j * 64 + t * 16, 16, 16);
       if (j == 0) gemmini_extended_mvin2(A + 16 * i * 64, (i / 4) * 64, 64, 16);
       if (i == 0) for (int k = 0; k < 4; k++) gemmini_extended_mvin3(B + 16 * k * 256 + 64 * j, 12544 + j * 256 + k * 64, 64, 16);
       for (int k = 0; k < 4; k++)
@@ -542,10 +536,7 @@ void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *
           gemmini_extended_compute_preloaded((i / 4) * 64 + k * 16, GARBAGE_ADDR, 16, 16, 16, 16);
         }
       for (int t = 0; t < 4; t++) gemmini_extended_mvout(C + 16 * i * 256 + 16 * t + 64 * j, acc + j * 64 + t * 16, 16, 16);
-    }
-  gemmini_fence();
-}
-"""
+""" + ANCHOR_TAIL
 ANCHORS = {"unoptimized": (ANCHOR_UNOPTIMIZED, 3_435_455), "if-gated": (ANCHOR_GATED, 1_519_076)}
 
 
