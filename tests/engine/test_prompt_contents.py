@@ -77,9 +77,15 @@ def test_the_gemmini_code_prompt_carries_its_before_and_after_example_and_the_pl
     assert sent["code"].find(EXAMPLES_HEAD) < sent["code"].find("The file below is a complete problem")
 
 
-@pytest.mark.parametrize("target", ["nki", "cuda"])
-def test_a_target_without_examples_sends_no_examples_section(tmp_path, target):
-    assert EXAMPLES_HEAD not in sent_prompts(tmp_path, target)["code"]
+def test_a_target_without_examples_sends_no_examples_section(tmp_path):
+    assert EXAMPLES_HEAD not in sent_prompts(tmp_path, "cuda")["code"]
+
+
+def test_the_nki_code_prompt_carries_its_example_in_python_fences(tmp_path):
+    example = load_menu("nki").examples[0]
+    code = sent_prompts(tmp_path, "nki")["code"]
+    assert f"Before:\n```python\n{example.before.strip()}\n```" in code
+    assert f"After:\n```python\n{example.after.strip()}\n```" in code
 
 
 def test_the_schedule_guided_plan_prompt_sent_has_no_list_and_no_rule_that_asks_for_one_from_it(tmp_path):
