@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from speedpatch.engine import boundary
 from speedpatch.model import source_hash
+from speedpatch.states import Freshness, VerificationState
 
 from .engine import api
 from .formatting import measured, value_text
-from .verify import FAILED, HOLDS, Verification, judge
-from .views import APPLIED
+from .verify import Verification, judge
 
 if TYPE_CHECKING:
     from speedpatch.config import Config
@@ -60,7 +60,7 @@ class AcceptOnSave:
         started = False
         for view in views:
             record = view.record
-            if record is None or view.freshness != APPLIED or view.job is not None:
+            if record is None or view.freshness != Freshness.APPLIED or view.job is not None:
                 continue
             file_hash = source_hash(text)
             kernel_hash = source_hash(view.kernel.text.rstrip())
@@ -89,13 +89,14 @@ class AcceptOnSave:
             problem = api().make_problem(path, text, v.kernel, config, backend=v.backend)
             judge(v, api().evaluate(problem, None, config))
             changed = boundary.outside_change(record.problem, text)
-            if changed and v.state == HOLDS:  # a different problem: its figure is not comparable
+            # a different problem: its figure is not comparable
+            if changed and v.state == VerificationState.HOLDS:
                 v.speedup = None
                 v.message = (f"correct on re-verification ({value_text(v.value, v.unit)}, {v.backend}); not "
                              f"compared with the run's baseline: the file changed outside the kernel ({changed})")
         except Exception as exc:  # an infrastructure failure is a verdict to show, never a server crash
-            v.state, v.message = FAILED, f"re-verification could not run: {exc}"
+            v.state, v.message = VerificationState.FAILED, f"re-verification could not run: {exc}"
         folder.verifications.put(v)
-        if v.state == FAILED:
+        if v.state == VerificationState.FAILED:
             self._show(f"speedpatch: {v.kernel}: {v.message}", types.MessageType.Warning)
         self._refresh_editor()  # (posted to the loop thread)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from lsprotocol import types
+from speedpatch.states import Freshness
 
 from .diagnostics import READY, SOURCE
 from .formatting import speedup_text
 from .gpu import CONFIGURE_GPU
 from .lenses import APPLY, CANCEL, OPTIMIZE, RESUMABLE, RESUME, SHOW_DIFF, optimize_title
 from .settings import QUICK_OVERRIDES
-from .views import FRESH, KernelView
+from .views import KernelView
 
 KIND = types.CodeActionKind.RefactorRewrite
 QUICK_ITERATIONS = QUICK_OVERRIDES["search"]["iterations"]
@@ -44,10 +45,10 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
                 [{**target, "quick": True}]),
     ]
     record = view.record
-    if record is not None and record.status in RESUMABLE and view.freshness == FRESH:
+    if record is not None and record.status in RESUMABLE and view.freshness == Freshness.FRESH:
         # the stored run continues where it stopped: stored LLM replies and evaluations are reused
         out.append(_action(f"Resume optimization of {name} ({record.status})", RESUME, [{"runId": record.run_id}]))
-    if record is not None and view.has_winner and view.freshness == FRESH:
+    if record is not None and view.has_winner and view.freshness == Freshness.FRESH:
         run = [{"runId": record.run_id}]
         out.append(_action("Show diff", SHOW_DIFF, run))
         out.append(

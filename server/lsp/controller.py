@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
+from speedpatch.states import JobStatus, RunStatus
 from speedpatch.store import RunRecord
 
 from . import settings as settings_mod
@@ -30,7 +31,7 @@ from .folders import Folder, Folders
 from .lenses import RESUMABLE, baseline_failure
 from .progress import RunProgress, token_for
 from .reports import summary_of_job, summary_of_record
-from .runs import DONE, Job, RunManager
+from .runs import Job, RunManager
 from .staleness import StalenessTracker
 from .views import has_winner
 
@@ -221,11 +222,11 @@ class RunController:
         if kind in (ev.CANDIDATE, ev.REVERIFYING):
             self._post(self.progress.report, job)
             return
-        if folder is not None and (kind in _REPORTED_EVENTS or job.state == DONE):
+        if folder is not None and (kind in _REPORTED_EVENTS or job.state == JobStatus.DONE):
             folder.index.refresh()  # the store changed: load it here, off the loop thread
-        if kind in (ev.ITERATION_FINISHED, ev.RUN_FINISHED) or job.state == DONE:
+        if kind in (ev.ITERATION_FINISHED, ev.RUN_FINISHED) or job.state == JobStatus.DONE:
             job.failures = self._failures_of(job.store, job.run_id)
-        if job.state == DONE:
+        if job.state == JobStatus.DONE:
             if folder is None or folder.index.get(job.run_id) is None:
                 self.finished_jobs[job.run_id] = job
             self._post(self._job_done, job)
@@ -253,15 +254,15 @@ class RunController:
         self._send_update(job.run_id, {"failures": job.failures.to_dict()})
         self._refresh_editor()
         failed = f" ({job.failures.text()})" if job.failures.failed else ""
-        if job.status == "failed":
+        if job.status == RunStatus.FAILED:
             self._show(self._failure_text(job), types.MessageType.Error)
-        elif job.status == "interrupted":  # e.g. the LLM endpoint failed; the run is stored, resumable
+        elif job.status == RunStatus.INTERRUPTED:  # e.g. the LLM endpoint failed; stored, resumable
             self._show(
                 f"speedpatch: optimizing {job.kernel} stopped: {job.message}{failed}", types.MessageType.Warning
             )
         elif job.speedup and job.speedup > 1.0:
             asyncio.ensure_future(self._offer_result(job))
-        elif job.status == "finished" and job.failures.failed:
+        elif job.status == RunStatus.FINISHED and job.failures.failed:
             # nothing faster, and some candidates failed: say why, the report has each one's reason
             text = (f"speedpatch: no faster version of {job.kernel} in {Path(job.path).name} found; "
                     f"{job.failures.text()} — see the report")

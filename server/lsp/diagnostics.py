@@ -5,13 +5,13 @@ code failed (the compiler's errors at the user's lines), and files we did not sc
 from __future__ import annotations
 
 from lsprotocol import types
+from speedpatch.states import Freshness, VerificationState
 
 from .compiler import compiler_errors, relabel
 from .documents import Detection
 from .lenses import baseline_failure, winner_title
 from .positions import line_column, line_end
-from .verify import FAILED
-from .views import APPLIED, KernelView
+from .views import KernelView
 
 SOURCE = "speedpatch"
 READY = "ready-rewrite"
@@ -61,7 +61,9 @@ def diagnostics_for(
             data = {"runId": view.record.run_id, "speedup": view.record.speedup}
             out.append(_diag(where, message, types.DiagnosticSeverity.Information, READY, data))
         elif (
-            view.freshness == APPLIED and view.verification is not None and view.verification.state == FAILED
+            view.freshness == Freshness.APPLIED
+            and view.verification is not None
+            and view.verification.state == VerificationState.FAILED
         ):
             message = f"{name}: the applied rewrite does not hold: {view.verification.message}"
             out.append(_diag(where, message, types.DiagnosticSeverity.Warning, VERIFY_FAILED))

@@ -11,6 +11,7 @@ from pathlib import Path
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from speedpatch.model import Kernel
+from speedpatch.states import Freshness
 from speedpatch.store import RunRecord
 
 from .backends import BackendChooser
@@ -18,7 +19,7 @@ from .documents import Detection, Detector, kernel_named
 from .folders import Folder, Folders
 from .index import norm_path
 from .runs import Job
-from .views import APPLIED, KernelView, freshness, verification_for
+from .views import KernelView, freshness, verification_for
 
 JobLookup = Callable[[str, str], "Job | None"]
 """(path, kernel) -> the queued or running search for that kernel, if any."""
@@ -116,7 +117,7 @@ class DocumentViews:
         view.record = record
         state, why = freshness(record, kernel, self.winner_text(record), self._external(record.run_id))
         view.freshness, view.stale_reason = state, why
-        if state == APPLIED:
+        if state == Freshness.APPLIED:
             view.verification = verification_for(folder.verifications.get(record.run_id), kernel)
             view.saved = self._disk_holds(path, kernel)
         return view

@@ -5,12 +5,12 @@ the verdict and the winner's receipt — is the hover, on the hint and on the si
 from __future__ import annotations
 
 from lsprotocol import types
+from speedpatch.states import EvalStatus, Freshness, VerificationState
 from speedpatch.store import RunRecord
 from speedpatch.verdict import SOURCE_LABEL
 
 from .formatting import measured, speedup_text, value_text
-from .verify import FAILED, HOLDS, VERIFYING
-from .views import APPLIED, FRESH, KernelView
+from .views import KernelView
 
 # VS Code cuts inlay hints longer than this (editor.inlayHints.maximumLength, default 43) with an ellipsis
 MAX_LABEL = 43
@@ -32,29 +32,29 @@ def hint_label(view: KernelView) -> str | None:
     record = view.record
     if record is None or record.baseline is None or record.baseline.evaluation is None:
         return None
-    if record.baseline.evaluation.status != "ok":
+    if record.baseline.evaluation.status != EvalStatus.OK:
         return None  # nothing was measured; the lens and the diagnostics say why
     base, unit = measured(record.baseline)
     source = _from(record.verdict.source)
-    if view.freshness == FRESH:
+    if view.freshness == Freshness.FRESH:
         if view.has_winner:
             best, _ = measured(record.best)
             label = f"{value_text(base)} -> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
             # too long to show whole: the new figure and the ratio matter most (the hover has the rest)
             return label if len(label) <= MAX_LABEL else f"-> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
         return f"{value_text(base, unit)}{f' ({source[2:]})' if source else ''}"
-    if view.freshness == APPLIED:
+    if view.freshness == Freshness.APPLIED:
         v = view.verification
         if v is None:
             best, _ = measured(record.best)
             return f"{value_text(best, unit)}; save to re-verify"
-        if v.state == VERIFYING:
+        if v.state == VerificationState.VERIFYING:
             return "re-verifying…"
-        if v.state == HOLDS:
+        if v.state == VerificationState.HOLDS:
             if v.speedup:
                 return f"{value_text(v.value, v.unit)} re-measured ({speedup_text(v.speedup)}{_from(v.source)})"
             return "verified"
-        if v.state == FAILED:
+        if v.state == VerificationState.FAILED:
             return "re-verification failed"
     return None
 
@@ -79,8 +79,8 @@ def explain_record(record: RunRecord, view: KernelView | None = None) -> str | N
     if verdict.source != "hardware":
         lines += [f"These figures come from the **{verdict.source_label}**, not from hardware.", ""]
     lines += [f"- {flag}" for flag in verdict.flags]
-    v = view.verification if view is not None and view.freshness == APPLIED else None
-    if v is not None and v.state in (HOLDS, FAILED):
+    v = view.verification if view is not None and view.freshness == Freshness.APPLIED else None
+    if v is not None and v.state in (VerificationState.HOLDS, VerificationState.FAILED):
         lines += [f"Re-verified after save: {v.message or v.state}", ""]
     if verdict.how:
         lines += ["How it was measured:", "", "| | |", "|---|---|"]

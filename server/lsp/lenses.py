@@ -5,18 +5,18 @@ from __future__ import annotations
 import re
 
 from lsprotocol import types
-from speedpatch.model import OK
+from speedpatch.states import EvalStatus, Freshness, JobStatus, RunStatus, VerificationState
 from speedpatch.store import RunRecord
 
 from .documents import Detection
 from .formatting import faster_text, measured, speedup_text
 from .gpu import CONFIGURE_GPU
 from .hints import receipt_text
-from .runs import QUEUED, Job
-from .verify import FAILED, HOLDS, VERIFYING
-from .views import APPLIED, FRESH, STALE, KernelView
+from .runs import Job
+from .views import KernelView
 
-RESUMABLE = ("interrupted", "cancelled")  # stored runs that speedpatch.resume continues in place
+# stored runs that speedpatch.resume continues in place (a set of members: a plain str status matches too)
+RESUMABLE = frozenset(s for s in RunStatus if s.resumable)
 
 OPTIMIZE, CANCEL, SHOW_DIFF, APPLY, RESUME = (
     "speedpatch.optimize",
@@ -58,16 +58,16 @@ def shown_name(view: KernelView) -> str:
 def baseline_failure(record: RunRecord) -> str:
     """'does not compile' when the run's starting code failed its own evaluation ("" when it passed)."""
     ev = record.baseline.evaluation if record.baseline is not None else None
-    if ev is None or ev.status == OK:
+    if ev is None or ev.status == EvalStatus.OK:
         return ""
     return {
-        "compile_error": "does not compile",
-        "incorrect": "gives wrong results",
-        "runtime_error": "crashes when run",
-        "timeout": "timed out",
-        "rejected": "was refused",
-        "infra_error": "could not be run",
-        "not_measured": "could not be timed",
+        EvalStatus.COMPILE_ERROR: "does not compile",
+        EvalStatus.INCORRECT: "gives wrong results",
+        EvalStatus.RUNTIME_ERROR: "crashes when run",
+        EvalStatus.TIMEOUT: "timed out",
+        EvalStatus.REJECTED: "was refused",
+        EvalStatus.INFRA_ERROR: "could not be run",
+        EvalStatus.NOT_MEASURED: "could not be timed",
     }.get(ev.status, ev.status.replace("_", " "))
 
 
@@ -102,24 +102,25 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
         return [_lens(line, _short(f"speedpatch: cannot optimize {name}: {view.reason}"))]
     job: Job | None = view.job
     if job is not None:
-        title = _search_title(job.iteration, job.iterations, job.speedup, job.state == QUEUED, cli=False)
+        queued = job.state == JobStatus.QUEUED
+        title = _search_title(job.iteration, job.iterations, job.speedup, queued, cli=False)
         return [_lens(line, title), _lens(line, "Cancel", CANCEL, [{"runId": job.run_id}])]
     record = view.record
     optimize = _lens(line, optimize_title(view), OPTIMIZE, [target])
     if record is None:
         return [optimize]
     run = {"runId": record.run_id}
-    if record.status == "running":  # driven by another process (the CLI)
+    if record.status == RunStatus.RUNNING:  # driven by another process (the CLI)
         title = _search_title(record.iteration, record.iterations, record.speedup, False, cli=True)
         return [_lens(line, title)]
-    if view.freshness == STALE:
+    if view.freshness == Freshness.STALE:
         return [_lens(line, f"speedpatch: last result is stale ({view.stale_reason})"), optimize]
-    if view.freshness == APPLIED:
+    if view.freshness == Freshness.APPLIED:
         if view.saved or view.verification is not None:  # the file holds the winner: the diff is history
             return [_applied_lens(view, line), optimize]
         return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [run]), optimize]
-    if view.freshness == FRESH and view.has_winner:
-        suffix = "" if record.status == "finished" else f" ({record.status})"
+    if view.freshness == Freshness.FRESH and view.has_winner:
+        suffix = "" if record.status == RunStatus.FINISHED else f" ({record.status})"
         return [
             _lens(line, winner_title(record) + suffix, tooltip=receipt_text(record)),
             _lens(line, "Show diff", SHOW_DIFF, [run]),
@@ -136,11 +137,11 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
         title = f"speedpatch: {why}"
     elif record.status in RESUMABLE:
         # a cancel is the user's own doing; an interruption's cause (the LLM endpoint failing...) is news
-        cause = f" ({why})" if record.status != "cancelled" and record.message else ""
+        cause = f" ({why})" if record.status != RunStatus.CANCELLED and record.message else ""
         title = f"speedpatch: {record.status} before a faster version was found{cause}"
     else:
         title = f"speedpatch: no faster version found ({why})"
-    if record.status in RESUMABLE and view.freshness == FRESH:
+    if record.status in RESUMABLE and view.freshness == Freshness.FRESH:
         return [_lens(line, title), _lens(line, "Resume", RESUME, [run]), optimize]
     return [_lens(line, title), optimize]
 
@@ -165,13 +166,13 @@ def _applied_lens(view: KernelView, line: int) -> types.CodeLens:
     assert record is not None
     if v is None:
         return _lens(line, f"applied: {winner_title(record)}, save to re-verify", tooltip=receipt_text(record))
-    if v.state == VERIFYING:
+    if v.state == VerificationState.VERIFYING:
         return _lens(line, "applied rewrite: re-verifying the saved kernel...")
-    if v.state == HOLDS:
+    if v.state == VerificationState.HOLDS:
         if v.speedup:
             return _lens(
                 line, "verified " + faster_text(v.speedup, v.baseline_value, v.value, v.unit, v.backend, v.source)
             )
         return _lens(line, f"verified: {v.message}")
-    assert v.state == FAILED
+    assert v.state == VerificationState.FAILED
     return _lens(line, f"speedpatch warning: {v.message}")

@@ -12,9 +12,10 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from speedpatch.states import JobStatus
 
 from .formatting import speedup_text
-from .runs import DONE, RUNNING, Job
+from .runs import Job
 
 
 def elapsed_text(seconds: float) -> str:
@@ -44,7 +45,7 @@ class RunProgress:
 
         def on_created(*_: Any) -> None:
             ahead = max(self.queue_position(job.run_id), 0)
-            queued = job.state != RUNNING and ahead
+            queued = job.state != JobStatus.RUNNING and ahead
             self.server.work_done_progress.begin(
                 job.token,
                 types.WorkDoneProgressBegin(
@@ -55,7 +56,7 @@ class RunProgress:
                 ),
             )
             self._begun.add(job.token)
-            if job.state == DONE:
+            if job.state == JobStatus.DONE:
                 self.end(job)
 
         self.server.work_done_progress.create(job.token, callback=on_created)

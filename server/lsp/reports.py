@@ -6,6 +6,7 @@ from typing import Any
 
 from pygls.uris import from_fs_path
 from speedpatch.model import Candidate
+from speedpatch.states import EvalStatus
 from speedpatch.store import RunRecord, Store
 from speedpatch.verdict import verdict
 
@@ -74,9 +75,8 @@ def candidate_payload(store: Store, record: RunRecord, path: str, candidate_id: 
         raise KeyError(f"run {record.run_id} has no best candidate yet")
     base, unit = measured(record.baseline)
     value, value_unit = measured(candidate)
-    speedup = (
-        speedup_of(base, value) if candidate.evaluation and candidate.evaluation.status == "ok" else None
-    )
+    ok = candidate.evaluation is not None and candidate.evaluation.status == EvalStatus.OK
+    speedup = speedup_of(base, value) if ok else None
     lineage = store.lineage(record.run_id, candidate.id)
     judged = verdict(record.baseline, candidate)
     return {
@@ -137,4 +137,4 @@ def run_report(store: Store, record: RunRecord, path: str, stale: bool = False) 
 
 
 def _ok(c: Candidate) -> bool:
-    return c.evaluation is not None and c.evaluation.status == "ok"
+    return c.evaluation is not None and c.evaluation.status == EvalStatus.OK

@@ -26,15 +26,12 @@ from speedpatch.config import Config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
 from speedpatch.model import Problem
-from speedpatch.store import records
-from speedpatch.store.records import CANCELLED, FAILED
+from speedpatch.states import EvalStatus, JobStatus, RunStatus
 
 from .engine import api
 from .failures import Failures
 
 log = logging.getLogger(__name__)
-
-QUEUED, RUNNING, DONE = "queued", "running", "done"
 
 
 @dataclass
@@ -50,8 +47,8 @@ class Job:
     resume: bool = False  # continue a stored interrupted/cancelled run instead of starting one
     cancel: threading.Event = field(default_factory=threading.Event)
     token: str = ""  # work-done progress token ("" when the client has no progress support)
-    state: str = QUEUED
-    status: str = "queued"  # the store's run status once known
+    state: JobStatus = JobStatus.QUEUED  # its place in this server's queue
+    status: str = RunStatus.QUEUED  # the store's run status once known (a plain str from engine events)
     iteration: int = 0
     iterations: int = 0
     evaluated: int = 0
@@ -83,7 +80,7 @@ class Job:
         data = event.data
         if event.kind == ev.RUN_STARTED:
             self.iterations = int(data.get("iterations") or self.iterations)
-            self.status = "running"
+            self.status = RunStatus.RUNNING
         elif event.kind == ev.BASELINE:
             value, unit = _value(data.get("candidate"))
             self.baseline_value, self.unit = value, unit or self.unit
@@ -109,7 +106,7 @@ class Job:
             self.reverifying = str(data.get("backend") or "")
         elif event.kind == ev.RUN_FINISHED:
             self.reverifying = ""
-            self.status = str(data.get("status") or "finished")
+            self.status = str(data.get("status") or RunStatus.FINISHED)
             self.message = str(data.get("message") or "")
             self.speedup = data.get("speedup") or self.speedup
 
@@ -122,7 +119,7 @@ def _value(candidate: Any, only_ok: bool = False) -> tuple[float | None, str]:
     if not isinstance(candidate, dict) or not isinstance(candidate.get("evaluation"), dict):
         return None, ""
     evaluation = candidate["evaluation"]
-    if only_ok and evaluation.get("status") != "ok":
+    if only_ok and evaluation.get("status") != EvalStatus.OK:
         return None, ""
     return evaluation.get("value"), str(evaluation.get("unit") or "")
 
@@ -165,7 +162,7 @@ class RunManager:
             if job is None:
                 return False
             job.cancel.set()
-            unstarted = job.state == QUEUED
+            unstarted = job.state == JobStatus.QUEUED
             if unstarted:
                 del self._jobs[run_id]
         if unstarted:
@@ -176,11 +173,11 @@ class RunManager:
         message = "cancelled before it started"
         if not job.resume:  # a resumed run was never marked queued: it stays as it was stored
             try:
-                job.store.set_status(job.run_id, CANCELLED, message)
+                job.store.set_status(job.run_id, RunStatus.CANCELLED, message)
             except Exception:
                 log.exception("storing the cancel of run %s failed", job.run_id)
-        job.status, job.message = CANCELLED, message
-        job.state = DONE
+        job.status, job.message = RunStatus.CANCELLED, message
+        job.state = JobStatus.DONE
         self._safe_notify(job, None)
 
     def active(self) -> list[Job]:
@@ -203,7 +200,7 @@ class RunManager:
         """The running search is cancelled (stored as cancelled, resumable). Queued ones are left as
         stored: once this process has exited they read as interrupted, ready to be resumed."""
         with self._lock:
-            running = {run_id: job for run_id, job in self._jobs.items() if job.state == RUNNING}
+            running = {run_id: job for run_id, job in self._jobs.items() if job.state == JobStatus.RUNNING}
             self._jobs = running  # the worker skips the others
         for job in running.values():
             job.cancel.set()
@@ -220,19 +217,19 @@ class RunManager:
             with self._lock:
                 if self._jobs.get(job.run_id) is not job:
                     continue  # cancelled (and ended) while it waited, or dropped at shutdown
-                job.state = RUNNING
+                job.state = JobStatus.RUNNING
             try:
                 self._run(job)
             except Exception:  # the worker must survive anything one job does
                 log.exception("run %s crashed", job.run_id)
             finally:
-                job.state = DONE
+                job.state = JobStatus.DONE
                 with self._lock:
                     self._jobs.pop(job.run_id, None)
                 self._safe_notify(job, None)
 
     def _run(self, job: Job) -> None:
-        job.status = "running"
+        job.status = RunStatus.RUNNING
         job.started = time.monotonic()
         self._safe_notify(job, None)
 
@@ -263,11 +260,11 @@ class RunManager:
         first, so whoever sees the job failed finds the store saying so too."""
         if not job.resume:  # a resumed run keeps what the store says (the engine records its own failures)
             try:
-                if job.store.get_run(job.run_id).status == records.QUEUED:
-                    job.store.set_status(job.run_id, FAILED, message)
+                if job.store.get_run(job.run_id).status == RunStatus.QUEUED:
+                    job.store.set_status(job.run_id, RunStatus.FAILED, message)
             except Exception:
                 log.exception("storing the failure of run %s failed", job.run_id)
-        job.status, job.message = FAILED, message
+        job.status, job.message = RunStatus.FAILED, message
 
     def _safe_notify(self, job: Job, event: ev.Event | None) -> None:
         try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from speedpatch.states import Freshness
 from speedpatch.store import RunRecord
 
 from .documents import kernel_named
 from .docviews import DocumentViews
 from .folders import Folder
-from .views import STALE, disk_staleness, freshness
+from .views import disk_staleness, freshness
 
 
 class StalenessTracker:
@@ -40,7 +41,7 @@ class StalenessTracker:
             return False
         found = views.detector.detect(uri, path, text)
         state, _ = freshness(record, kernel_named(found.kernels, record.kernel), views.winner_text(record))
-        return state == STALE
+        return state == Freshness.STALE
 
     def on_disk_change(self, path: str) -> bool:
         """A kernel file changed on disk (watcher thread); True when that changed any run's staleness.

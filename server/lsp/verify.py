@@ -12,14 +12,13 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from speedpatch.model import NOT_MEASURED, OK, Evaluation
+from speedpatch.model import Evaluation
+from speedpatch.states import EvalStatus, VerificationState
 from speedpatch.verdict import source_of
 
 from .formatting import speedup_of, value_text
 
 log = logging.getLogger(__name__)
-
-VERIFYING, HOLDS, FAILED = "verifying", "holds", "failed"
 
 
 @dataclass
@@ -28,7 +27,7 @@ class Verification:
     kernel: str
     kernel_hash: str  # hash of the kernel text that was verified
     file_hash: str  # hash of the whole saved file (harness changes re-trigger verification)
-    state: str = VERIFYING
+    state: str = VerificationState.VERIFYING  # a plain str when loaded from the JSON file
     value: float | None = None
     unit: str = ""
     baseline_value: float | None = None
@@ -43,22 +42,23 @@ def judge(v: Verification, evaluation: Evaluation) -> Verification:
     baseline on the same backend."""
     v.value, v.unit = evaluation.value, evaluation.unit or v.unit
     v.source = source_of(evaluation)
-    if evaluation.status == NOT_MEASURED:
-        v.state, v.message = HOLDS, "correct on re-verification (this backend does not measure time)"
+    if evaluation.status == EvalStatus.NOT_MEASURED:
+        v.state = VerificationState.HOLDS
+        v.message = "correct on re-verification (this backend does not measure time)"
         return v
-    if evaluation.status != OK:
-        v.state = FAILED
+    if evaluation.status != EvalStatus.OK:
+        v.state = VerificationState.FAILED
         v.message = f"re-verification failed ({evaluation.status}): {evaluation.message}".strip()
         return v
     v.speedup = speedup_of(v.baseline_value, v.value)
     if v.speedup is None or v.speedup <= 1.0:
-        v.state = FAILED
+        v.state = VerificationState.FAILED
         v.message = (
             f"no longer faster: re-measured {value_text(v.value, v.unit)} vs baseline "
             f"{value_text(v.baseline_value, v.unit)} ({v.backend})"
         )
         return v
-    v.state = HOLDS
+    v.state = VerificationState.HOLDS
     v.message = f"re-verified on save: {value_text(v.value, v.unit)}, {v.speedup:.2f}x faster ({v.backend})"
     return v
 
@@ -80,7 +80,7 @@ class Verifications:
             log.warning("ignoring unreadable %s: %s", self._path, exc)
             return {}
         # a verification interrupted by a restart never finished: forget it, the next save redoes it
-        return {v.run_id: v for v in items if v.state != VERIFYING}
+        return {v.run_id: v for v in items if v.state != VerificationState.VERIFYING}
 
     def get(self, run_id: str) -> Verification | None:
         with self._lock:
@@ -89,7 +89,7 @@ class Verifications:
     def put(self, v: Verification) -> None:
         with self._lock:
             self._items[v.run_id] = v
-            data = [asdict(x) for x in self._items.values() if x.state != VERIFYING]
+            data = [asdict(x) for x in self._items.values() if x.state != VerificationState.VERIFYING]
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self._path.with_suffix(f".tmp{os.getpid()}")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speedpatch.model import OK, Kernel, source_hash
+from speedpatch.model import Kernel, source_hash
+from speedpatch.states import EvalStatus, Freshness
 from speedpatch.store import RunRecord
 
 from .formatting import measured
 from .runs import Job
 from .verify import Verification
-
-NONE, FRESH, APPLIED, STALE = "none", "fresh", "applied", "stale"
 
 
 @dataclass
@@ -24,7 +23,7 @@ class KernelView:
     untimed: bool = False  # not runnable because the chosen backend only compiles (no GPU here, say)
     job: Job | None = None  # queued or running search for this kernel
     record: RunRecord | None = None  # latest stored run for this kernel
-    freshness: str = NONE
+    freshness: Freshness = Freshness.NONE
     stale_reason: str = ""
     verification: Verification | None = None  # for the applied winner, when it matches this text
     saved: bool = False  # the file on disk holds the kernel as the document does (applied and saved)
@@ -36,7 +35,7 @@ class KernelView:
     @property
     def ready(self) -> bool:
         """A rewrite that can be applied to the text as it is now."""
-        return self.job is None and self.has_winner and self.freshness == FRESH
+        return self.job is None and self.has_winner and self.freshness == Freshness.FRESH
 
 
 def has_winner(record: RunRecord | None) -> bool:
@@ -45,7 +44,7 @@ def has_winner(record: RunRecord | None) -> bool:
         return False
     if record.best.id == record.baseline.id or record.best.evaluation is None:
         return False
-    if record.best.evaluation.status != OK:
+    if record.best.evaluation.status != EvalStatus.OK:
         return False
     base, _ = measured(record.baseline)
     best, _ = measured(record.best)
@@ -54,17 +53,17 @@ def has_winner(record: RunRecord | None) -> bool:
 
 def freshness(
     record: RunRecord, current: Kernel | None, winner_text: str | None, external: str = ""
-) -> tuple[str, str]:
+) -> tuple[Freshness, str]:
     """Compare the kernel as it is now with what the run started from and with its winner."""
     if current is None:
-        return STALE, f"kernel {record.kernel} is no longer in the file"
+        return Freshness.STALE, f"kernel {record.kernel} is no longer in the file"
     if external:
-        return STALE, external
+        return Freshness.STALE, external
     if winner_text is not None and _same(current.text, winner_text):
-        return APPLIED, ""
+        return Freshness.APPLIED, ""
     if _same(current.text, record.problem.kernel.text):
-        return FRESH, ""
-    return STALE, "the kernel was edited since the run started"
+        return Freshness.FRESH, ""
+    return Freshness.STALE, "the kernel was edited since the run started"
 
 
 def _same(a: str, b: str) -> bool:
@@ -88,6 +87,6 @@ def disk_staleness(
     if disk == record.problem.source or (record.best is not None and disk == record.best.source):
         return ""
     state, why = freshness(record, current, winner_text)
-    if state == STALE:
+    if state == Freshness.STALE:
         return f"changed on disk outside the editor: {why}"
     return "its file (the harness) changed on disk outside the editor"
