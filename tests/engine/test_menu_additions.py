@@ -102,36 +102,36 @@ def example_problem(kernel: str) -> str:
     return text[: found.start] + kernel.strip() + "\n" + text[found.end:]
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-def test_the_gemmini_example_is_correct_before_and_after_and_after_is_faster(tmp_path):
-    target = get_target("gemmini")
-    (example,) = load_menu("gemmini").examples
+def before_and_after(tmp_path: Path, target_name: str, backend: str, problem: Path, source_of,
+                     timeout: float) -> dict:
+    """The target's menu example, each version spliced into `problem` by source_of(kernel) and evaluated."""
+    target = get_target(target_name)
+    (example,) = load_menu(target_name).examples
     results = {}
     for name in ("before", "after"):
-        source = example_problem(getattr(example, name))
+        source = source_of(getattr(example, name))
         (kernel,) = target.find_kernels(source)
-        ctx = EvalContext(kernel=kernel, path=str(ROOT / "examples" / "gemmini" / "matmul_64.c"),
-                          workdir=tmp_path / name, timeout=120, seed=5)
+        ctx = EvalContext(kernel=kernel, path=str(problem), workdir=tmp_path / name, timeout=timeout, seed=5)
         ctx.workdir.mkdir()
-        results[name] = target.backend("gemmini-native").evaluate(source, ctx)
+        results[name] = target.backend(backend).evaluate(source, ctx)
     assert [r.status for r in results.values()] == [OK, OK], [r.message for r in results.values()]
+    return results
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_the_gemmini_example_is_correct_before_and_after_and_after_is_faster(tmp_path):
+    results = before_and_after(tmp_path, "gemmini", "gemmini-native", ROOT / "examples" / "gemmini" / "matmul_64.c",
+                               example_problem, timeout=120)
     assert results["after"].value < 0.8 * results["before"].value  # 6,848 vs 22,402 modeled cycles today
 
 
 # the NKI example is real -----------------------------------------------------------------------------
 
 def test_the_nki_example_is_correct_before_and_after_and_after_is_faster(tmp_path):
-    target = get_target("nki")
-    (example,) = load_menu("nki").examples
-    problem = (ROOT / "examples" / "nki" / "rmsnorm.py").read_text()
-    (found,) = target.find_kernels(problem)
-    results = {}
-    for name in ("before", "after"):
-        source = problem[: found.start] + getattr(example, name).strip() + "\n" + problem[found.end:]
-        (kernel,) = target.find_kernels(source)
-        ctx = EvalContext(kernel=kernel, path=str(ROOT / "examples" / "nki" / "rmsnorm.py"),
-                          workdir=tmp_path / name, timeout=300, seed=5)
-        ctx.workdir.mkdir()
-        results[name] = target.backend("nki-emulator").evaluate(source, ctx)
-    assert [r.status for r in results.values()] == [OK, OK], [r.message for r in results.values()]
+    path = ROOT / "examples" / "nki" / "rmsnorm.py"
+    problem = path.read_text()
+    (found,) = get_target("nki").find_kernels(problem)
+    results = before_and_after(tmp_path, "nki", "nki-emulator", path,
+                               lambda kernel: problem[: found.start] + kernel.strip() + "\n" + problem[found.end:],
+                               timeout=300)
     assert results["after"].value < 0.8 * results["before"].value  # 31.83 vs 43.89 modeled us when written
