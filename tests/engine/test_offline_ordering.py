@@ -47,10 +47,15 @@ def test_without_a_bottleneck_the_targets_order_is_kept():
     assert first_plan(proposer, parent({"utilization": 0.9})) == OTHER
 
 
-def test_dma_well_above_the_least_measured_tries_a_reuse_move_first(tmp_path):
-    config = toy_config(tmp_path, offline=True)
+def run_store(tmp_path) -> Store:
+    """A store holding run "r" on the toy problem, for proposers to read what was measured."""
     store = Store(tmp_path)
-    store.create_run("r", toy_problem(tmp_path, config), 1, {})
+    store.create_run("r", toy_problem(tmp_path, toy_config(tmp_path, offline=True)), 1, {})
+    return store
+
+
+def test_dma_well_above_the_least_measured_tries_a_reuse_move_first(tmp_path):
+    store = run_store(tmp_path)
     lean = parent({"dma_bytes": "1000 read, 10 written", "utilization": 0.9}, SOURCE + "# lean\n", "lean")
     store.save_candidate(lean)
     heavy = parent({"dma_bytes": "8000 read, 10 written", "utilization": 0.9})
@@ -59,9 +64,7 @@ def test_dma_well_above_the_least_measured_tries_a_reuse_move_first(tmp_path):
 
 
 def test_a_kind_of_move_that_sped_up_another_parent_is_tried_first(tmp_path):
-    config = toy_config(tmp_path, offline=True)
-    store = Store(tmp_path)
-    store.create_run("r", toy_problem(tmp_path, config), 1, {})
+    store = run_store(tmp_path)
     base = parent({"utilization": 0.9})
     store.save_candidate(base)
     proposer = OfflineProposer(FakeTarget(), KERNEL, store, "r", per_parent=3)
@@ -76,9 +79,7 @@ def test_a_kind_of_move_that_sped_up_another_parent_is_tried_first(tmp_path):
 
 
 def test_a_reused_schedule_is_followed_by_lineage_depth(tmp_path):
-    config = toy_config(tmp_path, offline=True)
-    store = Store(tmp_path)
-    store.create_run("r", toy_problem(tmp_path, config), 1, {})
+    store = run_store(tmp_path)
     base = parent({"utilization": 0.9})
     store.save_candidate(base)
     child_source = SOURCE + "# one step in\n"
