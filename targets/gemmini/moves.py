@@ -231,6 +231,14 @@ def _fmt(t: tuple[int, int, int]) -> str:
     return f"tile_I={t[0]}, tile_J={t[1]}, tile_K={t[2]} (blocks of {DIM})"
 
 
+def _positive_triple(exprs: list[str], defines: dict[str, str]) -> tuple[int, int, int] | None:
+    """The values of three C expressions (sizes or tiles) when each is a known positive integer, else None."""
+    x, y, z = (eval_int(e, defines) for e in exprs)
+    if x is None or y is None or z is None or min(x, y, z) <= 0:
+        return None
+    return (x, y, z)
+
+
 Rewrite = str | Schedule  # a call expression that replaces the call, or a schedule that replaces its statement
 
 
@@ -239,8 +247,7 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, Rewrite
     if len(call.args) != len(names):
         return []
     a = dict(zip(names, call.args, strict=True))
-    d = tuple(eval_int(a[k], defines) for k in ("I", "J", "K"))
-    dims = d if all(isinstance(x, int) and x > 0 for x in d) else None
+    dims = _positive_triple([a[k] for k in ("I", "J", "K")], defines)
     out: list[tuple[str, Rewrite]] = []
     if call.name == "tiled_matmul_auto":
         if dims is None:
@@ -286,10 +293,9 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, Rewrite
             out.append((f"Replace tiled_matmul_auto by tiled_matmul with explicit tiles {_fmt(t)} instead of the "
                         f"automatic {_fmt(auto)}.", _tiled_matmul(a, t)))
         return out
-    tiles = tuple(eval_int(a[k], defines) for k in ("tile_I", "tile_J", "tile_K"))
-    if not all(isinstance(x, int) and x > 0 for x in tiles):
+    tiles3 = _positive_triple([a[k] for k in ("tile_I", "tile_J", "tile_K")], defines)
+    if tiles3 is None:
         return []
-    tiles3 = (tiles[0], tiles[1], tiles[2])
     if call.name == "tiled_matmul":
         if _manual_ok(a) and a["type"].strip() in ("WS", "OS"):
             out.append((f"Issue the matmul from the core instead of the LOOP_WS hardware loop, same tiles "
@@ -682,8 +688,8 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     for call in find_calls(text):
         rewrites = conv_moves(call, defines) if call.name.startswith("tiled_conv") else matmul_moves(call, defines)
         for plan, new in rewrites:
-            new_kernel = (text[:call.start] + new + text[call.end:] if isinstance(new, str)
-                          else _with_schedule(text, call, new))
-            if new_kernel is not None:
-                moves.append(Move(plan=plan, source=source[:kernel.start] + new_kernel + source[kernel.end:]))
+            rewritten = (text[:call.start] + new + text[call.end:] if isinstance(new, str)
+                         else _with_schedule(text, call, new))
+            if rewritten is not None:
+                moves.append(Move(plan=plan, source=source[:kernel.start] + rewritten + source[kernel.end:]))
     return moves[:MAX_MOVES]

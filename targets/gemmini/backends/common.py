@@ -132,7 +132,10 @@ def whole_program_evaluation(run: ProcResult, stats: dict[str, Any], rec: dict[s
     figure the model's cycles; nothing it prints is taken as a result."""
     if run.returncode != 0:
         error = first_error_line(run.output)
-        crashed = run.returncode < 0 or error.startswith(("gemmini-model:", "gemmini library error"))
+        # no exit status (None) means the process was stopped: callers report a timeout before this, and any
+        # other stop is a crash, as a signal (negative status) is
+        crashed = (run.returncode is None or run.returncode < 0
+                   or error.startswith(("gemmini-model:", "gemmini library error")))
         if crashed:
             why = error or f"exit status {run.returncode}"
             return Evaluation(status=RUNTIME_ERROR, message=f"runtime error: {why}", log=run.output, receipt=rec)
