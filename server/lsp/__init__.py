@@ -20,5 +20,6 @@ Modules, one job each:
   settings.py     editor settings -> config overrides; backends.py: backend choice and availability
   settings_schema.py    the speedpatch.* settings declared once; generates package.json's settings
   targetinfo.py   speedpatch/targets: the targets and backends this server has, for the editor
-  engine.py       lazy import of speedpatch.api; positions.py, formatting.py, params.py, reports.py: helpers
+  arguments.py    the commands' and requests' arguments as typed records, parsed from what pygls hands over
+  engine.py       lazy import of speedpatch.api; positions.py, formatting.py, reports.py: helpers
 """

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from lsprotocol import types
 from speedpatch.states import Freshness
 
+from .arguments import CancelArgs, CandidateArgs, DocumentArgs, OptimizeArgs, RunArgs, to_wire
 from .diagnostics import READY, SOURCE
 from .formatting import speedup_text
 from .gpu import CONFIGURE_GPU
@@ -24,7 +27,7 @@ def _action(title: str, command: str, args: list, kind: str = KIND, **extra) -> 
 
 def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
     name = view.kernel.name
-    target = {"uri": uri, "kernel": name}
+    target = OptimizeArgs(uri=uri, kernel=name)
     if not view.runnable:
         # shown greyed out with the reason, so the user learns why nothing is offered
         out = [
@@ -35,22 +38,22 @@ def actions_for(view: KernelView, uri: str) -> list[types.CodeAction]:
             )
         ]
         if view.untimed:  # the way forward: a backend that can time it
-            out.append(_action("Configure a GPU backend…", CONFIGURE_GPU, [{"uri": uri}], kind=types.CodeActionKind.QuickFix))
+            out.append(_action("Configure a GPU backend…", CONFIGURE_GPU, [to_wire(DocumentArgs(uri=uri))], kind=types.CodeActionKind.QuickFix))
         return out
     if view.job is not None:
-        return [_action(f"Cancel optimization of {name}", CANCEL, [{"runId": view.job.run_id}])]
+        return [_action(f"Cancel optimization of {name}", CANCEL, [to_wire(CancelArgs(run_id=view.job.run_id))])]
     out = [
-        _action(optimize_title(view), OPTIMIZE, [target]),
+        _action(optimize_title(view), OPTIMIZE, [to_wire(target)]),
         _action(f"Optimize {name} (quick: {QUICK_ITERATIONS} iteration, fewer candidates)", OPTIMIZE,
-                [{**target, "quick": True}]),
+                [to_wire(dataclasses.replace(target, quick=True))]),
     ]
     record = view.record
     if record is not None and record.status in RESUMABLE and view.freshness == Freshness.FRESH:
         # the stored run continues where it stopped: stored LLM replies and evaluations are reused
-        out.append(_action(f"Resume optimization of {name} ({record.status})", RESUME, [{"runId": record.run_id}]))
+        out.append(_action(f"Resume optimization of {name} ({record.status})", RESUME, [to_wire(RunArgs(run_id=record.run_id))]))
     if record is not None and view.has_winner and view.freshness == Freshness.FRESH:
-        run = [{"runId": record.run_id}]
-        out.append(_action("Show diff", SHOW_DIFF, run))
+        run = [to_wire(RunArgs(run_id=record.run_id))]
+        out.append(_action("Show diff", SHOW_DIFF, [to_wire(CandidateArgs(run_id=record.run_id))]))
         out.append(
             _action(f"Apply rewrite ({speedup_text(record.speedup)} faster)", APPLY, run, is_preferred=True)
         )
@@ -66,7 +69,7 @@ def quick_fixes(diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
                 _action(
                     f"Apply rewrite ({speedup_text(data.get('speedup'))} faster)",
                     APPLY,
-                    [{"runId": data["runId"]}],
+                    [to_wire(RunArgs(run_id=str(data["runId"])))],
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
                     is_preferred=True,

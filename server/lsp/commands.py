@@ -13,7 +13,15 @@ from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.uris import from_fs_path
 from speedpatch.errors import StaleError, UserError
 
-from . import params
+from .arguments import (
+    CancelArgs,
+    CandidateArgs,
+    DocumentArgs,
+    NoArgs,
+    OptimizeArgs,
+    RunArgs,
+    command_argument,
+)
 from .controller import APPLY_BUTTON, REPORT_BUTTON, SHOW_DIFF_BUTTON
 from .engine import api
 from .gpu import CONFIGURE_GPU, configure_gpu
@@ -32,11 +40,10 @@ OPEN_REPORT = "speedpatch/openReport"
 
 async def optimize(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """Start a search on a kernel: [{"uri", "kernel", "quick"?}] -> {"runId"}."""
-    arg = params.first_arg(args)
-    uri, kernel = params.text(arg, "uri"), params.text(arg, "kernel")
+    arg = command_argument(OptimizeArgs, args, OPTIMIZE)
     await engine_loaded()
     try:
-        run_id = ls.state.runs.start_run(uri, kernel, bool(arg.get("quick")))
+        run_id = ls.state.runs.start_run(arg.uri, arg.kernel, arg.quick)
     except UserError as exc:
         ls.state.show(f"speedpatch: {exc}", types.MessageType.Error)
         raise JsonRpcInvalidRequest(str(exc)) from exc
@@ -45,10 +52,10 @@ async def optimize(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
 
 async def resume(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """Continue an interrupted or cancelled run in place: [{"runId"}] -> {"runId"}."""
-    arg = params.first_arg(args)
+    arg = command_argument(RunArgs, args, RESUME)
     await engine_loaded()
     try:
-        run_id = ls.state.runs.resume_run(params.text(arg, "runId"))
+        run_id = ls.state.runs.resume_run(arg.run_id)
     except UserError as exc:
         ls.state.show(f"speedpatch: {exc}", types.MessageType.Error)
         raise JsonRpcInvalidRequest(str(exc)) from exc
@@ -57,39 +64,40 @@ async def resume(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
 
 def cancel(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """Cancel a queued or running search: [{"runId"}] or [{"uri", "kernel"}] -> {"cancelled"}."""
-    arg = params.first_arg(args)
+    arg = command_argument(CancelArgs, args, CANCEL)
     state = ls.state
-    run_id = arg.get("runId")
+    run_id = arg.run_id
     if not run_id:
-        view = state.views.view(params.text(arg, "uri"), params.text(arg, "kernel"))
-        run_id = view.job.run_id if view is not None and view.job is not None else None
-    return {"cancelled": bool(run_id) and state.runs.cancel(str(run_id))}
+        view = state.views.view(arg.uri, arg.kernel)
+        run_id = view.job.run_id if view is not None and view.job is not None else ""
+    return {"cancelled": bool(run_id) and state.runs.cancel(run_id)}
 
 
 def show_diff(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """A candidate's diff (the run's best by default), and speedpatch/openDiff so the client shows it."""
-    arg = params.first_arg(args)
-    payload = candidate(ls, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+    arg = command_argument(CandidateArgs, args, SHOW_DIFF)
+    payload = candidate(ls, arg.run_id, arg.candidate_id)
     _open_diff(ls, payload)
     return payload
 
 
 async def apply(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """Apply a run's winner to its document: [{"runId"}] -> {"applied", "message"}."""
-    arg = params.first_arg(args)
+    arg = command_argument(RunArgs, args, APPLY)
     await engine_loaded()
-    return await apply_run(ls, params.text(arg, "runId"))
+    return await apply_run(ls, arg.run_id)
 
 
 def runs(ls: SpeedpatchServer, *args: Any) -> list[dict[str, Any]]:
     """The summaries of every open folder's runs."""
+    command_argument(NoArgs, args, RUNS)
     return ls.state.runs.all_summaries()
 
 
 async def configure(ls: SpeedpatchServer, *args: Any) -> dict[str, Any]:
     """Set up cuda-ssh in the kernel's folder's speedpatch.toml and open it at the host line."""
     state = ls.state
-    path = state.views.path_of(params.text(params.first_arg(args), "uri"))
+    path = state.views.path_of(command_argument(DocumentArgs, args, CONFIGURE_GPU).uri)
     if path is None:
         raise JsonRpcInvalidParams("only files on disk have a workspace folder")
     folder = state.views.folder_for(path)

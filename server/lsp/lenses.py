@@ -8,6 +8,7 @@ from lsprotocol import types
 from speedpatch.states import EvalStatus, Freshness, JobStatus, RunStatus, VerificationState
 from speedpatch.store import RunRecord
 
+from .arguments import CancelArgs, CandidateArgs, DocumentArgs, OptimizeArgs, RunArgs, to_wire
 from .documents import Detection
 from .formatting import faster_text, measured, speedup_text
 from .gpu import CONFIGURE_GPU
@@ -92,24 +93,25 @@ def winner_title(record: RunRecord) -> str:
 def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     line = view.kernel.signature_line
     name = view.kernel.name
-    target = {"uri": uri, "kernel": name}
+    target = to_wire(OptimizeArgs(uri=uri, kernel=name))
     if not view.runnable:
         if view.untimed:  # the full reason (which backends could time it) is the diagnostic's
             return [
                 _lens(line, f"speedpatch: no GPU here to time {shown_name(view)}"),
-                _lens(line, "Configure a GPU backend…", CONFIGURE_GPU, [{"uri": uri}]),
+                _lens(line, "Configure a GPU backend…", CONFIGURE_GPU, [to_wire(DocumentArgs(uri=uri))]),
             ]
         return [_lens(line, _short(f"speedpatch: cannot optimize {name}: {view.reason}"))]
     job: Job | None = view.job
     if job is not None:
         queued = job.state == JobStatus.QUEUED
         title = _search_title(job.iteration, job.iterations, job.speedup, queued, cli=False)
-        return [_lens(line, title), _lens(line, "Cancel", CANCEL, [{"runId": job.run_id}])]
+        return [_lens(line, title), _lens(line, "Cancel", CANCEL, [to_wire(CancelArgs(run_id=job.run_id))])]
     record = view.record
     optimize = _lens(line, optimize_title(view), OPTIMIZE, [target])
     if record is None:
         return [optimize]
-    run = {"runId": record.run_id}
+    run = to_wire(RunArgs(run_id=record.run_id))
+    best = to_wire(CandidateArgs(run_id=record.run_id))  # Show diff: the best candidate
     if record.status == RunStatus.RUNNING:  # driven by another process (the CLI)
         title = _search_title(record.iteration, record.iterations, record.speedup, False, cli=True)
         return [_lens(line, title)]
@@ -118,12 +120,12 @@ def lenses_for(view: KernelView, uri: str) -> list[types.CodeLens]:
     if view.freshness == Freshness.APPLIED:
         if view.saved or view.verification is not None:  # the file holds the winner: the diff is history
             return [_applied_lens(view, line), optimize]
-        return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [run]), optimize]
+        return [_applied_lens(view, line), _lens(line, "Show diff", SHOW_DIFF, [best]), optimize]
     if view.freshness == Freshness.FRESH and view.has_winner:
         suffix = "" if record.status == RunStatus.FINISHED else f" ({record.status})"
         return [
             _lens(line, winner_title(record) + suffix, tooltip=receipt_text(record)),
-            _lens(line, "Show diff", SHOW_DIFF, [run]),
+            _lens(line, "Show diff", SHOW_DIFF, [best]),
             _lens(line, f"Apply ({speedup_text(record.speedup)} faster)", APPLY, [run]),
         ]
     failure = baseline_failure(record)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from . import params
+from .arguments import CandidateArgs, NoArgs, RunArgs, parse
 from .commands import candidate
 from .reports import run_report
 from .state import SpeedpatchServer
@@ -19,19 +19,19 @@ RUN_REPORT = "speedpatch/runReport"
 
 def get_candidate(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
     """{"runId", "candidateId"?} -> a candidate's texts and measurements, for a diff."""
-    arg = params.plain(raw) or {}
-    return candidate(ls, params.text(arg, "runId"), params.text(arg, "candidateId", required=False))
+    arg = parse(CandidateArgs, raw, CANDIDATE)
+    return candidate(ls, arg.run_id, arg.candidate_id)
 
 
 def get_runs(ls: SpeedpatchServer, raw: Any) -> list[dict[str, Any]]:
     """{} -> the summaries of every open folder's runs."""
+    parse(NoArgs, raw, RUNS)
     return ls.state.runs.all_summaries()
 
 
 def get_report(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
     """{"runId"} -> the run's summary, iterations, candidates and failures."""
-    arg = params.plain(raw) or {}
-    run_id = params.text(arg, "runId")
+    run_id = parse(RunArgs, raw, RUN_REPORT).run_id
     runs = ls.state.runs
     located = runs.locate(run_id)
     if located is None:

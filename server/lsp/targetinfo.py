@@ -13,7 +13,7 @@ from speedpatch import targets
 from speedpatch.config import Config
 from speedpatch.targets.base import Target
 
-from . import params
+from .arguments import TargetsArgs, parse
 from .backends import BackendChooser
 from .state import SpeedpatchServer
 
@@ -50,8 +50,7 @@ def target_info(target: Target, chooser: BackendChooser, config: Config) -> dict
 def get_targets(ls: SpeedpatchServer, raw: Any) -> dict[str, Any]:
     """{"uri"?} -> {"targets": [...], "notLoaded": {name: why}}; backends are checked under the
     configuration of the folder owning uri (the first folder without one)."""
-    arg = params.plain(raw) or {}
-    uri = params.text(arg, "uri", required=False)
+    uri = parse(TargetsArgs, raw, TARGETS).uri
     path = (to_fs_path(uri) if uri else None) or ""
     folders = ls.state.folders
     folder = folders.owner(path) if path else folders.all()[0]
