@@ -30,8 +30,13 @@ def offline_moves(source: str, kernel: Kernel) -> list[Move]:
     moves: list[Move] = []
     for make in (_hoist_moves, _retile_moves, _affine_moves, _fusion_moves):
         moves += make(source, tree, func)
-    seen: set[str] = set()
-    return [m for m in moves if m.source != source and not (m.source in seen or seen.add(m.source))]
+    seen: set[str] = set()  # the first move that reaches a given source keeps it
+    unique: list[Move] = []
+    for m in moves:
+        if m.source != source and m.source not in seen:
+            seen.add(m.source)
+            unique.append(m)
+    return unique
 
 
 # ---- text helpers ------------------------------------------------------------------------------------
@@ -277,15 +282,15 @@ def _fusion_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[
         uses = loads.get(name, [])
         if len(uses) != 1:
             continue
-        outer = next((c for c in ast.walk(func) if isinstance(c, ast.Call) and _call_name(c) in ACTIVATIONS
-                      and len(c.args) == 1 and c.args[0] is uses[0]), None)
-        if outer is None or outer.lineno <= stmt.end_lineno:  # type: ignore[operator]
+        activation = next((c for c in ast.walk(func) if isinstance(c, ast.Call) and _call_name(c) in ACTIVATIONS
+                           and len(c.args) == 1 and c.args[0] is uses[0]), None)
+        if activation is None or activation.lineno <= stmt.end_lineno:  # type: ignore[operator]
             continue
-        fused = _fused(text, outer, stmt.value, isa)
+        fused = _fused(text, activation, stmt.value, isa)
         if fused:
-            start, end = text.span(outer)
+            start, end = text.span(activation)
             line_start, line_end = text.starts[stmt.lineno - 1], text.starts[stmt.end_lineno]  # type: ignore[index]
-            moves.append(Move(plan=_fusion_plan(outer, stmt.value),
+            moves.append(Move(plan=_fusion_plan(activation, stmt.value),
                               source=_replace(source, [(start, end, fused), (line_start, line_end, "")])))
     return moves
 

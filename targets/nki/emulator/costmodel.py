@@ -14,6 +14,7 @@ import itertools
 import sys
 import weakref
 from collections import defaultdict
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from speedpatch.targets.nki.emulator import params as P
@@ -399,7 +400,7 @@ class Trace:
         return t
 
     def _kernel_line(self) -> int:
-        frame = sys._getframe(3)
+        frame: FrameType | None = sys._getframe(3)
         for _ in range(12):
             if frame is None:
                 return 0

@@ -7,15 +7,23 @@ own NumPy type. Compute happens in float32, as on the engines, and is rounded wh
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from speedpatch.targets.nki.emulator.errors import NkiError
 
-try:  # bf16 / fp8 host arrays (a dependency of speedpatch; optional for the standalone runner)
-    import ml_dtypes
-except ImportError:  # pragma: no cover - the runner shipped to a bare Trainium host
-    ml_dtypes = None
+
+def _optional_module(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - the runner shipped to a bare Trainium host
+        return None
+
+
+# bf16 / fp8 host arrays (a dependency of speedpatch; optional for the standalone runner)
+ml_dtypes = _optional_module("ml_dtypes")
 
 
 @dataclass(frozen=True)

@@ -262,7 +262,9 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
 
     def run(d0: np.ndarray, d1: np.ndarray, init: Any) -> np.ndarray:
         d0, d1 = np.atleast_2d(d0), np.atleast_2d(d1)
-        out = np.empty(np.broadcast_shapes(d0.shape, d1.shape), dtype=np.float32)
+        # annotated: NumPy's stubs give np.empty of a tuple[Any, ...] shape the shape (), so out.shape[1]
+        # would read as out of range
+        out: np.ndarray = np.empty(np.broadcast_shapes(d0.shape, d1.shape), dtype=np.float32)
         prev = np.broadcast_to(np.asarray(init, dtype=np.float32), (out.shape[0], 1))[:, 0]
         for i in range(out.shape[1]):
             prev = op1(op0(d0[:, i], prev), d1[:, i])

@@ -169,13 +169,14 @@ mean = Reduction("mean", np.mean, np.add)
 prod = Reduction("prod", np.prod, np.multiply)
 
 
-def reduce_fn(op: Any) -> Callable:
+def reduce_fn(op: Any) -> Callable[..., Any]:
     """The NumPy reduction meant by an `op=` argument (nl.add / np.add -> sum, nl.max -> max...)."""
     if isinstance(op, Reduction):
         return op.np
     if isinstance(op, NkiOp) and op.reduce is not None:
         return op.reduce
-    table = {np.add: np.sum, np.maximum: np.max, np.minimum: np.min, np.multiply: np.prod}
+    table: dict[Any, Callable[..., Any]] = {np.add: np.sum, np.maximum: np.max, np.minimum: np.min,
+                                            np.multiply: np.prod}
     if op in table:
         return table[op]
     if op in (np.sum, np.max, np.min, np.prod, np.mean, np.amax, np.amin):

@@ -355,7 +355,7 @@ class Tile:
                 cache = self.alloc.region_cache
                 region = cache.get(key)
                 if region is None:
-                    region = self._strided_region()
+                    region = self._strided_region(self.strides)
                     if len(cache) < 4096:
                         cache[key] = region
                 self._region = region
@@ -368,19 +368,19 @@ class Tile:
         coords = np.unravel_index(valid.reshape(-1), self.alloc.shape)
         return tuple((int(c.min()), int(c.max())) for c in coords)
 
-    def _strided_region(self) -> costmodel.Region:
-        """Bounding box in allocation coordinates of the in-bounds elements."""
+    def _strided_region(self, strides: tuple[int, ...]) -> costmodel.Region:
+        """Bounding box in allocation coordinates of the in-bounds elements (strides: this view's)."""
         ashape, astrides = self.alloc.shape, self.alloc.strides
         if any(h <= a for a, h in zip(self.lo, self.hi, strict=True)):
             return tuple((0, -1) for _ in ashape)
-        start = self.offset + sum(a * s for a, s in zip(self.lo, self.strides, strict=True))  # type: ignore[arg-type]
+        start = self.offset + sum(a * s for a, s in zip(self.lo, strides, strict=True))
         first = []
         rest = start
         for s in astrides:
             first.append(rest // s)
             rest %= s
         last = list(first)
-        for a, h, s in zip(self.lo, self.hi, self.strides, strict=True):  # type: ignore[arg-type]
+        for a, h, s in zip(self.lo, self.hi, strides, strict=True):
             n = h - a
             if n <= 1 or s == 0:
                 continue
@@ -418,16 +418,16 @@ class Tile:
         if bad.any():
             raise NkiError(f"out-of-bounds access to {self.name!r} of shape {self.alloc.shape}: {self.oob}")
 
-    def _view(self, writeable: bool = False) -> np.ndarray:
-        """NumPy view of the in-bounds box of a strided tile."""
+    def _view(self, strides: tuple[int, ...], writeable: bool = False) -> np.ndarray:
+        """NumPy view of the in-bounds box of a strided tile (strides: this view's)."""
         shape = tuple(h - a for a, h in zip(self.lo, self.hi, strict=True))
         if any(n <= 0 for n in shape):
             return np.empty(tuple(max(0, n) for n in shape), dtype=self.alloc.data.dtype)
-        start = self.offset + sum(a * s for a, s in zip(self.lo, self.strides, strict=True))  # type: ignore[arg-type]
+        start = self.offset + sum(a * s for a, s in zip(self.lo, strides, strict=True))
         data = self.alloc.data
         item = data.itemsize
         view = np.ndarray(shape, data.dtype, buffer=data, offset=start * item,
-                          strides=tuple(s * item for s in self.strides))  # type: ignore[union-attr]
+                          strides=tuple(s * item for s in strides))
         if not writeable:
             view.flags.writeable = False
         return view
@@ -439,9 +439,9 @@ class Tile:
         if self.strides is not None:
             if self.oob:
                 values = np.zeros(self.shape, dtype=self.alloc.data.dtype)
-                values[self._box()] = self._view()
+                values[self._box()] = self._view(self.strides)
             else:
-                values = self._view()
+                values = self._view(self.strides)
         else:
             values = self.alloc.flat[np.where(self.pos < 0, 0, self.pos)]
         if m is not None:
@@ -463,7 +463,7 @@ class Tile:
             vals = self.dtype.round(vals)
         if self.strides is not None:
             box = self._box()
-            view = self._view(writeable=True)
+            view = self._view(self.strides, writeable=True)
             if self.oob:
                 vals = vals[box]
                 m = m[box] if m is not None else None

@@ -64,7 +64,7 @@ class Channel:
 
     def line(self) -> int:
         """The candidate line that issued the current operation (for the cost model's hot lines)."""
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         for _ in range(6):
             if frame is None:
                 return 0
@@ -341,12 +341,12 @@ class Proxy:
     def __invert__(self) -> Any:
         return CHANNEL.request("op", "invert", encode(self), None)
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         if isinstance(other, Proxy) and other._h == self._h:
             return True
         return CHANNEL.request("op", "eq", encode(self), encode(other))
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         if isinstance(other, Proxy) and other._h == self._h:
             return False
         return CHANNEL.request("op", "ne", encode(self), encode(other))

@@ -191,10 +191,5 @@ def check_physics(report: dict[str, Any], trace: Any, required_bytes: int, requi
 
 
 def peak_rates() -> tuple[float, float]:
-    """(aggregate DMA bytes per ns, Tensor engine GHz) from the model's parameters (params.py names them
-    per engine in newer versions, per queue in older ones)."""
-    if hasattr(P, "DMA_ENGINES"):
-        bandwidth = P.DMA_ENGINES * P.DMA_ENGINE_BYTES_PER_NS
-    else:
-        bandwidth = P.DMA_QUEUES * P.DMA_BYTES_PER_NS
-    return float(bandwidth), float(getattr(P, "TENSOR_GHZ", P.CLOCK_GHZ))
+    """(aggregate DMA bytes per ns, Tensor engine GHz) from the cost model's parameters (params.py)."""
+    return float(P.DMA_ENGINES * P.DMA_ENGINE_BYTES_PER_NS), float(P.TENSOR_GHZ)

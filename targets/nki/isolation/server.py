@@ -71,7 +71,7 @@ OPERAND_TYPES = (E_tensor.Tile, np.ndarray, np.generic, E_dtypes.DType, E_tensor
                  E_nl.Reduction, enum.Enum, E_tensor.par_dim)
 INDEX_ARRAY_LIMIT = 1 << 22
 # Loop objects (nl.affine_range...): iterated on this side, so that the emulator sees each iteration.
-LOOP_TYPES = tuple(t for t in (getattr(E_nl, "_LoopRange", None),) if isinstance(t, type))
+LOOP_TYPES = (E_nl._LoopRange,)
 
 
 DEFERRED = {"dcall": "call", "ditem": "item", "dop": "op", "dset": "setitem", "diter": "iter", "dnext": "next"}
@@ -368,7 +368,8 @@ class Server:
             return fn(*operands)
         if op == "len":
             obj, _ = self.table.get(args[0])
-            if not isinstance(obj, (E_tensor.Tile, np.ndarray, E_nl._Grid, *LOOP_TYPES)):
+            # not an index grid (nl.mgrid[...]): it has no len() in the emulator either
+            if not isinstance(obj, (E_tensor.Tile, np.ndarray, *LOOP_TYPES)):
                 raise TypeError(f"{_describe(obj)} has no len() in a kernel")
             return len(obj)
         if op == "iter":
