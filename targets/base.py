@@ -103,6 +103,11 @@ class Target(ABC):
     fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)
     default_backend: str = ""
 
+    def prompt_language(self) -> str:
+        """The language tag of its code blocks in prompts: fence_language, else the target's name (the LLM
+        proposer and the editor's speedpatch/targets both ask here, so neither keeps a table)."""
+        return self.fence_language or self.name
+
     @abstractmethod
     def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
         """Kernels in a file (empty when the file is not for this target). Must not raise on junk."""

@@ -58,7 +58,7 @@ class LLMProposer:
         self.code_models = config.llm.code_models or config.llm.models
         if not self.plan_models or not self.code_models:
             raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
-        self.language = target.fence_language or target.name
+        self.language = target.prompt_language()
         self._dead: dict[str, str] = {}  # model -> why its endpoint is unusable for the rest of the run
         self._dead_lock = threading.Lock()
         self._failed_plans: dict[str, str] = {}  # slot key -> why its plan request failed

@@ -40,7 +40,7 @@ def target_info(target: Target, chooser: BackendChooser, config: Config) -> dict
         "title": target.title or target.name,
         "languages": list(target.language_ids),
         "extensions": list(target.extensions),
-        "fenceLanguage": target.fence_language or target.name,
+        "fenceLanguage": target.prompt_language(),
         "defaultBackend": target.default_backend,
         "backend": chooser.backend_for(target.name, config),
         "backends": backends,
