@@ -207,6 +207,57 @@ static inline uint32_t gemmini_float_bits(float value) {
 #define gemmini_fence() asm volatile("fence")
 #endif
 
+/* ---- short instruction names -------------------------------------------------------------------------
+ * The names Autocomp's and Exo's Gemmini kernels are written with (upstream gemmini-rocc-tests defines
+ * them in include/gemmini.h on its auto-comp branches), with upstream's argument orders:
+ *   config_ld(dram_stride_bytes, scale, spad_block_stride, id)   id 0/1/2 = mvin/mvin2/mvin3
+ *   config_ex(dataflow, act, A_stride, A_transpose, B_transpose) config_st(dram_stride_bytes)
+ * A program that defines its own (as macros before this header, or as functions/wrappers of another
+ * arity) defines GEMMINI_NO_SHORT_NAMES first; a name already #defined is left alone. */
+#ifndef GEMMINI_NO_SHORT_NAMES
+#ifndef config_ex
+#define config_ex(dataflow, act, A_stride, A_transpose, B_transpose) \
+  gemmini_extended_config_ex(dataflow, act, 0, A_stride, A_transpose, B_transpose)
+#endif
+#ifndef config_ld
+#define config_ld(dram_stride, scale, spad_block_stride, id) \
+  gemmini_extended4_config_ld(dram_stride, scale, false, spad_block_stride, id)
+#endif
+#ifndef config_st
+#define config_st(dram_stride) gemmini_config_st(dram_stride)
+#endif
+#ifndef mvin
+#define mvin(dram_addr, spad_addr, cols, rows) gemmini_extended_mvin(dram_addr, spad_addr, cols, rows)
+#endif
+#ifndef mvin2
+#define mvin2(dram_addr, spad_addr, cols, rows) gemmini_extended_mvin2(dram_addr, spad_addr, cols, rows)
+#endif
+#ifndef mvin3
+#define mvin3(dram_addr, spad_addr, cols, rows) gemmini_extended_mvin3(dram_addr, spad_addr, cols, rows)
+#endif
+#ifndef mvout
+#define mvout(dram_addr, spad_addr, cols, rows) gemmini_extended_mvout(dram_addr, spad_addr, cols, rows)
+#endif
+#ifndef preload
+#define preload(B_spad_addr, C_acc_addr, B_cols, B_rows, C_cols, C_rows) \
+  gemmini_extended_preload(B_spad_addr, C_acc_addr, B_cols, B_rows, C_cols, C_rows)
+#endif
+#ifndef preload_zeros
+#define preload_zeros(C_acc_addr) gemmini_preload_zeros(C_acc_addr)
+#endif
+#ifndef compute_preloaded
+#define compute_preloaded(A_spad_addr, bias_spad_addr, A_cols, A_rows, bias_cols, bias_rows) \
+  gemmini_extended_compute_preloaded(A_spad_addr, bias_spad_addr, A_cols, A_rows, bias_cols, bias_rows)
+#endif
+#ifndef compute_accumulated
+#define compute_accumulated(A_spad_addr, bias_spad_addr, A_cols, A_rows, bias_cols, bias_rows) \
+  gemmini_extended_compute_accumulated(A_spad_addr, bias_spad_addr, A_cols, A_rows, bias_cols, bias_rows)
+#endif
+#ifndef fence
+#define fence() gemmini_fence()
+#endif
+#endif /* GEMMINI_NO_SHORT_NAMES */
+
 /* ---- performance counters (the counter module, funct k_COUNTER) -------------------------------------
  * Command word (rs1): [0] reset all counters, [1] end the snapshot, [2] take a snapshot, [3] configure,
  * [6:4] counter index (8 counters), [17:12] event, [31] event is an external count. Event numbers are
