@@ -475,82 +475,151 @@ def run_process(
     start = time.monotonic()
     scope = current_scope()
     cwd = Path(cwd)
-    limits = limits or scope.limits
     devices = tuple(devices)
-    if devices:
-        limits = replace(limits, memory_bytes=None)
-    keep = max_output or limits.output_bytes
-    writable = scope.scratch if scope.scratch and _inside(cwd.resolve(), scope.scratch.resolve()) else cwd
-    sandbox = None if trusted else status()
-    if sandbox is not None and not sandbox.active and scope.required:
-        return ProcResult(126, f"refused: [sandbox] required = true, but {sandbox.describe()}", 0.0, False)
-    sandboxed = sandbox is not None and sandbox.active
+    limits = _call_limits(limits or scope.limits, devices)
+    command = _command(argv, cwd, timeout, env, trusted, scope, limits, [*read_only], devices)
+    if isinstance(command, ProcResult):
+        return command
+    started = _start(command, argv[0], cwd, input_text, max_output or limits.output_bytes, result_channel,
+                     pass_fds, scope.owner)
+    if isinstance(started, ProcResult):
+        return started
+    timed_out = _wait(started.proc, timeout, scope.owner)
+    return _collect(started, command.sandboxed, raw_exit, timed_out, start)
+
+
+@dataclass
+class _Command:
+    """How one call's process is started: its argv (wrapped in bubblewrap and prlimit, or as given), its
+    environment and, where no prlimit exists, the hook that sets its rlimits."""
+
+    argv: list[str]
+    env: dict[str, str] | None
     preexec: Callable[[], None] | None = None
-    run_env = env
-    command = list(argv)
-    if not trusted:
-        rlimits = _rlimits(limits, timeout)
-        if sandboxed:
-            home = os.environ.get("HOME") or "/root"
-            run_env = sandbox_env(env, home if Path(home).is_absolute() else "/root", "/tmp")
-            command, preexec = _with_rlimits(command, rlimits)
-            bwrap = bwrap_path()
-            assert bwrap is not None
-            shown = [*scope.read_only, *read_only, *_argv_paths(argv)]
-            command = bwrap_argv(bwrap, command, cwd, writable, shown, devices, _user_ns.get(bwrap, False),
-                                 fixed=_fixed_read_only(run_env))
-        else:
-            run_env = sandbox_env(env, str(writable), str(writable))
-            command, preexec = _with_rlimits(command, rlimits)
+    sandboxed: bool = False  # inside bubblewrap
+
+
+@dataclass
+class _Started:
+    proc: subprocess.Popen[bytes]
+    output: _Drain  # stdout + stderr
+    result: _Drain | None  # the result channel, when asked for
+
+
+def _call_limits(limits: Limits, devices: tuple[str, ...]) -> Limits:
+    """The limits of one call: device runs have no address-space limit (GPU runtimes reserve far more
+    address space than they use)."""
+    return replace(limits, memory_bytes=None) if devices else limits
+
+
+def _writable(scope: Scope, cwd: Path) -> Path:
+    """The one writable folder: the scope's scratch folder when cwd lies inside it, else cwd."""
+    return scope.scratch if scope.scratch and _inside(cwd.resolve(), scope.scratch.resolve()) else cwd
+
+
+def _command(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None, trusted: bool, scope: Scope,
+             limits: Limits, read_only: list[Path], devices: tuple[str, ...]) -> _Command | ProcResult:
+    """argv as it is started: as given (trusted), in bubblewrap under rlimits, or, where bubblewrap is not
+    usable, under rlimits alone (a ProcResult refuses that when the scope requires the sandbox)."""
+    if trusted:
+        return _Command(list(argv), env)
+    sandbox = status()
+    if not sandbox.active and scope.required:
+        return ProcResult(126, f"refused: [sandbox] required = true, but {sandbox.describe()}", 0.0, False)
+    writable = _writable(scope, cwd)
+    command, preexec = _with_rlimits(list(argv), _rlimits(limits, timeout))
+    if not sandbox.active:
+        return _Command(command, sandbox_env(env, str(writable), str(writable)), preexec)
+    home = os.environ.get("HOME") or "/root"
+    run_env = sandbox_env(env, home if Path(home).is_absolute() else "/root", "/tmp")
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    shown = [*scope.read_only, *read_only, *_argv_paths(argv)]
+    wrapped = bwrap_argv(bwrap, command, cwd, writable, shown, devices, _user_ns.get(bwrap, False),
+                         fixed=_fixed_read_only(run_env))
+    return _Command(wrapped, run_env, preexec, sandboxed=True)
+
+
+def _start(command: _Command, name: str, cwd: Path, input_text: str | None, keep: int, result_channel: bool,
+           pass_fds: Sequence[int], owner: object) -> _Started | ProcResult:
+    """Start the process with its output (and result channel) on pipes read by _Drain threads and its
+    input fed by another; a ProcResult says why it could not start."""
     out_r, out_w = os.pipe()
     res_r, res_w = os.pipe() if result_channel else (-1, -1)
+    env = command.env
     if result_channel:
-        run_env = dict(os.environ if run_env is None else run_env)
-        run_env[RESULT_FD_ENV] = str(res_w)
+        env = dict(os.environ if env is None else env)
+        env[RESULT_FD_ENV] = str(res_w)
     try:
-        # started and registered under the lock: a cancel (kill_processes) in between would miss it
-        with _running_lock:
-            proc = subprocess.Popen(
-                command, cwd=cwd, env=run_env,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=out_w, stderr=out_w, start_new_session=True,
-                pass_fds=(*pass_fds, *((res_w,) if result_channel else ())),
-                preexec_fn=preexec,  # only where no prlimit exists (macOS); see _with_rlimits
-            )
-            _running.setdefault(scope.owner, set()).add(proc)
+        proc = _spawn(command, env, cwd, input_text is not None, out_w,
+                      (*pass_fds, *((res_w,) if result_channel else ())), owner)
     except OSError as exc:
         for fd in (out_r, res_r):
             if fd >= 0:
                 os.close(fd)
-        return ProcResult(127, f"cannot start {argv[0]}: {exc}", 0.0, False)
+        return ProcResult(127, f"cannot start {name}: {exc}", 0.0, False)
     finally:
         for fd in (out_w, res_w):  # the child has its copies; ours would keep the pipes from ending
             if fd >= 0:
                 os.close(fd)
-    drains = [_Drain(out_r, keep)] + ([_Drain(res_r, RESULT_LIMIT)] if result_channel else [])
-    for d in drains:
-        d.start()
+    started = _Started(proc, _Drain(out_r, keep), _Drain(res_r, RESULT_LIMIT) if result_channel else None)
+    for drain in _drains(started):
+        drain.start()
     if input_text is not None and proc.stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, input_text.encode()), daemon=True).start()
-    timed_out = False
+    return started
+
+
+def _spawn(command: _Command, env: dict[str, str] | None, cwd: Path, piped_input: bool, out_w: int,
+           pass_fds: tuple[int, ...], owner: object) -> subprocess.Popen[bytes]:
+    """Popen in a session of its own, registered for kill_processes(owner)."""
+    # started and registered under the lock: a cancel (kill_processes) in between would miss it
+    with _running_lock:
+        proc = subprocess.Popen(
+            command.argv, cwd=cwd, env=env,
+            stdin=subprocess.PIPE if piped_input else subprocess.DEVNULL,
+            stdout=out_w, stderr=out_w, start_new_session=True, pass_fds=pass_fds,
+            preexec_fn=command.preexec,  # only where no prlimit exists (macOS); see _with_rlimits
+        )
+        _running.setdefault(owner, set()).add(proc)
+    return proc
+
+
+def _drains(started: _Started) -> list[_Drain]:
+    return [started.output] + ([started.result] if started.result is not None else [])
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, owner: object) -> bool:
+    """Wait up to `timeout` seconds, then end the process group whatever happened; whether it timed out."""
     try:
         proc.wait(timeout=timeout)
+        return False
     except subprocess.TimeoutExpired:
-        timed_out = True
+        return True
     finally:
         # Nothing outlives the call: bubblewrap's PID namespace takes its whole tree down with it; without
         # it the group is killed (a process that left the group escapes: said in the status).
         _kill_group(proc.pid)
         proc.wait()
         with _running_lock:
-            _running.get(scope.owner, set()).discard(proc)
-    for d in drains:
-        d.join(timeout=2.0)  # a writer that escaped the group may hold the pipe: do not wait for it
+            _running.get(owner, set()).discard(proc)
+
+
+def _collect(started: _Started, sandboxed: bool, raw_exit: bool, timed_out: bool, start: float) -> ProcResult:
+    """The ProcResult of an ended process: its output and result channel read to their end (or given up
+    on), secrets removed, its exit status as Popen would say it."""
+    for drain in _drains(started):
+        drain.join(timeout=2.0)  # a writer that escaped the group may hold the pipe: do not wait for it
     secrets = known_secrets()
-    text = redact(drains[0].text(), secrets)
-    result = redact(drains[1].text(), secrets) if result_channel else None
-    code = proc.returncode
-    if sandboxed and not raw_exit and code is not None and 128 < code < 128 + signal.NSIG:
-        code = 128 - code  # bubblewrap reports a death by signal N as 128+N: read it as Popen would (-N)
+    text = redact(started.output.text(), secrets)
+    result = redact(started.result.text(), secrets) if started.result is not None else None
+    code = _exit_status(started.proc.returncode, sandboxed, raw_exit)
     return ProcResult(None if timed_out else code, truncate_output(text), time.monotonic() - start,
-                      timed_out, sandboxed, result, drains[0].total)
+                      timed_out, sandboxed, result, started.output.total)
+
+
+def _exit_status(code: int | None, sandboxed: bool, raw_exit: bool) -> int | None:
+    """bubblewrap reports a death by signal N as 128+N: read it as Popen would (-N), unless `raw_exit`."""
+    if sandboxed and not raw_exit and code is not None and 128 < code < 128 + signal.NSIG:
+        return 128 - code
+    return code
