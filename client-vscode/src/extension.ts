@@ -16,9 +16,10 @@ let server: SpeedpatchServer | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = new Log();
-  log.info(`speedpatch extension ${context.extension.packageJSON.version as string} activated`);
+  const manifest = context.extension.packageJSON as { version: string };
+  log.info(`speedpatch extension ${manifest.version} activated`);
   const apiKeys = new ApiKeyStore(context.secrets);
-  let restartServer = async (): Promise<void> => undefined;
+  let restartServer = (): Promise<void> => Promise.resolve();
   const installer = new Installer(context, log, () => restartServer());
   server = new SpeedpatchServer(context, log, apiKeys, (python) => installer.ensureInstalled(python));
   const connection = server;

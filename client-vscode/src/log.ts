@@ -13,8 +13,7 @@ export class Log implements vscode.Disposable {
   }
 
   error(message: string, error?: unknown): void {
-    const detail = error instanceof Error ? `: ${error.message}` : error !== undefined ? `: ${String(error)}` : '';
-    this.channel.error(`${message}${detail}`);
+    this.channel.error(error === undefined ? message : `${message}: ${describeError(error)}`);
   }
 
   show(): void {
@@ -23,5 +22,21 @@ export class Log implements vscode.Disposable {
 
   dispose(): void {
     this.channel.dispose();
+  }
+}
+
+/** An error in words: an Error's message, a value that is not an object as String() writes it, any other
+ * object as JSON (String() would write '[object Object]'). */
+function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    return error.message;
+  }
+  if (typeof error !== 'object' || error === null) {
+    return String(error);
+  }
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return Object.prototype.toString.call(error);  // a cycle: no better words than String()'s
   }
 }

@@ -74,6 +74,8 @@ export class ProgressNotices implements vscode.Disposable {
 
   dispose(): void {
     this.endAll();
-    this.subscriptions.forEach((s) => s.dispose());
+    for (const subscription of this.subscriptions) {
+      subscription.dispose();
+    }
   }
 }

@@ -47,7 +47,9 @@ export class RunList implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.subscriptions.forEach((s) => s.dispose());
+    for (const subscription of this.subscriptions) {
+      subscription.dispose();
+    }
     this.changed.dispose();
   }
 }

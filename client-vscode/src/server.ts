@@ -123,7 +123,8 @@ export class SpeedpatchServer implements vscode.Disposable {
               return answer;
             }
             const key = await this.apiKeys.get();
-            return params.items.map((item, i) => (item.section === 'speedpatch' ? this.currentSettings(key) : answer[i]));
+            const values: unknown[] = answer;
+            return params.items.map((item, i) => (item.section === 'speedpatch' ? this.currentSettings(key) : values[i]));
           },
         },
       },
@@ -172,7 +173,7 @@ export class SpeedpatchServer implements vscode.Disposable {
   }
 
   async request<T>(method: string, params: unknown): Promise<T> {
-    return (await this.ready().sendRequest(method, params)) as T;
+    return await this.ready().sendRequest<T>(method, params);
   }
 
   private ready(): LanguageClient {
@@ -185,7 +186,7 @@ export class SpeedpatchServer implements vscode.Disposable {
   /** Which targets and backends the server has, and which backend cannot run here: the log says it. */
   private async logTargets(client: LanguageClient): Promise<void> {
     try {
-      const answer = (await client.sendRequest(TARGETS, {})) as TargetsResponse;
+      const answer = await client.sendRequest<TargetsResponse>(TARGETS, {});
       describeTargets(answer).forEach((line) => this.log.info(line));
     } catch (error) {
       this.log.error('asking the server for its targets', error);
@@ -230,7 +231,9 @@ export class SpeedpatchServer implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
-    this.subscriptions.forEach((s) => s.dispose());
+    for (const subscription of this.subscriptions) {
+      subscription.dispose();
+    }
     this.runUpdates.dispose();
     this.diffRequests.dispose();
     this.reportRequests.dispose();

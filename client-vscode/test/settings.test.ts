@@ -5,9 +5,10 @@ import { test } from 'node:test';
 import { redacted, serverSettings, SettingSpec } from '../src/settings';
 
 // the extension's real manifest (generated from server/lsp/settings_schema.py); out/test/ -> client-vscode/
-const SPECS: Record<string, SettingSpec> = JSON.parse(
-  readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'),
-).contributes.configuration.properties;
+const MANIFEST = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  contributes: { configuration: { properties: Record<string, SettingSpec> } };
+};
+const SPECS = MANIFEST.contributes.configuration.properties;
 
 function reader(values: Record<string, unknown>): (key: string) => unknown {
   return (key) => values[key];
