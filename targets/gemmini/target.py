@@ -14,6 +14,7 @@ from speedpatch.model import Evaluation, Kernel
 from speedpatch.targets import cfamily
 from speedpatch.targets.base import Backend, Move, Target
 from speedpatch.targets.gemmini import checks, csource, moves
+from speedpatch.targets.gemmini.backends.common import uses_harness
 
 INCLUDE = Path(__file__).resolve().parent / "include"  # the trusted headers problems include
 NO_MAIN = (
@@ -57,14 +58,16 @@ class GemminiTarget(Target):
         return kernels
 
     def whole_program_kernel(self, text: str, path: str = "") -> Kernel | None:
-        """main() as a run-only kernel, for a program without kernel functions whose main() uses Gemmini;
-        None otherwise. Runnable (it can be evaluated) with a reason (it cannot be optimized)."""
+        """main() as a run-only kernel, for a program whose main() uses Gemmini and that does not run its
+        kernels through the speedpatch harness (upstream test programs: their helper functions issue
+        Gemmini work too, e.g. test_os/test_ws, but the program checks itself as a whole); None otherwise.
+        Runnable (it can be evaluated) with a reason (it cannot be optimized)."""
         try:
             fns = csource.functions(text)
         except Exception:
             return None
         mains = [f for f in fns if f.name == "main"]
-        if len(mains) != 1 or not csource.calls_gemmini(mains[0]) or self.find_kernels(text, path):
+        if len(mains) != 1 or not csource.calls_gemmini(mains[0]) or uses_harness(text):
             return None
         fn = mains[0]
         return Kernel(name=fn.name, target=self.name, start=fn.start, end=fn.end, start_line=fn.start_line,

@@ -104,9 +104,28 @@ def receipt(backend: str, **fields: Any) -> dict[str, Any]:
 def build_failed(build: ProcResult, timeout: float) -> Evaluation:
     if build.timed_out:
         return timeout_evaluation("the build", timeout, build.output)
-    first = next((ln for ln in build.output.splitlines() if "error" in ln), "")
-    return Evaluation(status=COMPILE_ERROR, message=f"compile error: {first.strip()}" if first else "compile error",
+    first = compile_error_line(build.output)
+    return Evaluation(status=COMPILE_ERROR, message=f"compile error: {first}" if first else "compile error",
                       log=build.output)
+
+
+UNDEFINED_REFERENCE = re.compile(r"undefined reference to [`'](\w+)'")
+
+
+def compile_error_line(output: str) -> str:
+    """The line that says what is wrong: the compiler's first error, else the first name the linker could
+    not find (a function the program calls that neither it nor the headers define; the linker's own last
+    line, 'ld returned 1 exit status', says nothing), else the first line that mentions an error."""
+    lines = output.splitlines()
+    error = next((ln for ln in lines if (": error:" in ln or ": fatal error:" in ln)
+                  and not ln.lstrip().startswith("collect2:")), "")
+    if error:
+        return error.strip()
+    missing = UNDEFINED_REFERENCE.search(output)
+    if missing:
+        return (f"undefined reference to {missing.group(1)}: neither the program nor the Gemmini headers define "
+                "it")
+    return next((ln for ln in lines if "error" in ln), "").strip()
 
 
 def uses_harness(source: str) -> bool:
@@ -139,7 +158,10 @@ def whole_program_evaluation(run: ProcResult, stats: dict[str, Any], rec: dict[s
         if crashed:
             why = error or f"exit status {run.returncode}"
             return Evaluation(status=RUNTIME_ERROR, message=f"runtime error: {why}", log=run.output, receipt=rec)
-        return Evaluation(status=INCORRECT, message=f"the program's own checks failed (exit status {run.returncode})",
+        last = next((ln.strip() for ln in reversed(run.output.splitlines()) if ln.strip()), "")
+        said = f"; it last printed: {last[:200]}" if last else ""  # upstream programs say what failed
+        return Evaluation(status=INCORRECT,
+                          message=f"the program's own checks failed (exit status {run.returncode}){said}",
                           log=run.output, receipt=rec)
     cycles, macs, region = whole_program_figure(stats)
     if not cycles:

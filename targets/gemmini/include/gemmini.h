@@ -110,11 +110,14 @@ static inline uint32_t gemmini_float_bits(float value) {
   (((uint64_t)(rows) << (ADDR_LEN + 16)) | ((uint64_t)(cols) << ADDR_LEN) |                  \
    (uint64_t)(uint32_t)(addr))
 
-/* One statement (usable as the body of an unbraced if/else) that issues one RoCC instruction. */
+/* One RoCC instruction, as a { } block like upstream's (its ROCC_INSTRUCTION macros are blocks): upstream
+ * programs may leave out the ';' after an instruction macro (transpose.c does), and code written for these
+ * headers must also compile against upstream's, so an instruction is no single statement for an unbraced
+ * if/else either (brace such bodies, as upstream code must). */
 #define gemmini_rocc(rs1, rs2, funct)                                                     \
-  do {                                                                                    \
+  {                                                                                       \
     ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, (uint64_t)(rs1), (uint64_t)(rs2), funct);       \
-  } while (0)
+  }
 
 /* ---- configuration ------------------------------------------------------------------------------ */
 #define gemmini_extended3_config_ex(dataflow, sys_act, sys_shift, sys_acc_scale, C_stride, A_stride,     \

@@ -460,6 +460,23 @@ static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in
   gemmini_conv_run(&c, &t, tiled_conv_type);
 }
 
+/* The same under the name some upstream test programs call it by (conv_stride.c: tiled_conv_full, with
+ * tiled_conv_stride_auto's argument list). */
+static inline void tiled_conv_full(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
+                                   int out_row_dim, int out_col_dim, int stride, int input_dilation,
+                                   int kernel_dilation, int padding, int kernel_dim, int in_stride, int weight_stride,
+                                   int out_stride, bool wrot180, bool trans_output_1203, bool trans_input_3120,
+                                   bool trans_weight_1203, bool trans_weight_0132, const elem_t *input,
+                                   const elem_t *weights, const acc_t *bias, elem_t *output, int act,
+                                   acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
+                                   enum tiled_matmul_type_t tiled_conv_type) {
+  tiled_conv_stride_auto(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim,
+                         stride, input_dilation, kernel_dilation, padding, kernel_dim, in_stride, weight_stride,
+                         out_stride, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
+                         trans_weight_0132, input, weights, bias, output, act, scale, pool_size, pool_stride,
+                         pool_padding, tiled_conv_type);
+}
+
 /* Depthwise convolution (upstream's argument list): every channel is convolved with its own
  * kernel_dim x kernel_dim filter, weights[channel][krow][kcol], NHWC input and output, bias[channel]. Each
  * channel runs as a one-channel convolution whose pixels are `channels` elements apart. */

@@ -241,10 +241,11 @@ static inline void gemmini_matmul_tile_manual(const struct gemmini_matmul_args *
           const size_t kk = (k0 + k) * DIM, ks = GEMMINI_EXT(m->dim_K, kk);
           const uint32_t A_sp = A_base + (i * K + k) * DIM, B_sp = B_base + (k * J + j) * DIM;
           gemmini_extended_preload(GARBAGE_ADDR, k == K - 1 ? C_sp : GARBAGE_ADDR, DIM, DIM, cols, rows);
-          if (k == 0)
+          if (k == 0) {
             gemmini_extended_compute_preloaded(A_sp, B_sp, ks, rows, cols, ks);
-          else
+          } else {
             gemmini_extended_compute_accumulated(A_sp, B_sp, ks, rows, cols, ks);
+          }
         }
       }
   }
@@ -442,6 +443,13 @@ static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale
       gemmini_extended_mvout(C + i * J + j, acc, cols, rows);
       slot = (slot + 1) % slots;
     }
+}
+
+/* Upstream's CPU reference for tiled_resadd_auto (same arguments, without the type): what the accelerator
+ * path computes, on the core. */
+static inline void resadd_cpu(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
+                              const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C, bool relu) {
+  tiled_resadd_auto(I, J, A_scale, B_scale, C_scale, A, B, C, relu, CPU);
 }
 
 #include "gemmini_conv.h"

@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifndef BAREMETAL
+#include <sys/mman.h>
+#endif
 
 #include "gemmini.h"
 
@@ -25,6 +28,19 @@ static inline uint64_t read_cycles(void) {
 #ifndef BAREMETAL
 #define rdcycle() read_cycles()
 #endif
+
+/* Upstream's page pinning for Linux runs (newer test programs call it first thing instead of their own
+ * mlockall block): lock every page so the DMA never meets one that is paged out; exit 1 if that fails.
+ * Bare-metal programs have nothing to pin. Natively, xcustom.h makes mlockall() succeed without locking
+ * (the model's memory is this process's own). */
+static inline void pin_all(void) {
+#ifndef BAREMETAL
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    perror("mlockall failed");
+    exit(1);
+  }
+#endif
+}
 
 static inline int64_t gemmini_rounding_shift(int64_t x, int shift) {
   if (shift <= 0) return x;
