@@ -189,13 +189,19 @@ async function scenarioOptimize(page) {
   const button = (label) => page.locator('.notifications-toasts .monaco-button', { hasText: new RegExp(`^${label}$`) }).first();
   await button('Show diff').waitFor({ state: 'visible', timeout: 15000 });
   await button('Apply').waitFor({ state: 'visible', timeout: 15000 });
-  // The inlay hint is short (VS Code cuts at 43 characters), says the figure is a model's, needs no emoji font.
-  const hintLine = await waitForText(page, '.view-lines', / -> [\d,]+ cycles \(\d+\.\d+x, model\)/, 15000, 'the short inlay hint');
+  // The inlay hint is a few words, says the figure is a model's, needs no emoji font, and sits before the
+  // signature (at the line's end it was cut under the minimap).
+  const hintLine = await waitForText(
+    page, '.view-lines .view-line', /^\s*\d+\.\d+x faster \(model\)\s*void matmul_kernel\(/, 15000, 'the short inlay hint before the signature',
+  );
+  step(`signature line with its hint: ${hintLine.slice(0, 80)}`);
   if (hintLine.includes('\u23f1')) throw new Error(`the inlay hint still has the stopwatch emoji: ${hintLine}`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'result.png') });
   // Hovering the kernel's signature tells how the figure was measured (the receipt).
   await page.locator('.editor-instance .view-line span', { hasText: /^matmul_kernel$/ }).first().hover();
   const hover = await waitForText(page, '.monaco-hover', /How it was measured/, 30000, 'the hover with the receipt');
+  // what the hint leaves out: the figures before and after, and the backend that measured them
+  if (!/[\d,]+ -> [\d,]+ cycles \(gemmini-native, run/.test(hover)) throw new Error(`the hover lacks the figures and backend: ${hover}`);
   step(`hover: ${hover.slice(0, 160)}…`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'hover.png') });
   await page.mouse.move(5, 5);

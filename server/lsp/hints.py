@@ -1,6 +1,7 @@
-"""Inlay hint at each kernel's signature: the last measured figure for the code as it is, in a few words
-(it sits at the end of a code line and is cut where the minimap starts). How the figure was measured —
-the verdict and the winner's receipt — is the hover, on the hint and on the signature line."""
+"""Inlay hint at each kernel's signature: the verdict in two or three words ("1.32x faster (model)"),
+placed before the signature's first character, so it is seen however long the line is (at the line's end
+it ended under the minimap or off screen). How the figure was measured — the backend, the figures before
+and after, the receipt — is the hint's tooltip and the hover on the signature line."""
 
 from __future__ import annotations
 
@@ -12,51 +13,54 @@ from speedpatch.verdict import SOURCE_LABEL
 from .formatting import measured, speedup_text, value_text
 from .views import KernelView
 
-# VS Code cuts inlay hints longer than this (editor.inlayHints.maximumLength, default 43) with an ellipsis
-MAX_LABEL = 43
 _SHORT_SOURCE = {"model": "model", "emulator": "emulator", "simulator": "simulator"}
 
 
 def _from(source: str) -> str:
-    """', model' for figures that are not from hardware ('' when they are); the hover says which model."""
+    """' (model)' for figures that are not from hardware ('' when they are); the tooltip says which model."""
     if not source or source == "hardware":
         return ""
-    return f", {_SHORT_SOURCE.get(source, SOURCE_LABEL.get(source, source))}"
+    return f" ({_SHORT_SOURCE.get(source, SOURCE_LABEL.get(source, source))})"
 
 
 def hint_label(view: KernelView) -> str | None:
+    """A few words on the code as it is (a hint before the code pushes the signature right by its width);
+    None when nothing was measured (the lens and the diagnostics say why)."""
     if view.job is not None:
-        if view.job.baseline_value is None:
-            return None
-        return f"{value_text(view.job.baseline_value, view.job.unit)} now; searching…"
+        return None if view.job.baseline_value is None else "searching…"
     record = view.record
     if record is None or record.baseline is None or record.baseline.evaluation is None:
         return None
     if record.baseline.evaluation.status != EvalStatus.OK:
         return None  # nothing was measured; the lens and the diagnostics say why
     base, unit = measured(record.baseline)
-    source = _from(record.verdict.source)
     if view.freshness == Freshness.FRESH:
         if view.has_winner:
-            best, _ = measured(record.best)
-            label = f"{value_text(base)} -> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
-            # too long to show whole: the new figure and the ratio matter most (the hover has the rest)
-            return label if len(label) <= MAX_LABEL else f"-> {value_text(best, unit)} ({speedup_text(record.speedup)}{source})"
-        return f"{value_text(base, unit)}{f' ({source[2:]})' if source else ''}"
+            return f"{speedup_text(record.speedup)} faster{_from(record.verdict.source)}"
+        return f"{value_text(base, unit)}{_from(record.verdict.source)}"
     if view.freshness == Freshness.APPLIED:
         v = view.verification
         if v is None:
-            best, _ = measured(record.best)
-            return f"{value_text(best, unit)}; save to re-verify"
+            return "save to re-verify"
         if v.state == VerificationState.VERIFYING:
             return "re-verifying…"
         if v.state == VerificationState.HOLDS:
-            if v.speedup:
-                return f"{value_text(v.value, v.unit)} re-measured ({speedup_text(v.speedup)}{_from(v.source)})"
-            return "verified"
+            return f"{speedup_text(v.speedup)} faster, re-measured" if v.speedup else "verified"
         if v.state == VerificationState.FAILED:
             return "re-verification failed"
     return None
+
+
+def hint_tooltip(view: KernelView) -> str | None:
+    """Markdown saying what the label does not: while searching the original's figure, else the verdict
+    with the backend, the figures before and after, and the receipt (explain)."""
+    job = view.job
+    if job is not None:
+        if job.baseline_value is None:
+            return None
+        return (f"speedpatch: searching for a faster `{view.kernel.name}` on {view.backend}; the original "
+                f"measures {value_text(job.baseline_value, job.unit)}")
+    return explain(view)
 
 
 def explain(view: KernelView) -> str | None:
@@ -104,13 +108,10 @@ def _cell(text: str) -> str:
 
 
 def hint_for(view: KernelView, position: types.Position) -> types.InlayHint | None:
+    """The hint placed at `position` (the start of the signature's text), padded from the code after it."""
     label = hint_label(view)
-    if label is None:
+    tooltip = hint_tooltip(view)
+    if label is None or tooltip is None:
         return None
-    detail = explain(view)
-    tooltip = (
-        types.MarkupContent(kind=types.MarkupKind.Markdown, value=detail)
-        if detail
-        else "speedpatch: the last measurement of this kernel"
-    )
-    return types.InlayHint(position=position, label=label, kind=None, padding_left=True, tooltip=tooltip)
+    markdown = types.MarkupContent(kind=types.MarkupKind.Markdown, value=tooltip)
+    return types.InlayHint(position=position, label=label, kind=None, padding_right=True, tooltip=markdown)

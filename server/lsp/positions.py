@@ -29,6 +29,13 @@ def line_end(text: str, line: int, encoding: str = types.PositionEncodingKind.Ut
     return types.Position(line=line, character=_units(lines[line].rstrip("\r"), encoding))
 
 
+def line_start(text: str, line: int, encoding: str = types.PositionEncodingKind.Utf16) -> types.Position:
+    """The position of the first non-blank character of a 0-based line (its end when it is blank)."""
+    lines = text.split("\n")
+    content = lines[max(0, min(line, len(lines) - 1))].rstrip("\r")
+    return line_column(text, line, len(content) - len(content.lstrip()), encoding)
+
+
 def line_column(
     text: str, line: int, column: int, encoding: str = types.PositionEncodingKind.Utf16
 ) -> types.Position:

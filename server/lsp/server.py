@@ -19,7 +19,7 @@ from .actions import actions_for, quick_fixes
 from .documents import kernel_at_line
 from .hints import explain, hint_for
 from .lenses import lenses_for, syntax_lenses
-from .positions import line_end
+from .positions import line_start
 from .state import SpeedpatchServer
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def code_lens(ls: SpeedpatchServer, params: types.CodeLensParams) -> list[types.
 
 
 def inlay_hint(ls: SpeedpatchServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    """The short figure at the end of each kernel's signature line (hints.py)."""
+    """The verdict in a few words before each kernel's signature (hints.py)."""
     uri = params.text_document.uri
     views, _, text = ls.state.views.views(uri)
     encoding = ls.workspace.position_encoding or types.PositionEncodingKind.Utf16
@@ -121,7 +121,7 @@ def inlay_hint(ls: SpeedpatchServer, params: types.InlayHintParams) -> list[type
     out = []
     for view in views:
         if first <= view.kernel.signature_line <= last:
-            hint = hint_for(view, line_end(text, view.kernel.signature_line, encoding))
+            hint = hint_for(view, line_start(text, view.kernel.signature_line, encoding))
             if hint is not None:
                 out.append(hint)
     return out

@@ -8,7 +8,7 @@ from lsprotocol import types
 from speedpatch.lsp import settings
 from speedpatch.lsp.folders import Folder, Folders, config_error_messages
 from speedpatch.lsp.formatting import faster_text, value_text
-from speedpatch.lsp.positions import line_end, minimal_edit, position_at
+from speedpatch.lsp.positions import line_end, line_start, minimal_edit, position_at
 
 
 def test_client_settings_map_onto_toml_shaped_overrides():
@@ -61,6 +61,13 @@ def test_positions_count_utf16_units():
         line=1, character=1
     )
     assert line_end(text, 0, types.PositionEncodingKind.Utf8).character == 10  # 5 + 4 bytes + 1
+
+
+def test_line_start_is_the_first_non_blank_character_in_the_negotiated_encoding():
+    text = "x\n\t  def k(a):\r\n   \n"
+    assert line_start(text, 1) == types.Position(line=1, character=3)
+    assert line_start(text, 2) == types.Position(line=2, character=3)  # a blank line: its end
+    assert line_start("\u00e9\n  y", 1, types.PositionEncodingKind.Utf8) == types.Position(line=1, character=2)
 
 
 def test_measurements_read_with_unit_and_backend():
