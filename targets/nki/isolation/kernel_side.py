@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from typing import Any
 
 CANDIDATE_MODULE = "speedpatch_candidate"
@@ -238,7 +239,8 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, Proxy) and value._meta is not None and "A" in value._meta
 
 
-def _op(name: str, reflected: bool = False):  # noqa: ANN202 - builds dunder methods
+def _op(name: str, reflected: bool = False) -> Callable[[Proxy, Any], Any]:
+    """A dunder method of Proxy for the operator `name` (reflected: the __r*__ form, operands swapped)."""
     def method(self: Proxy, other: Any) -> Any:
         a, b = (other, self) if reflected else (self, other)
         number = other is None or type(other) in (int, float, bool)

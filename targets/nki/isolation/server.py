@@ -493,7 +493,8 @@ def _numeric_dtype(name: Any) -> np.dtype:
     return dtype
 
 
-def _call(f, a, k): return f(*a, **k)  # noqa: E704 - one line: its frame's line is its first line
+# one line (noqa: E704): the line its frame reports is its first line, which _at_line sets to the kernel's
+def _call(f: Callable[..., Any], a: Any, k: Any) -> Any: return f(*a, **k)  # noqa: E704
 
 
 class _Method:
