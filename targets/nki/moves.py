@@ -56,13 +56,23 @@ class _Text:
         text = self.lines[line - 1] if line - 1 < len(self.lines) else ""
         return self.starts[line - 1] + len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-                self.offset(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
+    def span(self, node: ast.expr | ast.stmt) -> tuple[int, int]:
+        end_col = node.end_col_offset
+        if end_col is None:
+            raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end position")
+        return (self.offset(node.lineno, node.col_offset), self.offset(_end_line(node), end_col))
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: ast.expr | ast.stmt) -> str:
         start, end = self.span(node)
         return self.source[start:end]
+
+
+def _end_line(node: ast.expr | ast.stmt) -> int:
+    """The node's last line. ast.parse sets it on every statement and expression; the type allows None for
+    nodes built by hand, which no move sees."""
+    if node.end_lineno is None:
+        raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end position")
+    return node.end_lineno
 
 
 def _replace(source: str, edits: list[tuple[int, int, str]]) -> str:
@@ -108,7 +118,8 @@ def _hoist_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[M
     for loop in [n for n in ast.walk(func) if isinstance(n, ast.For)]:
         loop_vars = _names(loop.target, ast.Store)
         stored_in_loop = _names(loop, ast.Store)
-        hoist = []
+        hoist: list[ast.Assign] = []
+        hoisted_names: list[str] = []
         for stmt in loop.body:
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                 continue
@@ -121,20 +132,21 @@ def _hoist_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[M
             if used & (loop_vars | (stored_in_loop - {target})) or stores_of_target != 1:
                 continue
             hoist.append(stmt)
+            hoisted_names.append(target)
         if not hoist:
             continue
         moved_lines = []
         edits = []
         for stmt in hoist:
             start = text.starts[stmt.lineno - 1]
-            end = text.starts[stmt.end_lineno]  # type: ignore[index]
+            end = text.starts[_end_line(stmt)]
             block = source[start:end]
             dedent = stmt.col_offset - loop.col_offset
             moved_lines.append("".join(line[dedent:] if line.strip() else line for line in block.splitlines(keepends=True)))
             edits.append((start, end, ""))
         loop_start = text.starts[loop.lineno - 1]
         edits.append((loop_start, loop_start, "".join(moved_lines)))
-        names = ", ".join(s.targets[0].id for s in hoist)  # type: ignore[attr-defined]
+        names = ", ".join(hoisted_names)
         one = len(hoist) == 1
         plan = (f"Hoist loop-invariant loads out of the loop at line {loop.lineno}: {names} "
                 f"{'does' if one else 'do'} not depend on the loop, so load {'it' if one else 'them'} once before "
@@ -284,12 +296,12 @@ def _fusion_moves(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[
             continue
         activation = next((c for c in ast.walk(func) if isinstance(c, ast.Call) and _call_name(c) in ACTIVATIONS
                            and len(c.args) == 1 and c.args[0] is uses[0]), None)
-        if activation is None or activation.lineno <= stmt.end_lineno:  # type: ignore[operator]
+        if activation is None or activation.lineno <= _end_line(stmt):
             continue
         fused = _fused(text, activation, stmt.value, isa)
         if fused:
             start, end = text.span(activation)
-            line_start, line_end = text.starts[stmt.lineno - 1], text.starts[stmt.end_lineno]  # type: ignore[index]
+            line_start, line_end = text.starts[stmt.lineno - 1], text.starts[_end_line(stmt)]
             moves.append(Move(plan=_fusion_plan(activation, stmt.value),
                               source=_replace(source, [(start, end, fused), (line_start, line_end, "")])))
     return moves
