@@ -107,6 +107,7 @@ def as_dtype(value: object) -> DType:
     if isinstance(value, str) and value in ALL:
         return ALL[value]
     try:
+        # any value at all (NumPy's stubs list what it accepts); what it cannot read raises TypeError
         np_dtype = np.dtype(value)  # type: ignore[call-overload]
     except TypeError:
         np_dtype = None

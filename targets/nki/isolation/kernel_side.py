@@ -84,6 +84,7 @@ class Channel:
         if reply[0] == "err":
             exc = _ERRORS.get(reply[1], NkiError)(reply[2])
             if len(reply) > 3 and reply[3]:  # an earlier deferred operation failed: its line, not this one
+                # an attribute of our own on the exception, read where the failure is reported; no class declares it
                 exc.speedpatch_line = reply[3]  # type: ignore[attr-defined]
             raise exc
         raise NkiError(f"unexpected reply from the emulator: {str(reply)[:200]}")
@@ -493,6 +494,8 @@ class _Anything:
         return self
 
 
+# The ignores below set attributes on modules built here (mypy knows only ModuleType's own); setattr() with a
+# constant name would hide the same thing from mypy and is what ruff's B010 asks to write this way.
 def _remote_module(name: str, members: list[Any]) -> types.ModuleType:
     module = types.ModuleType(name)
     for attr, value in members:
@@ -628,5 +631,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper when run as a script
     os._exit(main(sys.argv[1:]) or 0)

@@ -480,6 +480,7 @@ class Server:
             return self.launch(name, args, kwargs)
 
         kernel.__name__ = kernel.__qualname__ = name
+        # inspect.signature() reads __signature__ first; functions do not declare it, hence the ignore
         kernel.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
         kernel.__code__ = kernel.__code__.replace(co_filename=self.filename)
