@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,11 @@ from speedpatch.targets.cuda.build import (
     write_units,
 )
 from speedpatch.targets.cuda.compilerinfo import arch_of_device, resource_feedback
-from speedpatch.targets.cuda.executors import Executor, LocalExecutor, SshExecutor
 from speedpatch.targets.cuda.gpulock import gpu_lock
 from speedpatch.targets.cuda.localbuild import build_local, compile_checked, default_cache_dir
 from speedpatch.targets.cuda.problem import KERNELBENCH, ProblemLayout, split_problem
 from speedpatch.targets.cuda.results import parse_result, to_evaluation
+from speedpatch.targets.hosts import Host
 
 KB_RUNNER = Path(__file__).parent / "kernelbench_runner.py"
 MEASURING_BACKENDS = "cuda-local (on a machine with an NVIDIA GPU) or cuda-ssh (a GPU host in speedpatch.toml)"
@@ -87,8 +86,8 @@ def timing_args(settings: dict[str, Any], seed: int) -> list[str]:
 class _Run:
     """One evaluation in progress: its deadline, its accumulated log."""
 
-    def __init__(self, executor: Executor, ctx: EvalContext) -> None:
-        self.executor, self.ctx = executor, ctx
+    def __init__(self, host: Host, ctx: EvalContext) -> None:
+        self.host, self.ctx = host, ctx
         self.start = time.monotonic()
         self.log = ""
         self.channel: str | None = None  # what the last step wrote to its private result pipe
@@ -100,30 +99,29 @@ class _Run:
         """(failure, output): runs argv where the build lives; timeouts and ssh failures become failures."""
         if self.left() <= 1:
             return timeout_evaluation(what, self.ctx.timeout, self.log), ""
-        result = self.executor.run(argv, self.left(), stdin=stdin)
-        self.channel = getattr(result, "result", None)
+        result = self.host.run(argv, self.left(), stdin=stdin)
+        self.channel = result.result
         self.log += result.output + "\n"
         if result.timed_out:
-            return timeout_evaluation(f"{what} on {self.executor.where}", self.ctx.timeout, self.log), ""
-        lost = result.returncode == 255 and "SPEEDPATCH_RESULT" not in result.output
-        if lost and isinstance(self.executor, SshExecutor):
-            return Evaluation(status=INFRA_ERROR, message=f"ssh to {self.executor.where} failed during {what}",
+            return timeout_evaluation(f"{what} on {self.host.where}", self.ctx.timeout, self.log), ""
+        if self.host.lost(result) and "SPEEDPATCH_RESULT" not in result.output:
+            return Evaluation(status=INFRA_ERROR, message=f"ssh to {self.host.where} failed during {what}",
                               log=self.log), ""
         if what == "compile" and result.returncode != 0:
             status = INFRA_ERROR if result.returncode in (126, 127) else COMPILE_ERROR
-            return Evaluation(status=status, message=f"nvcc failed on {self.executor.where}", log=self.log), ""
+            return Evaluation(status=status, message=f"nvcc failed on {self.host.where}", log=self.log), ""
         return None, result.output
 
 
-def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: str, nvcc: str, arch: str) -> Evaluation:
+def evaluate_with(host: Host, source: str, ctx: EvalContext, backend: str, nvcc: str, arch: str) -> Evaluation:
     """Never raises for a bad candidate; tool and host failures are INFRA_ERROR."""
     settings = ctx.settings or {}
     baseline, cand = checked_candidate(source, ctx)
     if isinstance(cand, Evaluation):
         return cand
-    run = _Run(executor, ctx)
+    run = _Run(host, ctx)
     build = ctx.workdir / "build"
-    receipt: dict[str, Any] = {"backend": backend, "where": executor.where}
+    receipt: dict[str, Any] = {"backend": backend, "where": host.where}
     compiler_output = ""
     if cand.kind == KERNELBENCH:
         build.mkdir(parents=True, exist_ok=True)
@@ -131,7 +129,7 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         (build / "candidate.py").write_text(source)
         shutil.copyfile(KB_RUNNER, build / KB_RUNNER.name)
         # Locally the runner uses this Python (where torch would be installed); remotely the host's python3.
-        python = str(settings.get("python") or (sys.executable if isinstance(executor, LocalExecutor) else "python3"))
+        python = str(settings.get("python") or host.default_python)
         bench = [python, KB_RUNNER.name, "--problem", "problem.py", "--candidate", "candidate.py"]
         compile_argv: list[str] | None = None
         receipt.update({"compiler": "torch.utils.cpp_extension.load_inline (on the GPU host)", "python": python})
@@ -140,7 +138,7 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         flags = compile_flags(arch, list(settings.get("extra_flags", [])))
         receipt.update({"compiler": nvcc, "flags": flags, "harness": f"speedpatch_timing.cuh, harness {units.harness_hash}"})
         bench = ["./bench"]
-        if isinstance(executor, LocalExecutor):
+        if host.address is None:
             includes = include_flags(ctx.path)
             built = build_local(units, build, nvcc, flags, includes, default_cache_dir(settings), run.start + ctx.timeout,
                                 cand)
@@ -156,17 +154,16 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             write_units(units, build)
             # -Xptxas -v: registers/spills of the candidate come back in the remote compiler output.
             compile_argv = [nvcc, *flags, "-Xptxas", "-v", "-I.", "main.cu", "baseline.cu", "candidate.cu", "-o", "bench"]
-    failed = executor.upload(build, max(5.0, run.left()))
+    failed = host.upload(build, max(5.0, run.left()))
     if failed is not None:
-        return Evaluation(status=INFRA_ERROR, message=f"could not copy the build to {executor.where}", log=failed.output)
+        return Evaluation(status=INFRA_ERROR, message=f"could not copy the build to {host.where}", log=failed.output)
     try:
         if compile_argv is not None:
             failure, compiler_output = run.step("compile", compile_argv)
             if failure is not None:
                 return failure
         # One timing run per GPU at a time (keyed by host), however many evaluations run in parallel.
-        key = executor.host if isinstance(executor, SshExecutor) else "local"
-        with gpu_lock(default_cache_dir(settings), key, max(0.0, run.left() - 1)) as held:
+        with gpu_lock(default_cache_dir(settings), host.address or "local", max(0.0, run.left() - 1)) as held:
             if not held:
                 return timeout_evaluation("waiting for the GPU", ctx.timeout, run.log)
             nonce = secrets.token_hex(16)
@@ -177,7 +174,7 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
         # The verdict comes from the harness's result pipe (locally) or result file, never from the program's
         # output: the candidate runs in that process and could print a line (its object may not do I/O).
         # It must carry this evaluation's secret, which the harness read from stdin before any solution code.
-        channel = run.channel if run.channel else executor.fetch(RESULT_FILE, max(5.0, run.left()))
+        channel = run.channel if run.channel else host.fetch(RESULT_FILE, max(5.0, run.left()))
         receipt["verdict"] = (f"the harness's {'private result pipe' if run.channel else 'result file'}, sealed with a "
                               "per-evaluation secret; inputs from a fresh seed; the reference computed after both sides ran")
         result = parse_result(channel or "")
@@ -185,7 +182,7 @@ def evaluate_with(executor: Executor, source: str, ctx: EvalContext, backend: st
             return Evaluation(status=RUNTIME_ERROR, log=run.log, message="the result does not carry this evaluation's "
                               "secret: it was not written by the harness")
     finally:
-        executor.cleanup()
+        host.cleanup()
     evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds",
                                precision=cand.precision)
     if evaluation.status == OK and compiler_output:

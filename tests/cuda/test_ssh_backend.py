@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 import pytest
 from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, TIMEOUT
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
 from speedpatch.targets.cuda.gpulock import gpu_lock
+from support.fakehost import fake_scp, fake_ssh, script, ssh_calls
 
 from .conftest import EXAMPLES, MATMUL, context
 
@@ -25,30 +25,20 @@ RESULT = {
 }
 
 
-def _script(path: Path, body: str) -> str:
-    path.write_text("#!/bin/bash\n" + body)
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
-
 @pytest.fixture()
 def fake_host(tmp_path: Path) -> dict:
     """settings for cuda-ssh whose ssh/scp/nvcc are local scripts; the log records every ssh command."""
     log = tmp_path / "ssh.log"
     remote = tmp_path / "remote"
-    ssh = _script(tmp_path / "ssh", f'host="$1"; shift; echo "$host|$*" >> {log}\nexec bash -c "$*"\n')
-    # scp -q [HOST:]FILE... [HOST:]DEST  ->  cp FILE... DEST
-    scp = _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
-                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
-                                    'exec cp "${files[@]}" "${dest#*:}"\n')
+    ssh, scp = fake_ssh(tmp_path, log), fake_scp(tmp_path)
     (tmp_path / "result.txt").write_text("SPEEDPATCH_RESULT " + json.dumps(RESULT) + "\n")
     # The "built program": records its arguments, prints the result and writes it to --result (last arg).
     # It reads the evaluation's secret from stdin and seals the result file with it, as the kit harness does.
-    bench = _script(tmp_path / "bench.template", f'echo "$@" > {tmp_path}/bench.args\nread -r nonce\n'
+    bench = script(tmp_path / "bench.template", f'echo "$@" > {tmp_path}/bench.args\nread -r nonce\n'
                                                  f'cat {tmp_path}/result.txt\n'
                                                  f'sed "s/^SPEEDPATCH_RESULT {{/SPEEDPATCH_RESULT {{\\"nonce\\":\\"$nonce\\",/" '
                                                  f'{tmp_path}/result.txt > "${{@: -1}}"\n')
-    nvcc = _script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
+    nvcc = script(tmp_path / "nvcc", 'echo "$@" > nvcc.args; ls > nvcc.files; cp nvcc.args nvcc.files ' + str(tmp_path) + '/\n'
                    'if grep -q BROKEN candidate.cu; then echo "candidate.cu(40): error: expected a ;"; exit 1; fi\n'
                    "echo \"ptxas info    : Compiling entry function '_ZN12sp_candidate13matmul_kernelEPKfS1_Pfi' for 'sm_90'\"\n"
                    "echo 'ptxas info    : Used 40 registers, used 0 barriers'\n"
@@ -85,8 +75,8 @@ def test_evaluation_copies_builds_runs_and_cleans_up(fake_host: dict, matmul_sou
     assert ev.receipt["inputs"]["shapes"] == "x" * 600  # read whole from the fetched result file
     kernel = ev.feedback["kernels"]["matmul_kernel"]  # from the remote compiler's -Xptxas -v output
     assert kernel["registers"] == 40 and kernel["occupancy"]["threads_per_block"] == 64  # BLOCK 8 x 8
-    commands = fake_host["log"].read_text().splitlines()
-    assert all(c.startswith("gpu-test|") for c in commands) and commands[-1].startswith("gpu-test|rm -rf ")
+    calls = ssh_calls(fake_host["log"])
+    assert {host for host, _ in calls} == {"gpu-test"} and calls[-1][1].startswith("rm -rf ")
     assert list(fake_host["remote"].iterdir()) == []  # the remote build folder is gone
 
 
@@ -98,7 +88,7 @@ def test_compile_error_on_the_host_is_a_compile_error(fake_host: dict, matmul_so
 
 
 def test_unreachable_host_is_an_infrastructure_error(fake_host: dict, matmul_source: str) -> None:
-    settings = dict(fake_host["settings"], ssh=_script(fake_host["dir"] / "down", "echo 'connection refused' >&2; exit 255\n"))
+    settings = dict(fake_host["settings"], ssh=script(fake_host["dir"] / "down", "echo 'connection refused' >&2; exit 255\n"))
     ev = CudaSshBackend().evaluate(matmul_source, context(fake_host["dir"], settings=settings))
     assert ev.status == INFRA_ERROR and "gpu-test" in ev.message and "connection refused" in ev.log
 
@@ -109,7 +99,7 @@ def test_cheating_candidate_is_rejected_before_anything_is_copied(fake_host: dic
     ev = CudaSshBackend().evaluate(cheat, context(fake_host["dir"], settings=fake_host["settings"],
                                                   baseline=matmul_source))
     assert ev.status == REJECTED and "stream" in ev.message
-    assert not fake_host["log"].exists()
+    assert ssh_calls(fake_host["log"]) == []
 
 
 def test_harness_comes_from_the_original_file_when_no_baseline_is_given(fake_host: dict, matmul_source: str) -> None:
@@ -132,7 +122,7 @@ def test_gpu_lock_lets_one_timing_run_at_a_time(tmp_path: Path) -> None:
 
 
 def test_hanging_program_on_the_host_times_out(fake_host: dict, matmul_source: str) -> None:
-    nvcc = _script(fake_host["dir"] / "nvcc-hang", "printf '#!/bin/bash\\nsleep 30\\n' > bench; chmod +x bench\n")
+    nvcc = script(fake_host["dir"] / "nvcc-hang", "printf '#!/bin/bash\\nsleep 30\\n' > bench; chmod +x bench\n")
     settings = dict(fake_host["settings"], nvcc=nvcc)
     ev = CudaSshBackend().evaluate(matmul_source, context(fake_host["dir"], settings=settings, baseline=matmul_source,
                                                           timeout=3))
@@ -141,7 +131,7 @@ def test_hanging_program_on_the_host_times_out(fake_host: dict, matmul_source: s
 
 def test_kernelbench_problem_is_staged_with_the_trusted_runner(fake_host: dict) -> None:
     problem = (EXAMPLES / "kernelbench_relu.py").read_text()
-    python = _script(fake_host["dir"] / "python", f'ls > {fake_host["dir"]}/kb.files; echo "$@" > {fake_host["dir"]}/kb.args\n'
+    python = script(fake_host["dir"] / "python", f'ls > {fake_host["dir"]}/kb.files; echo "$@" > {fake_host["dir"]}/kb.args\n'
                                                   f'read -r nonce\nsed "s/^SPEEDPATCH_RESULT {{/SPEEDPATCH_RESULT '
                                                   f'{{\\"nonce\\":\\"$nonce\\",/" {fake_host["dir"]}/result.txt > "${{@: -1}}"\n')
     settings = dict(fake_host["settings"], python=python)

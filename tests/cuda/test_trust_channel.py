@@ -13,6 +13,7 @@ import pytest
 from speedpatch.model import OK, RUNTIME_ERROR
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
+from support.fakehost import fake_scp, fake_ssh
 
 from .conftest import context
 from .hostcode import PROBLEM, RIGHT
@@ -32,10 +33,7 @@ def _script(path: Path, body: str) -> str:
 
 def remote_settings(tmp_path: Path, bench_body: str) -> dict:
     """cuda-ssh settings whose remote `nvcc` builds a `bench` with the given bash body."""
-    ssh = _script(tmp_path / "ssh", 'shift; exec bash -c "$*"\n')
-    scp = _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
-                                    'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
-                                    'exec cp "${files[@]}" "${dest#*:}"\n')
+    ssh, scp = fake_ssh(tmp_path, tmp_path / "ssh.log"), fake_scp(tmp_path)
     template = _script(tmp_path / "bench.template", bench_body)
     nvcc = _script(tmp_path / "nvcc", f"cp {template} bench\n")
     return {"host": "gpu-test", "ssh": ssh, "scp": scp, "remote_dir": str(tmp_path / "remote"), "nvcc": nvcc,

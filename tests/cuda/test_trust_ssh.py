@@ -3,29 +3,24 @@ compiled with this machine's nvcc. A fake host (ssh/scp/nvcc as local scripts) r
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 import pytest
 from speedpatch.model import OK, REJECTED
 from speedpatch.targets.cuda.backends.ssh import CudaSshBackend
+from support.fakehost import fake_scp, fake_ssh, script, ssh_calls
 
 from .conftest import MATMUL, context, needs_nvcc
 
 pytestmark = [pytest.mark.slow, needs_nvcc]
 
 
-def _script(path: Path, body: str) -> str:
-    path.write_text("#!/bin/bash\n" + body)
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path)
-
-
 def test_a_hostile_candidate_is_rejected_here_before_anything_reaches_the_host(tmp_path: Path,
                                                                                 compile_cache: Path) -> None:
     log = tmp_path / "ssh.log"
-    settings = {"host": "gpu-test", "ssh": _script(tmp_path / "ssh", f'shift; echo "$*" >> {log}; exec bash -c "$*"\n'),
-                "scp": _script(tmp_path / "scp", f'echo scp >> {log}\n'), "remote_dir": str(tmp_path / "remote"),
+    scp_log = tmp_path / "scp.log"
+    settings = {"host": "gpu-test", "ssh": fake_ssh(tmp_path, log),
+                "scp": script(tmp_path / "scp", f'echo scp >> {scp_log}\n'), "remote_dir": str(tmp_path / "remote"),
                 "nvcc": "/remote/only/nvcc", "arch": "native", "cache_dir": str(compile_cache)}
     source = MATMUL.read_text()
     hostile = source.replace("void launch(const float* const* inputs, float* output) {",
@@ -34,7 +29,7 @@ def test_a_hostile_candidate_is_rejected_here_before_anything_reaches_the_host(t
     ev = CudaSshBackend().evaluate(hostile, context(tmp_path, settings=settings, baseline=source))
     assert ev.status == REJECTED, ev.message + ev.log
     assert "`dlopen`" in ev.message and "object check on this machine, sm_90" in ev.message
-    assert not log.exists()  # no ssh, no scp: the host never saw it
+    assert ssh_calls(log) == [] and not scp_log.exists()  # no ssh, no scp: the host never saw it
 
 
 def test_an_honest_candidate_passes_here_and_the_receipt_says_where_it_was_checked(tmp_path: Path,
@@ -43,14 +38,11 @@ def test_an_honest_candidate_passes_here_and_the_receipt_says_where_it_was_check
               '"baseline_ms":{"median":4.0,"low":3.9,"high":4.1},"candidate_ms":{"median":2.0,"low":1.9,"high":2.1},'
               '"speedup":{"median":2.0,"low":1.8,"high":2.2}}')
     (tmp_path / "result.txt").write_text(result + "\n")
-    bench = _script(tmp_path / "bench.template", 'read -r nonce\n'
+    bench = script(tmp_path / "bench.template", 'read -r nonce\n'
                     f'sed "s/^SPEEDPATCH_RESULT {{/SPEEDPATCH_RESULT {{\\"nonce\\":\\"$nonce\\",/" {tmp_path}/result.txt'
                     ' > "${@: -1}"\n')
-    settings = {"host": "gpu-test", "ssh": _script(tmp_path / "ssh", 'shift; exec bash -c "$*"\n'),
-                "scp": _script(tmp_path / "scp", 'args=("$@"); dest="${args[-1]}"; unset "args[${#args[@]}-1]"\n'
-                                                 'files=(); for a in "${args[@]}"; do [ "$a" != -q ] && files+=("${a#*:}"); done\n'
-                                                 'exec cp "${files[@]}" "${dest#*:}"\n'),
-                "remote_dir": str(tmp_path / "remote"), "nvcc": _script(tmp_path / "nvcc", f"cp {bench} bench\n"),
+    settings = {"host": "gpu-test", "ssh": fake_ssh(tmp_path, tmp_path / "ssh.log"), "scp": fake_scp(tmp_path),
+                "remote_dir": str(tmp_path / "remote"), "nvcc": script(tmp_path / "nvcc", f"cp {bench} bench\n"),
                 "arch": "sm_90", "cache_dir": str(compile_cache)}
     source = MATMUL.read_text()
     ev = CudaSshBackend().evaluate(source.replace("#define BLOCK 16", "#define BLOCK 32"),

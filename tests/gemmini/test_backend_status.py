@@ -203,6 +203,20 @@ def test_command_backend_build_failure_is_a_compile_error(target, tmp_path: Path
     assert ev.status == COMPILE_ERROR and "no toolchain" in ev.log
 
 
+@pytest.mark.parametrize("sandbox, seen", [(None, "none"), (False, "kept")], ids=["sandboxed", "sandbox-false"])
+def test_command_backend_runs_the_command_sandboxed_unless_told_and_the_build_always(
+        target, tmp_path: Path, monkeypatch, sandbox, seen) -> None:
+    monkeypatch.setenv("SPEEDPATCH_TEST_MARK", "kept")  # not on the sandbox's environment allowlist
+    settings = {"build": "echo ${SPEEDPATCH_TEST_MARK:-none} > build.txt; cp {source} {binary}",
+                "command": "echo ${SPEEDPATCH_TEST_MARK:-none} > run.txt; echo 'speedpatch: correct=1 cycles=9'",
+                **({} if sandbox is None else {"sandbox": sandbox})}
+    ctx = _ctx(target, tmp_path, settings)
+    ev = target.backend("gemmini-command").evaluate(QUICK, ctx)
+    assert ev.status == OK, ev.message
+    assert (ctx.workdir / "build.txt").read_text().strip() == "none"
+    assert (ctx.workdir / "run.txt").read_text().strip() == seen
+
+
 def test_command_backend_timeout(target, tmp_path: Path) -> None:
     settings = {"command": "sleep 30", "timeout": 1}
     ev = target.backend("gemmini-command").evaluate(QUICK, _ctx(target, tmp_path, settings))

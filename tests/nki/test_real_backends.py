@@ -4,13 +4,14 @@ placeholder packages whose import raises 'WRONG PACKAGE'."""
 
 from __future__ import annotations
 
-import stat
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 from speedpatch.model import INCORRECT, INFRA_ERROR, NOT_MEASURED, OK
 from speedpatch.targets.nki.backends import remote
+from support.fakehost import fake_ssh, ssh_calls
 
 from .conftest import EXAMPLES
 
@@ -20,12 +21,6 @@ from . import language, isa
 __version__ = "9.9-fake"
 '''
 PLACEHOLDER = 'raise ImportError("WRONG PACKAGE: this is a placeholder; install nki from the AWS Neuron repository")\n'
-FAKE_SSH = '''#!/bin/sh
-# fake ssh: record the host, then run the remote command line with sh, as sshd would
-echo "$1" >> "$(dirname "$0")/hosts.log"
-shift
-exec sh -c "$*"
-'''
 
 
 def make_fake_nki(root: Path, placeholder: bool = False) -> Path:
@@ -42,13 +37,6 @@ def make_fake_nki(root: Path, placeholder: bool = False) -> Path:
                                      "from speedpatch.targets.nki.emulator.language import sum, max, min, abs  # noqa\n")
     (pkg / "isa.py").write_text("from speedpatch.targets.nki.emulator.isa import *  # noqa\n")
     return root
-
-
-def make_fake_ssh(root: Path) -> Path:
-    script = root / "fake-ssh"
-    script.write_text(FAKE_SSH)
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return script
 
 
 @pytest.fixture
@@ -112,8 +100,8 @@ def test_neuron_without_device_says_so_locally(fake_nki, target):
 
 
 def test_neuron_over_ssh_checks_and_times_with_nki_benchmark(fake_nki, tmp_path, evaluate):
-    ssh = make_fake_ssh(tmp_path)
-    settings = {"host": "trn1-test", "ssh": str(ssh), "python": f"env PYTHONPATH={fake_nki} {sys.executable}",
+    log = tmp_path / "ssh.log"
+    settings = {"host": "trn1-test", "ssh": fake_ssh(tmp_path, log), "python": f"env PYTHONPATH={fake_nki} {sys.executable}",
                 "warmup": 1, "iters": 3}
     ev = evaluate((EXAMPLES / "tensor_add.py").read_text(), backend="nki-neuron", settings=settings)
     assert ev.status == OK, ev.message + ev.log
@@ -121,16 +109,19 @@ def test_neuron_over_ssh_checks_and_times_with_nki_benchmark(fake_nki, tmp_path,
     assert ev.receipt["statistic"].startswith("median") and ev.receipt["trials"] == 3
     assert ev.spread == 0.0  # the stand-in reports the same latency at every percentile
     assert "9.9-fake" in ev.receipt["compiler"] and "trn1-test" in ev.receipt["device"]
-    assert (tmp_path / "hosts.log").read_text().split() == ["trn1-test"]
+    assert [host for host, _ in ssh_calls(log)] == ["trn1-test"]
 
 
 def test_neuron_over_ssh_with_unreachable_python_is_explained(tmp_path, target):
-    ssh = make_fake_ssh(tmp_path)
     availability = target.backend("nki-neuron").availability(
-        {"host": "trn1-test", "ssh": str(ssh), "python": "/no/such/python"})
+        {"host": "trn1-test", "ssh": fake_ssh(tmp_path, tmp_path / "ssh.log"), "python": "/no/such/python"})
     assert not availability.usable and "trn1-test" in availability.reason
 
 
-def test_remote_command_quotes_the_program_for_the_remote_shell():
-    argv = remote.command({"host": "h", "ssh": "ssh -p 2222", "python": "python3"}, "print('a b')")
-    assert argv == ["ssh", "-p", "2222", "h", "python3 -c 'print('\"'\"'a b'\"'\"')'"]
+def test_remote_python_is_sent_as_written_and_the_program_quoted_for_the_remote_shell(tmp_path):
+    log = tmp_path / "ssh.log"
+    python = f"env SPEEDPATCH_TEST_MARK=x {sys.executable}"  # a shell command line, not one path
+    program = "import os; print('a b', os.environ['SPEEDPATCH_TEST_MARK'])"
+    done = remote.run_python({"host": "h", "ssh": fake_ssh(tmp_path, log), "python": python}, program, tmp_path, 30)
+    assert done.output.strip() == "a b x"  # the remote shell read the program back whole
+    assert ssh_calls(log) == [("h", f"{python} -c {shlex.quote(program)}")]

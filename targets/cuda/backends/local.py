@@ -12,7 +12,8 @@ from speedpatch.model import INFRA_ERROR, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.build import find_nvcc, nvcc_version
 from speedpatch.targets.cuda.evaluate import evaluate_with
-from speedpatch.targets.cuda.executors import LocalExecutor
+from speedpatch.targets.hosts import LocalHost
+from speedpatch.targets.sandbox import DEVICES
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,7 +52,9 @@ class CudaLocalBackend(Backend):
         nvcc = find_nvcc(settings)
         if nvcc is None:
             return Evaluation(status=INFRA_ERROR, message="nvcc not found on this machine")
-        ev = evaluate_with(LocalExecutor(), source, ctx, self.name, nvcc, str(settings.get("arch", "native")))
+        # the harness writes its verdict to the sandbox's private result pipe
+        host = LocalHost(ctx.workdir, devices=DEVICES["nvidia"], result_channel=True)
+        ev = evaluate_with(host, source, ctx, self.name, nvcc, str(settings.get("arch", "native")))
         if ev.receipt:
             ev.receipt["compiler_version"] = nvcc_version(nvcc)
         return ev

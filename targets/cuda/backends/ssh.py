@@ -13,14 +13,12 @@ speedpatch.toml:
 
 from __future__ import annotations
 
-import shlex
-import shutil
 from typing import Any
 
 from speedpatch.model import INFRA_ERROR, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.evaluate import evaluate_with
-from speedpatch.targets.cuda.executors import SshExecutor
+from speedpatch.targets.hosts import SshHost, missing_ssh_tool
 
 
 class CudaSshBackend(Backend):
@@ -33,10 +31,9 @@ class CudaSshBackend(Backend):
         settings = settings or {}
         if not settings.get("host"):
             return Availability(False, "no GPU host: set host = \"...\" in the backend.cuda-ssh table of speedpatch.toml")
-        for key in ("ssh", "scp"):
-            command = shlex.split(str(settings.get(key, key)))
-            if not command or shutil.which(command[0]) is None:
-                return Availability(False, f"{key} command not found: {settings.get(key, key)}")
+        missing = missing_ssh_tool(settings)
+        if missing:
+            return Availability(False, missing)
         return Availability(True, f"GPU host {settings['host']} (reachability is checked at the first evaluation)")
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
@@ -44,8 +41,7 @@ class CudaSshBackend(Backend):
         usable = self.availability(settings)
         if not usable.usable:
             return Evaluation(status=INFRA_ERROR, message=usable.reason)
-        executor = SshExecutor(settings, ctx.workdir)
-        ev = evaluate_with(executor, source, ctx, self.name, str(settings.get("nvcc", "nvcc")),
+        ev = evaluate_with(SshHost(settings, ctx.workdir), source, ctx, self.name, str(settings.get("nvcc", "nvcc")),
                            str(settings.get("arch", "native")))
         if ev.receipt:
             ev.receipt["host"] = settings["host"]

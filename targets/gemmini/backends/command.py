@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, RUNTIME_ERROR, Evaluation
-from speedpatch.targets.base import Availability, Backend, EvalContext, run_process, timeout_evaluation
+from speedpatch.targets.base import Availability, Backend, EvalContext, timeout_evaluation
 from speedpatch.targets.gemmini.backends import common
 from speedpatch.targets.gemmini.backends.native import source_name
+from speedpatch.targets.hosts import LocalHost
 
 NOT_CONFIGURED = "not configured: set [backend.gemmini-command] command in speedpatch.toml"
 
@@ -89,14 +90,13 @@ class CommandBackend(Backend):
         except KeyError as exc:
             return Evaluation(status=INFRA_ERROR, message=f"[backend.gemmini-command]: unknown placeholder {{{exc.args[0]}}}")
         if build_cmd:
-            built = run_process(["/bin/sh", "-c", build_cmd], cwd=ctx.workdir, timeout=timeout)
+            built = LocalHost(ctx.workdir).shell(build_cmd, timeout)
             if built.timed_out:
                 return timeout_evaluation("the build command", timeout, built.output)
             if built.returncode != 0:
                 return Evaluation(status=COMPILE_ERROR, message=f"build command failed (exit {built.returncode})",
                                   log=built.output, receipt=rec)
-        run = run_process(["/bin/sh", "-c", run_cmd], cwd=ctx.workdir, timeout=timeout,
-                          trusted=settings.get("sandbox") is False)
+        run = LocalHost(ctx.workdir, sandboxed=settings.get("sandbox") is not False).shell(run_cmd, timeout)
         if run.timed_out:
             ev = timeout_evaluation("the command", timeout, run.output)
             ev.receipt = rec

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.model import Evaluation
+from speedpatch.targets import hosts
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.nki.backends import remote
 from speedpatch.targets.nki.backends.common import new_nonce, now, to_evaluation
@@ -33,11 +34,11 @@ class NkiNeuronBackend(Backend):
             return Availability(False, why)
         if not info.get("devices"):
             hint = "" if settings.get("host") else "; set host = \"<trainium host>\" in [backend.nki-neuron] to run over SSH"
-            return Availability(False, f"no Neuron device (/dev/neuron*) on {remote.where(settings)}{hint}")
+            return Availability(False, f"no Neuron device (/dev/neuron*) on {hosts.where(settings)}{hint}")
         if not entry.get("benchmark"):
             return Availability(False, f"nki {entry.get('version')} has no nki.benchmark")
         return Availability(True, f"nki {entry.get('version') or '(version unknown)'}, {info['devices']} Neuron "
-                                  f"device(s) on {remote.where(settings)}")
+                                  f"device(s) on {hosts.where(settings)}")
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         warmup = int(ctx.settings.get("warmup", 2))
@@ -52,7 +53,7 @@ class NkiNeuronBackend(Backend):
             evaluation.spread = max(0.0, (timing["p99"] - timing["p50"]) / timing["p50"])
         evaluation.receipt = {
             "backend": self.name,
-            "device": f"Trainium NeuronCore on {remote.where(ctx.settings)}",
+            "device": f"Trainium NeuronCore on {hosts.where(ctx.settings)}",
             "compiler": f"neuronx-cc via nki {result.get('nki_version', 'unknown')}",
             "inputs": result.get("inputs", {}),
             "grid": result.get("grid", []),  # the SPMD launch grid of the problem (GRID), [] for none

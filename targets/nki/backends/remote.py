@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
-from speedpatch.targets.base import ProcResult, run_process
+from speedpatch.targets import hosts
+from speedpatch.targets.base import ProcResult
 from speedpatch.targets.nki.backends.common import RUNNER
 from speedpatch.targets.sandbox import DEVICES
 
@@ -54,40 +54,31 @@ PROBE = (
 )
 
 
-def command(settings: dict[str, Any], program: str) -> list[str]:
-    host = settings.get("host")
-    if host:
-        python = settings.get("python", "python3")
-        return [*shlex.split(settings.get("ssh", "ssh")), str(host), f"{python} -c {shlex.quote(program)}"]
-    python = settings.get("python") or sys.executable
-    return [*shlex.split(python), "-c", program]
-
-
 def environment(settings: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})
     return env
 
 
-def isolation(settings: dict[str, Any]) -> dict[str, Any]:
-    """How run_process runs the command: locally in the sandbox with the Neuron devices; to a remote host
-    as a trusted ssh (it needs the network and your keys; the candidate then runs outside our sandbox)."""
-    return {"trusted": True} if settings.get("host") else {"devices": DEVICES["neuron"]}
-
-
-def where(settings: dict[str, Any]) -> str:
-    return f"host {settings['host']}" if settings.get("host") else "this machine"
+def run_python(settings: dict[str, Any], program: str, cwd: Path, timeout: float,
+               stdin: str | None = None) -> ProcResult:
+    """`<python> -c program` where the settings say (targets/hosts.py): locally in the sandbox with the Neuron
+    devices, or on the Trainium host over ssh, where the python setting is a shell command line as written."""
+    host = hosts.host_for(settings, cwd, env=environment(settings), devices=DEVICES["neuron"])
+    if host.address is None:
+        return host.run([*shlex.split(settings.get("python") or host.default_python), "-c", program], timeout, stdin)
+    return host.shell(f"{settings.get('python', host.default_python)} -c {shlex.quote(program)}", timeout, stdin)
 
 
 def probe(settings: dict[str, Any], cwd: Path, timeout: float = 20.0) -> tuple[dict[str, Any] | None, str]:
     """What the Python that would run candidates can import: ({"nki": {...}, ...}, '') or (None, why)."""
-    proc = run_process(command(settings, PROBE), cwd, timeout, env=environment(settings), **isolation(settings))
+    proc = run_python(settings, PROBE, cwd, timeout)
     for line in proc.output.splitlines():
         if line.startswith("SPEEDPATCH-PROBE "):
             return json.loads(line[len("SPEEDPATCH-PROBE ") :]), ""
     if proc.timed_out:
-        return None, f"no answer from {where(settings)} within {timeout:.0f} s"
-    return None, f"cannot run Python on {where(settings)}: {proc.output.strip()[-300:] or f'exit {proc.returncode}'}"
+        return None, f"no answer from {hosts.where(settings)} within {timeout:.0f} s"
+    return None, f"cannot run Python on {hosts.where(settings)}: {proc.output.strip()[-300:] or f'exit {proc.returncode}'}"
 
 
 def real_nki(info: dict[str, Any], backend: str) -> tuple[dict[str, Any] | None, str]:
@@ -112,5 +103,4 @@ def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: st
     """runner.py on the candidate; the harness is taken from `problem` (the original file) when given."""
     job = {"runner": RUNNER.read_text(encoding="utf-8"), "candidate": source, "argv": argv, "nonce": nonce,
            "problem": problem}
-    return run_process(command(settings, BOOTSTRAP), cwd, timeout, env=environment(settings), input_text=json.dumps(job),
-                       **isolation(settings))
+    return run_python(settings, BOOTSTRAP, cwd, timeout, stdin=json.dumps(job))

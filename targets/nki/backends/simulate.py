@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.model import NOT_MEASURED, OK, Evaluation
+from speedpatch.targets import hosts
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.nki.backends import remote
 from speedpatch.targets.nki.backends.common import new_nonce, now, to_evaluation
@@ -30,8 +31,8 @@ class NkiSimulateBackend(Backend):
         if entry is None:
             return Availability(False, why)
         if not entry.get("simulate"):
-            return Availability(False, f"nki {entry.get('version')} on {remote.where(settings)} has no simulate_kernel")
-        return Availability(True, f"nki {entry.get('version') or '(version unknown)'} on {remote.where(settings)}")
+            return Availability(False, f"nki {entry.get('version')} on {hosts.where(settings)} has no simulate_kernel")
+        return Availability(True, f"nki {entry.get('version') or '(version unknown)'} on {hosts.where(settings)}")
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         nonce = new_nonce()
@@ -43,7 +44,7 @@ class NkiSimulateBackend(Backend):
             evaluation.message = f"{evaluation.message} (nki.simulate: functional only, not timed)"
         evaluation.receipt = {
             "backend": self.name,
-            "device": f"nki.simulate on {remote.where(ctx.settings)}",
+            "device": f"nki.simulate on {hosts.where(ctx.settings)}",
             "inputs": result.get("inputs", {}),
             "grid": result.get("grid", []),  # the SPMD launch grid of the problem (GRID), [] for none
             "seeds": result.get("seeds", []),
