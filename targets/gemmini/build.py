@@ -37,10 +37,15 @@ NATIVE_MODEL_CFLAGS = [*MODEL_CFLAGS, "-DGEMMINI_MODEL_WRAP_LIBC=1"]
 USER_CFLAGS = [
     "-O2", "-std=gnu11", "-fsanitize-coverage=trace-pc", "-fno-tree-vectorize",
     "-fno-tree-loop-distribute-patterns", "-DSPEEDPATCH_NATIVE=1",
+    # a call into the model is where host time is settled (see _block_sizes): keep it a call with its own
+    # return address in the user's code, never a tail jump whose return lands elsewhere
+    "-fno-optimize-sibling-calls",
 ]
 # libc is not instrumented: the user's memcpy/memmove/memset calls go through charging wrappers.
 LINK_LIBS = ["-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset", "-lm"]
 HOOK_CALL = re.compile(r"\bcall\w*\s+[0-9a-f]+ <__sanitizer_cov_trace_pc(@plt)?>")
+# The model's entry points that the host's timing depends on: a segment of host work ends at each of them.
+MODEL_CALL = re.compile(r"\bcall\w*\s+[0-9a-f]+ <gemmini_model_(rocc|rocc_rd|fence|cycles)(@plt)?>")
 
 
 def compiler() -> str:
@@ -167,9 +172,12 @@ def build_native(
 
 
 def write_block_table(exe: Path, timeout: float = 60) -> str | None:
-    """Write <exe>.blocks: for every instrumented basic block, the return address of its trace-pc call
-    (offset from __executable_start) and how many instructions follow up to the next block or the end
-    of the function. The model charges host cycles per instruction from it. Returns a problem or None."""
+    """Write <exe>.blocks: for every segment of host work, the return address that starts it (of a basic
+    block's trace-pc call, or of a call into the model: an accelerator instruction, a fence, a cycle read),
+    as an offset from __executable_start, and how many instructions follow up to the next such call or the
+    end of the function. The model charges a segment's instructions when the next segment starts, so an
+    accelerator instruction is issued after the host work before it, not after its whole basic block.
+    Returns a problem or None."""
     if shutil.which("objdump") is None or shutil.which("nm") is None:
         return "objdump/nm not found"
     syms = run_process(["nm", str(exe)], cwd=exe.parent, timeout=timeout)
@@ -209,12 +217,14 @@ def _block_sizes(exe: Path, timeout: float) -> dict[int, int] | None:
             addr = int(head.strip(), 16)
         except ValueError:
             continue
-        if after_call:  # the instruction after a hook call: the block's return address
+        if after_call:  # the instruction after a hook or model call: the segment's return address
             block, after_call = addr, False
             table[block] = 0
         if HOOK_CALL.search(rest):
             after_call = True  # the call itself is instrumentation, not counted
             continue
+        if MODEL_CALL.search(rest) and block is not None:  # (only in instrumented code: the user's file)
+            after_call = True  # the call is the host's work (it issues the instruction): counted before it
         if block is not None:
             table[block] += 1
     return table

@@ -17,7 +17,7 @@
 #include "guard.h"
 #include "trusted_region.h"
 
-uint64_t gm_guard_key, gm_guard_host_seal;
+uint64_t gm_guard_key, gm_guard_host_seal, gm_host_pending;
 static uint64_t state_seal, table_digest;
 static int guard_ready;
 
@@ -69,13 +69,13 @@ void gm_guard_init(void) {
 
 void gm_guard_seal(void) {
   if (!guard_ready) return;
-  gm_guard_host_seal = T.host + gm_guard_key;
+  gm_guard_host_seal = gm_guard_host_digest();
   state_seal = state_digest();
 }
 
 void gm_guard_check(const char *where) {
   if (!guard_ready) return;
-  if (T.host + gm_guard_key != gm_guard_host_seal) gm_guard_tampered("the host clock", where);
+  if (gm_guard_host_digest() != gm_guard_host_seal) gm_guard_tampered("the host clock", where);
   if (state_digest() != state_seal) gm_guard_tampered("the accelerator's clock or work counters", where);
 }
 
@@ -123,7 +123,7 @@ void gm_guard_stats(FILE *f) {
 int gm_guard_owns(uint64_t addr, uint64_t n) {
   const struct { const void *p; uint64_t size; } owned[] = {
       {&T, sizeof T}, {&S, sizeof S}, {&G, sizeof G}, {&gm_guard_key, sizeof gm_guard_key},
-      {&gm_guard_host_seal, sizeof gm_guard_host_seal}, {&state_seal, sizeof state_seal},
+      {&gm_guard_host_seal, sizeof gm_guard_host_seal}, {&gm_host_pending, sizeof gm_host_pending}, {&state_seal, sizeof state_seal},
       {&table_digest, sizeof table_digest}, {&r_host, sizeof r_host}, {&r_macs, sizeof r_macs},
       {&r_read, sizeof r_read}, {&r_write, sizeof r_write}, {&r_host_cycles, sizeof r_host_cycles},
       {&r_insns, sizeof r_insns}, {&r_open, sizeof r_open}, {&verdict_hash, sizeof verdict_hash},

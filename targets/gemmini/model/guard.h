@@ -8,6 +8,7 @@
 #include "model_internal.h"
 
 extern uint64_t gm_guard_key, gm_guard_host_seal;
+extern uint64_t gm_host_pending; /* host cycles of the work since the last model event, charged at the next */
 
 void gm_guard_init(void);               /* draws the secret and seals the current state */
 void gm_guard_check(const char *where); /* stops the run when the state changed since the last seal */
@@ -17,12 +18,25 @@ uint64_t gm_block_table_digest(void); /* runtime.c: a hash of the host-work bloc
 void gm_guard_stats(FILE *f);          /* the verdict's hash and count, for the statistics file */
 int gm_guard_owns(uint64_t addr, uint64_t n); /* whether a DMA range touches the model's own state */
 
-/* The host clock moves on every basic block of the program (trace-pc): a cheap seal of just that value.
- * The model's other state moves only inside the model's own entry points (check on entry, seal on exit). */
+/* The host clock and the work not yet charged to it move on every basic block of the program (trace-pc):
+ * a cheap seal of just those two values (the pending work weighted by the secret, so that moving cycles
+ * between them breaks the seal). The model's other state moves only inside the model's own entry points
+ * (check on entry, seal on exit). */
+static inline uint64_t gm_guard_host_digest(void) { return T.host + gm_guard_key + gm_host_pending * gm_guard_key; }
+
 static inline void gm_guard_host_add(uint64_t cycles) {
-  if (__builtin_expect(T.host + gm_guard_key != gm_guard_host_seal, 0)) gm_guard_tampered("the host clock", "host work");
+  if (__builtin_expect(gm_guard_host_digest() != gm_guard_host_seal, 0)) gm_guard_tampered("the host clock", "host work");
   T.host += cycles;
-  gm_guard_host_seal = T.host + gm_guard_key;
+  gm_guard_host_seal = gm_guard_host_digest();
+}
+
+/* A new segment of host work starts: the previous one's cycles are charged now, this one's at the next
+ * event (a basic block, an accelerator instruction, a fence or a cycle read). */
+static inline void gm_guard_host_segment(uint64_t next_pending) {
+  if (__builtin_expect(gm_guard_host_digest() != gm_guard_host_seal, 0)) gm_guard_tampered("the host clock", "host work");
+  T.host += gm_host_pending;
+  gm_host_pending = next_pending;
+  gm_guard_host_seal = gm_guard_host_digest();
 }
 
 #endif /* GEMMINI_MODEL_GUARD_H */

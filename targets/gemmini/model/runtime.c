@@ -200,9 +200,12 @@ void gm_fail(const char *fmt, ...) {
 #define F_VERDICT 125 /* the Spike harness hands over its verdict line: rs1 = address, rs2 = length */
 #endif
 
-uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+static void host_segment(uintptr_t return_address, int basic_block);
+
+static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t return_address) {
   init();
   gm_guard_check("a Gemmini instruction");
+  host_segment(return_address, 0);
 #ifdef GEMMINI_MODEL_SPIKE
   if (funct == F_VERDICT) { /* not an accelerator instruction: nothing is counted or timed */
     char text[4096];
@@ -257,13 +260,19 @@ uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   return rd;
 }
 
-void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) { (void)gemmini_model_rocc_rd(funct, rs1, rs2); }
+uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+  return rocc(funct, rs1, rs2, (uintptr_t)__builtin_return_address(0));
+}
+void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+  (void)rocc(funct, rs1, rs2, (uintptr_t)__builtin_return_address(0));
+}
 
 /* Functional effects already happened at issue; the fence only moves the host clock to the moment
  * everything outstanding has completed. */
 void gemmini_model_fence(void) {
   init();
   gm_guard_check("a fence");
+  host_segment((uintptr_t)__builtin_return_address(0), 0);
   S.fences++;
   tm_fence();
   gm_guard_seal();
@@ -272,6 +281,7 @@ void gemmini_model_fence(void) {
 uint64_t gemmini_model_cycles(void) {
   init();
   gm_guard_check("read_cycles");
+  host_segment((uintptr_t)__builtin_return_address(0), 0);
   region_check("read_cycles");
   S.cycle_reads++;
   S.last_cycles = T.host;
@@ -390,25 +400,37 @@ uint64_t gm_block_table_digest(void) {
   return h;
 }
 
-static uint64_t block_cost(uintptr_t return_address) {
-  if (block_keys) {
-    uint64_t k = (uint64_t)(return_address - (uintptr_t)&__executable_start) + 1;
-    for (uint64_t i = hash64(k) & block_mask; block_keys[i]; i = (i + 1) & block_mask)
-      if (block_keys[i] == k) {
-        S.host_instructions += block_sizes[i];
-        return (uint64_t)block_sizes[i] * T_HOST_CYCLES_PER_INSN;
-      }
+/* Instructions of the host-work segment that starts at this return address (build.py's table), or -1 when
+ * the table does not list it. */
+static int64_t segment_insns(uintptr_t return_address) {
+  if (!block_keys) return -1;
+  uint64_t k = (uint64_t)(return_address - (uintptr_t)&__executable_start) + 1;
+  for (uint64_t i = hash64(k) & block_mask; block_keys[i]; i = (i + 1) & block_mask)
+    if (block_keys[i] == k) return block_sizes[i];
+  return -1;
+}
+
+/* A segment of host work starts at return_address: the one before it is charged now (its instructions ran
+ * before this point), this one's when the next starts. A call into the model from code the table does not
+ * list (the trusted harness) starts an empty segment. */
+static void host_segment(uintptr_t return_address, int basic_block) {
+  const int64_t insns = segment_insns(return_address);
+  uint64_t cycles = 0;
+  if (insns >= 0) {
+    S.host_instructions += (uint64_t)insns;
+    cycles = (uint64_t)insns * T_HOST_CYCLES_PER_INSN;
+  } else if (basic_block) {
+    cycles = T_HOST_CYCLES_PER_BLOCK;
   }
-  return T_HOST_CYCLES_PER_BLOCK;
+  S.host_block_cycles += gm_host_pending;
+  gm_guard_host_segment(cycles);
 }
 
 /* Called by the compiler at every basic block of code built with -fsanitize-coverage=trace-pc (the
  * user's file, library headers included): host computation costs cycles like on the real core. */
 void __sanitizer_cov_trace_pc(void) {
-  const uint64_t cycles = block_cost((uintptr_t)__builtin_return_address(0));
   S.host_blocks++;
-  S.host_block_cycles += cycles;
-  gm_guard_host_add(cycles);
+  host_segment((uintptr_t)__builtin_return_address(0), 1);
 }
 
 #ifdef GEMMINI_MODEL_WRAP_LIBC
