@@ -5,8 +5,6 @@ output against the harness reference on every seed, then times it with nki.bench
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from speedpatch.model import Evaluation
@@ -24,14 +22,11 @@ class NkiNeuronBackend(Backend):
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         settings = settings or {}
-        with tempfile.TemporaryDirectory() as tmp:
-            info, why = remote.probe(settings, Path(tmp))
-        if info is None:
-            return Availability(False, why + ("" if settings.get("host") else
-                                              "; set host = \"<trainium host>\" in [backend.nki-neuron] to use SSH"))
-        entry, why = remote.real_nki(info, self.name)
-        if entry is None:
-            return Availability(False, why)
+        found = remote.installation(settings, self.name, "" if settings.get("host") else
+                                    "; set host = \"<trainium host>\" in [backend.nki-neuron] to use SSH")
+        if isinstance(found, str):
+            return Availability(False, found)
+        info, entry = found
         if not info.get("devices"):
             hint = "" if settings.get("host") else "; set host = \"<trainium host>\" in [backend.nki-neuron] to run over SSH"
             return Availability(False, f"no Neuron device (/dev/neuron*) on {hosts.where(settings)}{hint}")

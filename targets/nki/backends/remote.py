@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,18 @@ def real_nki(info: dict[str, Any], backend: str) -> tuple[dict[str, Any] | None,
                   f"(pip install --extra-index-url https://pip.repos.neuron.amazonaws.com neuronx-cc) or set "
                   f"python = \"/path/to/neuron-venv/bin/python\" (and host = \"...\" for a remote Trainium host) "
                   f"in [backend.{backend}] of speedpatch.toml")
+
+
+def installation(settings: dict[str, Any], backend: str,
+                 hint: str = "") -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """(the probe's answer, its real nki entry) for the Python this backend would run, or why there is
+    none (`hint` follows a failed probe: what to set)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        info, why = probe(settings, Path(tmp))
+    if info is None:
+        return why + hint
+    entry, why = real_nki(info, backend)
+    return why if entry is None else (info, entry)
 
 
 def run_runner(settings: dict[str, Any], source: str, argv: list[str], nonce: str, cwd: Path, timeout: float,

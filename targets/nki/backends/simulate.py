@@ -3,8 +3,6 @@ Trainium needed). It does not time kernels, so results are "not_measured" (corre
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from speedpatch.model import NOT_MEASURED, OK, Evaluation
@@ -23,13 +21,10 @@ class NkiSimulateBackend(Backend):
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         settings = settings or {}
-        with tempfile.TemporaryDirectory() as tmp:
-            info, why = remote.probe(settings, Path(tmp))
-        if info is None:
-            return Availability(False, why)
-        entry, why = remote.real_nki(info, self.name)
-        if entry is None:
-            return Availability(False, why)
+        found = remote.installation(settings, self.name)
+        if isinstance(found, str):
+            return Availability(False, found)
+        _, entry = found
         if not entry.get("simulate"):
             return Availability(False, f"nki {entry.get('version')} on {hosts.where(settings)} has no simulate_kernel")
         return Availability(True, f"nki {entry.get('version') or '(version unknown)'} on {hosts.where(settings)}")
