@@ -115,10 +115,11 @@
                                       within 1% (3,453,186); its if-gated rewrite (published 1,519,076) is
                                       the independent check (1,491,954, -1.8%); Exo's published hand-tuned
                                       kernel for that problem (autocomp sols/exo/sol1_exo_opt.c), which gates
-                                      its loads the same way, models 1,412,484 (-7% against the rewrite). Buffers the harness allocates are 16
-                                      KiB-aligned (speedpatch_harness.h): an assumption, the published runs'
-                                      placement is not known. With 64-byte-aligned arrays the same kernel
-                                      takes 30,369 misses instead of 16,464 and 4.92M cycles (+43%), so this
-                                      value and the alignment were fitted together. */
+                                      its loads the same way, models 1,412,484 (-7% against the rewrite).
+                                      Buffers the harness allocates are 16 KiB-aligned (speedpatch_harness.h):
+                                      an assumption, the published runs' placement is not known. With
+                                      64-byte-aligned arrays the same kernel takes 30,369 misses instead of
+                                      16,464 and 4.92M cycles (+43%), so this value and the alignment were
+                                      fitted together. */
 
 #endif /* GEMMINI_TIMING_PARAMS_H */
