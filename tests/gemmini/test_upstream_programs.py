@@ -254,3 +254,121 @@ int main() {
 """)
     assert result["status"] == "incorrect"
     assert result["message"].endswith("it last printed: Counter values changed too little"), result["message"]
+
+
+def test_a_program_that_skips_itself_is_not_a_measurement(tmp_path: Path) -> None:
+    # tiled_matmul_ws_igelu.c exits 0 at once on a configuration without HAS_NORMALIZATIONS (ours).
+    result = evaluate(tmp_path, HEAD + r"""
+int main() {
+#ifndef HAS_NORMALIZATIONS
+  exit(0);
+#endif
+  gemmini_flush(0);
+  copy_blocks();
+  exit(0);
+}
+""")
+    assert result["status"] == "runtime_error" and result["value"] is None
+    assert "without issuing a single Gemmini instruction" in result["message"]
+
+
+def test_a_call_with_another_versions_argument_count_says_so_first(tmp_path: Path) -> None:
+    # Older conv tests pass one in_dim (and a relu6 shift): gcc reports a type mismatch before the count.
+    result = evaluate(tmp_path, HEAD + r"""
+int main() {
+  static elem_t in[1][5][5][3], w[27][4], out[9][4];
+  static acc_t bias[4];
+  gemmini_flush(0);
+  tiled_conv_auto(1, 5, 3, 4, 3, 2, 1, 1, 1, 3, false, false, false, false, false,
+                  (elem_t *)in, (elem_t *)w, bias, (elem_t *)out, NO_ACTIVATION, ACC_SCALE_IDENTITY, 0, 0, 0, 0, WS);
+  exit(0);
+}
+""")
+    assert result["status"] == "compile_error"
+    assert "too few arguments to function" in result["message"] and "tiled_conv_auto" in result["message"]
+
+
+POOLED_CONV = r"""
+#define BATCH 2
+#define IROWS 10
+#define ICOLS 13
+#define ICH 20
+#define OCH 19
+#define K 3
+#define PAD 1
+#define PSIZE 3
+#define PSTRIDE 2
+#define PPAD 1
+#define OROWS IROWS
+#define OCOLS ICOLS
+#define PROWS ((OROWS + 2 * PPAD - PSIZE) / PSTRIDE + 1)
+#define PCOLS ((OCOLS + 2 * PPAD - PSIZE) / PSTRIDE + 1)
+static elem_t in[BATCH][IROWS][ICOLS][ICH], w[K * K * ICH][OCH], conv_ref[BATCH][OROWS][OCOLS][OCH];
+static elem_t got[BATCH][PROWS][PCOLS][OCH];
+static acc_t bias[OCH];
+
+/* The reference, written out here: conv (scale 1/4, saturate), then max over each window, 0 outside. */
+static void reference(void) {
+  for (int b = 0; b < BATCH; b++) for (int r = 0; r < OROWS; r++) for (int c = 0; c < OCOLS; c++)
+    for (int o = 0; o < OCH; o++) {
+      long long s = bias[o];
+      for (int i = 0; i < K; i++) for (int j = 0; j < K; j++) {
+        int ir = r + i - PAD, ic = c + j - PAD;
+        if (ir < 0 || ir >= IROWS || ic < 0 || ic >= ICOLS) continue;
+        for (int ch = 0; ch < ICH; ch++) s += (long long)in[b][ir][ic][ch] * w[(i * K + j) * ICH + ch][o];
+      }
+      float y = nearbyintf((float)s * 0.25f);
+      conv_ref[b][r][c][o] = y > 127 ? 127 : (y < -128 ? -128 : (elem_t)y);
+    }
+}
+
+static int check(const char *what) {
+  for (int b = 0; b < BATCH; b++) for (int pr = 0; pr < PROWS; pr++) for (int pc = 0; pc < PCOLS; pc++)
+    for (int o = 0; o < OCH; o++) {
+      elem_t best = -128;
+      for (int i = 0; i < PSIZE; i++) for (int j = 0; j < PSIZE; j++) {
+        int r = pr * PSTRIDE + i - PPAD, c = pc * PSTRIDE + j - PPAD;
+        elem_t e = (r < 0 || r >= OROWS || c < 0 || c >= OCOLS) ? 0 : conv_ref[b][r][c][o];
+        if (e > best) best = e;
+      }
+      if (got[b][pr][pc][o] != best) {
+        printf("%s: got[%d][%d][%d][%d] = %d, want %d\n", what, b, pr, pc, o, got[b][pr][pc][o], best);
+        return 1;
+      }
+    }
+  return 0;
+}
+
+int main() {
+  for (int b = 0; b < BATCH; b++) for (int r = 0; r < IROWS; r++) for (int c = 0; c < ICOLS; c++)
+    for (int ch = 0; ch < ICH; ch++) in[b][r][c][ch] = (elem_t)((b * 7 + r * 31 + c * 17 + ch * 5) % 11 - 5);
+  for (int i = 0; i < K * K * ICH; i++) for (int j = 0; j < OCH; j++) w[i][j] = (elem_t)((i * 3 + j * 7) % 9 - 4);
+  for (int j = 0; j < OCH; j++) bias[j] = (j * 13) % 40 - 20;
+  reference();
+  gemmini_flush(0);
+  tiled_conv_auto(BATCH, IROWS, ICOLS, ICH, OCH, OROWS, OCOLS, 1, 1, 1, PAD, K, false, false, false, false, false,
+                  (elem_t *)in, (elem_t *)w, bias, (elem_t *)got, NO_ACTIVATION, 0.25f, PSIZE, PSTRIDE, PPAD, WS);
+  gemmini_fence();
+  if (check("tiled_conv_auto")) return 1;
+  memset(got, 0x5a, sizeof got);
+  /* small pooled tiles: windows that straddle tiles and the pool padding on every side */
+  tiled_conv(BATCH, IROWS, ICOLS, ICH, OCH, OROWS, OCOLS, 1, 1, 1, PAD, K, false, false, false, false, false,
+             1, 2, 3, 16, 2, 3, 16, (elem_t *)in, (elem_t *)w, bias, (elem_t *)got, NO_ACTIVATION, 0.25f,
+             PSIZE, PSTRIDE, PPAD, WS);
+  gemmini_fence();
+  if (check("tiled_conv with 2x3 pooled tiles")) return 1;
+  memset(got, 0x5a, sizeof got);
+  tiled_conv_auto(BATCH, IROWS, ICOLS, ICH, OCH, OROWS, OCOLS, 1, 1, 1, PAD, K, false, false, false, false, false,
+                  (elem_t *)in, (elem_t *)w, bias, (elem_t *)got, NO_ACTIVATION, 0.25f, PSIZE, PSTRIDE, PPAD, CPU);
+  if (check("CPU")) return 1;
+  return 0;
+}
+"""
+
+
+def test_a_pooled_convolution_is_pooled_by_the_store_unit_as_upstream_does(gemmini_c) -> None:
+    # conv_with_pool.c / conv_rect_pool.c: max pooling fused into tiled_conv_auto (LOOP_CONV_WS's pooled store)
+    result = gemmini_c(HEAD.replace("#include <stdlib.h>", "#include <stdlib.h>\n#include <string.h>\n#include <math.h>")
+                       + POOLED_CONV)()
+    assert result.returncode == 0, result.output
+    assert result.stats["instructions"].get("LOOP_CONV_WS", 0) > 1  # pooled on the accelerator, in several tiles

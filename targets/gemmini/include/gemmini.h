@@ -7,7 +7,7 @@
  * RISC-V emits the real custom-3 instruction.
  *
  * Deliberate limits (each reported at run time, never silently ignored):
- *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts, no pooling;
+ *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts (max pooling: yes);
  *  - bert_scale and weightA are accepted and ignored (they only matter for IGELU/LayerNorm and for a
  *    loading-priority hint).
  */

@@ -29,7 +29,14 @@ struct gemmini_conv_args {
   /* Elements between successive input pixels, weight-matrix rows and output pixels: the channel counts,
    * or more when the tensors are slices of wider ones (tiled_conv_stride_auto, depthwise). */
   int in_stride, weight_stride, out_stride;
+  /* Max pooling of the outputs (upstream's: a pool_stride of 0 means none, and then size 1, stride 1,
+   * padding 0 and pool_out = out): the store unit pools as the results leave the accumulator. */
+  int pool_size, pool_stride, pool_padding, pool_out_row_dim, pool_out_col_dim;
 };
+
+static inline bool gemmini_conv_pooled(const struct gemmini_conv_args *c) {
+  return c->pool_size != 1 || c->pool_stride != 1 || c->pool_padding != 0;
+}
 
 struct gemmini_conv_tiles {
   int batches, porows, pocols, pochs, krows, kcols, kchs;
@@ -63,8 +70,43 @@ static inline void gemmini_conv_valid_cols(const struct gemmini_conv_args *c, in
   *hi = last;
 }
 
+/* One output pixel's channel och of the convolution, scaled and activated, on the core. */
+static inline elem_t gemmini_conv_cpu_pixel(const struct gemmini_conv_args *c, int b, int orow, int ocol, int och) {
+  const int kd = c->kernel_dim;
+  int64_t sum = c->bias ? c->bias[och] : 0;
+  for (int kr = 0; kr < kd; kr++)
+    for (int kc = 0; kc < kd; kc++) {
+      const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
+      const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
+      if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
+      const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_stride;
+      const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->weight_stride + och;
+      for (int ich = 0; ich < c->in_channels; ich++) sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->weight_stride];
+    }
+  return gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
+}
+
 static inline void gemmini_conv_cpu(const struct gemmini_conv_args *c) {
   const int kd = c->kernel_dim;
+  if (gemmini_conv_pooled(c)) { /* max over each window; window pixels outside the output count as 0 */
+    for (int b = 0; b < c->batch_size; b++)
+      for (int porow = 0; porow < c->pool_out_row_dim; porow++)
+        for (int pocol = 0; pocol < c->pool_out_col_dim; pocol++)
+          for (int och = 0; och < c->out_channels; och++) {
+            elem_t best = elem_t_min;
+            for (int wr = 0; wr < c->pool_size; wr++)
+              for (int wc = 0; wc < c->pool_size; wc++) {
+                const int orow = porow * c->pool_stride + wr - c->pool_padding;
+                const int ocol = pocol * c->pool_stride + wc - c->pool_padding;
+                const bool inside = orow >= 0 && orow < c->out_row_dim && ocol >= 0 && ocol < c->out_col_dim;
+                const elem_t e = inside ? gemmini_conv_cpu_pixel(c, b, orow, ocol, och) : 0;
+                if (e > best) best = e;
+              }
+            c->output[(((size_t)b * c->pool_out_row_dim + porow) * c->pool_out_col_dim + pocol) * c->out_stride + och] =
+                best;
+          }
+    return;
+  }
   for (int b = 0; b < c->batch_size; b++)
     for (int orow = 0; orow < c->out_row_dim; orow++)
       for (int ocol = 0; ocol < c->out_col_dim; ocol++)
@@ -232,7 +274,21 @@ static inline bool gemmini_conv_loop_tiles_fit(const struct gemmini_conv_tiles *
   return acc_rows <= GEMMINI_HALF_ACC_ROWS && spad_rows <= GEMMINI_HALF_SPAD_ROWS;
 }
 
+/* A pooled tile of porows x pocols pool outputs makes the loop compute the porows*pool_stride + pool_size - 1
+ * rows (and columns) of convolution outputs its windows cover: that is its footprint. */
+static inline bool gemmini_conv_pooled_tiles_fit(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t) {
+  struct gemmini_conv_tiles u = *t;
+  u.porows = t->porows * c->pool_stride + c->pool_size - 1;
+  u.pocols = t->pocols * c->pool_stride + c->pool_size - 1;
+  /* the loop's pooled store takes these counts in 8-bit fields */
+  if (u.porows > 255 || u.pocols > 255) return false;
+  return gemmini_conv_loop_tiles_fit(&u, c->stride, c->kernel_dilation);
+}
+
 /* One tile (output b0.., orow0.., ocol0.., och0..; reduction krow0.., kcol0.., kch0..) as one LOOP_CONV_WS.
+ * With pooling, orow0/ocol0 and the tile's rows/columns count pool outputs, as upstream's tiled_conv does: the
+ * loop computes the convolution outputs under the tile's pool windows (the pool padding trimmed: plpad..pdpad)
+ * and its store unit writes the pooled pixels.
  * The pointers are moved to the tile's first element and the paddings are those of the tile's input
  * window; the bias goes in only with the first reduction tile and the output comes out only with the
  * last (the loop unit keeps the partial sums in the accumulator in between). */
@@ -240,14 +296,21 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
                                           int orow0, int ocol0, int och0, int krow0, int kcol0, int kch0) {
   const int kd = c->kernel_dim;
   const int nb = c->batch_size - b0 < t->batches ? c->batch_size - b0 : t->batches;
-  const int nr = c->out_row_dim - orow0 < t->porows ? c->out_row_dim - orow0 : t->porows;
-  const int ncols = c->out_col_dim - ocol0 < t->pocols ? c->out_col_dim - ocol0 : t->pocols;
+  const int npr = c->pool_out_row_dim - orow0 < t->porows ? c->pool_out_row_dim - orow0 : t->porows;
+  const int npc = c->pool_out_col_dim - ocol0 < t->pocols ? c->pool_out_col_dim - ocol0 : t->pocols;
   const int nochs = c->out_channels - och0 < t->pochs ? c->out_channels - och0 : t->pochs;
   const int nkr = kd - krow0 < t->krows ? kd - krow0 : t->krows;
   const int nkc = kd - kcol0 < t->kcols ? kd - kcol0 : t->kcols;
   const int nichs = c->in_channels - kch0 < t->kchs ? c->in_channels - kch0 : t->kchs;
-  const int irow = orow0 * c->stride + krow0 * c->kernel_dilation - c->padding;
-  const int icol = ocol0 * c->stride + kcol0 * c->kernel_dilation - c->padding;
+  /* The convolution outputs under this tile's pool windows (without pooling: the tile's own outputs). */
+  const int orow = orow0 * c->pool_stride - c->pool_padding, ocol = ocol0 * c->pool_stride - c->pool_padding;
+  const int orows_all = npr * c->pool_stride + c->pool_size - 1, ocols_all = npc * c->pool_stride + c->pool_size - 1;
+  const int pupad = orow < 0 ? -orow : 0, plpad = ocol < 0 ? -ocol : 0;
+  const int pdpad = orow + orows_all > c->out_row_dim ? orow + orows_all - c->out_row_dim : 0;
+  const int prpad = ocol + ocols_all > c->out_col_dim ? ocol + ocols_all - c->out_col_dim : 0;
+  const int nr = orows_all - pupad - pdpad, ncols = ocols_all - plpad - prpad;
+  const int irow = (orow < 0 ? 0 : orow) * c->stride + krow0 * c->kernel_dilation - c->padding;
+  const int icol = (ocol < 0 ? 0 : ocol) * c->stride + kcol0 * c->kernel_dilation - c->padding;
   const int irows = gemmini_conv_loop_in_dim(nr, c->stride, nkr, c->kernel_dilation);
   const int icols = gemmini_conv_loop_in_dim(ncols, c->stride, nkc, c->kernel_dilation);
   const int upad = irow < 0 ? -irow : 0, lpad = icol < 0 ? -icol : 0;
@@ -257,17 +320,18 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
   const bool last = krow0 + t->krows >= kd && kcol0 + t->kcols >= kd && kch0 + t->kchs >= c->in_channels;
   /* A missing bias is a non-null dummy with no_bias set: the loop then moves zeros into the accumulator. */
   const acc_t *bias = !first ? NULL : (c->bias ? c->bias + och0 : (const acc_t *)(uintptr_t)1);
-  elem_t *out = last ? c->output + (((size_t)b0 * c->out_row_dim + orow0) * c->out_col_dim + ocol0) *
+  elem_t *out = last ? c->output + (((size_t)b0 * c->pool_out_row_dim + orow0) * c->pool_out_col_dim + ocol0) *
                                        c->out_stride + och0
                      : NULL;
   const elem_t *in = c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim + (icol + lpad)) *
                                     c->in_stride + kch0;
   const elem_t *w = c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) * c->weight_stride + och0;
   gemmini_loop_conv_ws(c->batch_size, c->in_row_dim, c->in_col_dim, c->in_channels, c->out_channels, c->out_row_dim,
-                       c->out_col_dim, c->out_row_dim, c->out_col_dim, c->stride, c->padding, kd,
-                       c->kernel_dilation, 1, 1, 0, nb, nr, ncols, nochs, nkr, nkc, nichs, lpad, rpad, upad, dpad,
-                       0, 0, 0, 0, nr, ncols, w, out, bias, in, c->bias == NULL, true, false, false, false, c->act,
-                       false, false, false, false, 1, c->in_stride, c->weight_stride, c->out_stride, false, 0, 0);
+                       c->out_col_dim, c->pool_out_row_dim, c->pool_out_col_dim, c->stride, c->padding, kd,
+                       c->kernel_dilation, c->pool_size, c->pool_stride, c->pool_padding, nb, npr, npc, nochs, nkr,
+                       nkc, nichs, lpad, rpad, upad, dpad, plpad, prpad, pupad, pdpad, nr, ncols, w, out, bias, in,
+                       c->bias == NULL, !gemmini_conv_pooled(c), false, false, false, c->act, false, false, false,
+                       false, 1, c->in_stride, c->weight_stride, c->out_stride, false, 0, 0);
 }
 
 static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
@@ -276,8 +340,9 @@ static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool tra
   if (input_dilation != 1) gemmini_library_error("tiled_conv", "input_dilation other than 1 is not implemented");
   if (wrot180 || trans_output_1203 || trans_input_3120 || trans_weight_1203 || trans_weight_0132)
     gemmini_library_error("tiled_conv", "transposed/rotated layouts are not implemented");
-  if (pool_size > 1 || pool_stride > 1 || pool_padding > 0)
-    gemmini_library_error("tiled_conv", "pooling is not implemented");
+  if (pool_stride != 0 && (pool_size < 1 || pool_size > 3 || pool_stride > 3 || pool_padding < 0 || pool_padding > 3))
+    gemmini_library_error("tiled_conv", "pooling needs pool_size 1..3, pool_stride 0..3 and pool_padding 0..3 "
+                                        "(the store unit's pooling fields are 2 bits wide)");
 }
 
 /* The arguments both tiled_conv paths share; stops on what neither implements. */
@@ -290,10 +355,16 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
     enum tiled_matmul_type_t tiled_conv_type) {
   gemmini_conv_check(input_dilation, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
                      trans_weight_0132, pool_size, pool_stride, pool_padding);
+  const bool no_pool = pool_stride == 0 || (pool_size == 1 && pool_stride == 1 && pool_padding == 0);
+  const int psize = no_pool ? 1 : pool_size, pstride = no_pool ? 1 : pool_stride, ppad = no_pool ? 0 : pool_padding;
   const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
                                       out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
                                       input, weights, bias, output, act, scale, in_channels, out_channels,
-                                      out_channels};
+                                      out_channels, psize, pstride, ppad,
+                                      no_pool ? out_row_dim : (out_row_dim + 2 * ppad - psize) / pstride + 1,
+                                      no_pool ? out_col_dim : (out_col_dim + 2 * ppad - psize) / pstride + 1};
+  if (!no_pool && (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1 || c.pool_out_col_dim > 255))
+    gemmini_library_error("tiled_conv", "the pooled output must have 1..255 columns and at least one row");
   if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
   if (t->batches < 1 || t->porows < 1 || t->pocols < 1 || t->pochs < 1 || t->krows < 1 || t->kcols < 1 ||
       t->kchs < 1)
@@ -308,14 +379,15 @@ static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const str
     gemmini_conv_cpu(c);
     return;
   }
-  if (!gemmini_conv_loop_tiles_fit(t, c->stride, c->kernel_dilation))
+  if (gemmini_conv_pooled(c) ? !gemmini_conv_pooled_tiles_fit(c, t)
+                              : !gemmini_conv_loop_tiles_fit(t, c->stride, c->kernel_dilation))
     gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
   /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
   gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, false, false);
   gemmini_extended_config_st((size_t)c->out_stride * sizeof(elem_t), c->act, c->scale);
   for (int b0 = 0; b0 < c->batch_size; b0 += t->batches)
-    for (int orow0 = 0; orow0 < c->out_row_dim; orow0 += t->porows)
-      for (int ocol0 = 0; ocol0 < c->out_col_dim; ocol0 += t->pocols)
+    for (int orow0 = 0; orow0 < c->pool_out_row_dim; orow0 += t->porows)
+      for (int ocol0 = 0; ocol0 < c->pool_out_col_dim; ocol0 += t->pocols)
         for (int och0 = 0; och0 < c->out_channels; och0 += t->pochs)
           for (int krow0 = 0; krow0 < c->kernel_dim; krow0 += t->krows)
             for (int kcol0 = 0; kcol0 < c->kernel_dim; kcol0 += t->kcols)
@@ -363,6 +435,9 @@ static inline void gemmini_tiled_conv_core(int batch_size, int in_row_dim, int i
     gemmini_conv_cpu(&c);
     return;
   }
+  if (gemmini_conv_pooled(&c))
+    gemmini_library_error("gemmini_tiled_conv_core", "pooling is not implemented on the core-issued path "
+                                                      "(tiled_conv / tiled_conv_auto pool)");
   if (!gemmini_conv_tiles_fit(&t))
     gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
   gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
@@ -416,6 +491,47 @@ static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int 
   *t = s;
 }
 
+/* With pooling, tiled_conv's tiles count pool outputs: from the tiles chosen for the convolution, the whole
+ * pooled output, then fewer pooled rows, columns, output and input channels until the convolution outputs
+ * under them fit one LOOP_CONV_WS, then more batches while they still fit. Without pooling: unchanged. */
+static inline void gemmini_conv_auto_pool_tiles(int batch_size, int out_row_dim, int out_col_dim, int stride,
+                                                int kernel_dilation, int pool_size, int pool_stride,
+                                                int pool_padding, struct gemmini_conv_tiles *t) {
+  if (pool_stride == 0 || (pool_size == 1 && pool_stride == 1 && pool_padding == 0)) return;
+  struct gemmini_conv_args c;
+  memset(&c, 0, sizeof c);
+  c.stride = stride, c.kernel_dilation = kernel_dilation;
+  c.pool_size = pool_size, c.pool_stride = pool_stride, c.pool_padding = pool_padding;
+  c.pool_out_row_dim = (out_row_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
+  c.pool_out_col_dim = (out_col_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
+  if (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1) return; /* tiled_conv says what is wrong */
+  struct gemmini_conv_tiles s = *t;
+  s.batches = 1, s.porows = c.pool_out_row_dim, s.pocols = c.pool_out_col_dim;
+  while (!gemmini_conv_pooled_tiles_fit(&c, &s)) {
+    if (s.porows > 1)
+      s.porows = (s.porows + 1) / 2;
+    else if (s.pocols > 1)
+      s.pocols = (s.pocols + 1) / 2;
+    else if (s.pochs > DIM)
+      s.pochs -= DIM;
+    else if (s.kchs > DIM)
+      s.kchs -= DIM;
+    else if (s.krows > 1)
+      s.krows--;
+    else if (s.kcols > 1)
+      s.kcols--;
+    else
+      break;
+  }
+  while (s.batches < batch_size && s.porows == c.pool_out_row_dim) {
+    struct gemmini_conv_tiles g = s;
+    g.batches++;
+    if (!gemmini_conv_pooled_tiles_fit(&c, &g)) break;
+    s = g;
+  }
+  *t = s;
+}
+
 static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
                             int out_row_dim, int out_col_dim, int stride, int input_dilation, int kernel_dilation,
                             int padding, int kernel_dim, bool wrot180, bool trans_output_1203,
@@ -426,6 +542,8 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
   struct gemmini_conv_tiles t;
   gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
                           kernel_dilation, &t);
+  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, kernel_dilation, pool_size, pool_stride,
+                               pool_padding, &t);
   tiled_conv(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
              input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
              trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
@@ -449,6 +567,8 @@ static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in
   struct gemmini_conv_tiles t;
   gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
                           kernel_dilation, &t);
+  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, kernel_dilation, pool_size, pool_stride,
+                               pool_padding, &t);
   struct gemmini_conv_args c = gemmini_conv_prepare(
       batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
       input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
@@ -487,6 +607,8 @@ static inline void tiled_conv_dw_auto(int batch_size, int in_row_dim, int in_col
                                       enum tiled_matmul_type_t tiled_conv_type) {
   struct gemmini_conv_tiles t;
   gemmini_conv_auto_tiles(batch_size, 1, 1, out_row_dim, out_col_dim, kernel_dim, stride, 1, &t);
+  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, 1, pool_size, pool_stride, pool_padding,
+                               &t);
   for (int ch = 0; ch < channels; ch++) {
     struct gemmini_conv_args c = gemmini_conv_prepare(
         batch_size, in_row_dim, in_col_dim, 1, 1, out_row_dim, out_col_dim, stride, 1, 1, padding, kernel_dim,
