@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -34,7 +35,7 @@ class Reply:
 
 
 class ChatClient:
-    def __init__(self, config: LLMConfig, sleep=time.sleep) -> None:
+    def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep) -> None:
         import openai  # here, not at module level: it takes seconds to import and offline runs never need it
 
         self._openai = openai

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from lsprotocol import types
 from speedpatch.states import Freshness
@@ -19,9 +20,12 @@ KIND = types.CodeActionKind.RefactorRewrite
 QUICK_ITERATIONS = QUICK_OVERRIDES["search"]["iterations"]
 
 
-def _action(title: str, command: str, args: list, kind: str = KIND, **extra) -> types.CodeAction:
+def _action(title: str, command: str, args: list[dict[str, Any]], kind: types.CodeActionKind = KIND, *,
+            is_preferred: bool | None = None,
+            diagnostics: list[types.Diagnostic] | None = None) -> types.CodeAction:
     return types.CodeAction(
-        title=title, kind=kind, command=types.Command(title=title, command=command, arguments=args), **extra
+        title=title, kind=kind, command=types.Command(title=title, command=command, arguments=args),
+        is_preferred=is_preferred, diagnostics=diagnostics,
     )
 
 

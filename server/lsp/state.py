@@ -38,6 +38,8 @@ from .staleness import StalenessTracker
 from .views import KernelView
 
 if TYPE_CHECKING:
+    from pygls.server import ServerErrors
+
     from .watcher import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class SpeedpatchServer(LanguageServer):
         super().__init__(name, version, **kwargs)
         self.state = ServerState(self)
 
-    def report_server_error(self, error: Exception, source) -> None:
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         # Log instead of popping an "Error in server" message for every failed notification: the
         # handlers report user-facing problems themselves with clear messages.
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)

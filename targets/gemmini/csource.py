@@ -8,8 +8,13 @@ partial answer, never an exception.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for annotations only: tree_sitter is imported at the first parse (_parser)
+    from tree_sitter import Node, Parser, Tree
 
 MAX_SOURCE_CHARS = 2_000_000  # bigger files are not kernel sources worth parsing
 
@@ -38,7 +43,7 @@ class Function:
 
 
 @lru_cache(maxsize=1)
-def _parser():
+def _parser() -> Parser:
     import tree_sitter_c
     from tree_sitter import Language, Parser
 
@@ -49,7 +54,7 @@ def looks_like_text(text: str) -> bool:
     return len(text) <= MAX_SOURCE_CHARS and "\x00" not in text
 
 
-def _char_offsets(data: bytes, text: str):
+def _char_offsets(data: bytes, text: str) -> Callable[[int], int]:
     """A byte-offset -> character-offset function (identity for ASCII files)."""
     if len(data) == len(text):
         return lambda b: b
@@ -60,7 +65,7 @@ def _char_offsets(data: bytes, text: str):
     return convert
 
 
-def _parse(text: str):
+def _parse(text: str) -> tuple[Tree, Callable[[int], int]] | None:
     """(tree, byte->character offset function) of a C source, or None when it is not parseable text."""
     if not looks_like_text(text):
         return None
@@ -72,11 +77,16 @@ def _parse(text: str):
     return tree, _char_offsets(data, text)
 
 
-def _declarator_name(node) -> str | None:
+def _text(node: Node) -> str:
+    # a node's text is None only in a tree parsed without its source, never here
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _declarator_name(node: Node | None) -> str | None:
     """The identifier a (possibly pointer/parenthesized) function declarator declares."""
     while node is not None:
         if node.type == "identifier":
-            return node.text.decode("utf-8", "replace")
+            return _text(node)
         if node.type in ("function_declarator", "pointer_declarator", "parenthesized_declarator",
                          "attributed_declarator"):
             node = node.child_by_field_name("declarator") or (node.named_children[0] if node.named_children else None)
@@ -85,7 +95,7 @@ def _declarator_name(node) -> str | None:
     return None
 
 
-def _calls(node) -> list[str]:
+def _calls(node: Node) -> list[str]:
     names: list[str] = []
     stack = [node]
     while stack:
@@ -93,7 +103,7 @@ def _calls(node) -> list[str]:
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
             if fn is not None and fn.type == "identifier":
-                names.append(fn.text.decode("utf-8", "replace"))
+                names.append(_text(fn))
         stack.extend(n.children)
     return names
 
@@ -149,7 +159,7 @@ def top_level_items(text: str) -> list[tuple[str, str, str]]:
             items.append(("function", _declarator_name(node.child_by_field_name("declarator")) or "", snippet))
         elif node.type in ("preproc_def", "preproc_function_def"):
             name_node = node.child_by_field_name("name")
-            items.append(("define", name_node.text.decode("utf-8", "replace") if name_node else "", snippet))
+            items.append(("define", _text(name_node) if name_node else "", snippet))
         elif node.type == "preproc_include":
             items.append(("include", "", snippet))
         elif node.type == "comment":
@@ -159,7 +169,7 @@ def top_level_items(text: str) -> list[tuple[str, str, str]]:
     return items
 
 
-def _has_product(node) -> bool:
+def _has_product(node: Node) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
@@ -188,7 +198,7 @@ def host_mac_loop_depth(text: str) -> int:
             op = node.child_by_field_name("operator")
             right = node.child_by_field_name("right")
             if op is not None and right is not None and op.type in ("+=", "=") and _has_product(right):
-                if op.type == "+=" or (right.type == "binary_expression" and right.text.count(b"*")):
+                if op.type == "+=" or (right.type == "binary_expression" and (right.text or b"").count(b"*")):
                     deepest = max(deepest, loops)
         stack.extend((child, loops) for child in node.children)
     return deepest

@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation
@@ -23,7 +24,7 @@ STATS_FILE = "gemmini-stats.json"
 MODEL_BUILD_FAILURES = ("model build failed", "model archive failed", "no gemmini_params.h")
 
 
-def _build_module():
+def _build_module() -> ModuleType:
     from speedpatch.targets.gemmini import build
 
     return build

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from speedpatch.model import INFRA_ERROR, NOT_MEASURED, OK, REJECTED, Evaluation
@@ -24,7 +25,7 @@ STATS_FILE = "gemmini-stats.json"
 RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
 
 
-def _driver():
+def _driver() -> ModuleType | None:
     from speedpatch.targets.gemmini import build
 
     needed = ("build_spike", "build_spike_trusted", "run_spike", "spike_unavailable_reason", "spike_model_cycles")
@@ -59,9 +60,9 @@ class SpikeBackend(Backend):
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         usable = self.availability(ctx.settings)
-        if not usable.usable:
+        driver = _driver()  # None only when unusable (availability says why)
+        if not usable.usable or driver is None:
             return Evaluation(status=INFRA_ERROR, message=usable.reason)
-        driver = _driver()
         settings = ctx.settings or {}
         if settings.get("include_dir"):
             return Evaluation(status=INFRA_ERROR, message="include_dir (upstream headers) is supported by "
