@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.errors import NotFoundError
-from speedpatch.model import TIMEOUT, Evaluation, Kernel
+from speedpatch.model import INFRA_ERROR, TIMEOUT, Evaluation, Kernel
 
 # The process runner lives in sandbox.py; these names stay importable from here for every caller.
 from speedpatch.targets.sandbox import (  # noqa: F401  (re-exported)
@@ -92,6 +92,13 @@ class Backend(ABC):
     @abstractmethod
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         """Build, run, check and measure the whole candidate file `source`."""
+
+    def refusal(self, settings: dict[str, Any] | None = None) -> Evaluation | None:
+        """What `evaluate` returns instead of running where this backend is unusable: an INFRA_ERROR with
+        availability's reason; None where it is usable. It asks availability again at every candidate, so it
+        suits backends whose check is cheap (settings, a tool on PATH)."""
+        usable = self.availability(settings)
+        return None if usable.usable else Evaluation(status=INFRA_ERROR, message=usable.reason)
 
 
 class Target(ABC):

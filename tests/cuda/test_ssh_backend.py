@@ -54,6 +54,13 @@ def test_availability_needs_a_host() -> None:
     assert "host" in CudaSshBackend().availability({}).reason
 
 
+def test_evaluate_without_a_host_refuses_with_availabilitys_reason_and_contacts_nobody(
+        tmp_path: Path, matmul_source: str) -> None:
+    ev = CudaSshBackend().evaluate(matmul_source, context(tmp_path, settings={}))
+    assert ev.status == INFRA_ERROR and ev.message == CudaSshBackend().availability({}).reason
+    assert list((tmp_path / "work").iterdir()) == []
+
+
 def test_availability_with_host_and_commands(fake_host: dict) -> None:
     found = CudaSshBackend().availability(fake_host["settings"])
     assert found.usable and "gpu-test" in found.reason

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedpatch.model import INFRA_ERROR, Evaluation
+from speedpatch.model import Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.evaluate import evaluate_with
 from speedpatch.targets.hosts import SshHost, missing_ssh_tool
@@ -38,9 +38,8 @@ class CudaSshBackend(Backend):
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         settings = ctx.settings or {}
-        usable = self.availability(settings)
-        if not usable.usable:
-            return Evaluation(status=INFRA_ERROR, message=usable.reason)
+        if (refused := self.refusal(settings)) is not None:
+            return refused
         ev = evaluate_with(SshHost(settings, ctx.workdir), source, ctx, self.name, str(settings.get("nvcc", "nvcc")),
                            str(settings.get("arch", "native")))
         if ev.receipt:

@@ -71,9 +71,8 @@ class CommandBackend(Backend):
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         settings = ctx.settings or {}
-        usable = self.availability(settings)
-        if not usable.usable:
-            return Evaluation(status=INFRA_ERROR, message=usable.reason)
+        if (refused := self.refusal(settings)) is not None:
+            return refused
         timeout = float(settings.get("timeout") or ctx.timeout)
         src = ctx.workdir / source_name(ctx)
         src.write_text(source, encoding="utf-8", errors="replace")
