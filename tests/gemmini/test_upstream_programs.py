@@ -372,3 +372,24 @@ def test_a_pooled_convolution_is_pooled_by_the_store_unit_as_upstream_does(gemmi
                        + POOLED_CONV)()
     assert result.returncode == 0, result.output
     assert result.stats["instructions"].get("LOOP_CONV_WS", 0) > 1  # pooled on the accelerator, in several tiles
+
+
+def _spike_usable() -> bool:
+    from speedpatch.targets import get_target
+
+    return get_target("gemmini").backend("gemmini-spike").availability({}).usable
+
+
+@pytest.mark.parametrize("exit_code, status", [(0, "not_measured"), (1, "incorrect")])
+def test_on_spike_a_program_without_the_harness_is_judged_by_its_exit_status(tmp_path: Path, exit_code: int,
+                                                                            status: str) -> None:
+    if not _spike_usable():
+        pytest.skip("gemmini-spike is not installed here")
+    path = tmp_path / "prog.c"
+    path.write_text(HEAD + "int main() { gemmini_flush(0); copy_blocks(); gemmini_fence(); "
+                    f'printf("done\\n"); exit({exit_code}); }}\n')
+    proc = subprocess.run([sys.executable, "-m", "speedpatch.cli.main", "evaluate", str(path), "--json", "--backend",
+                           "gemmini-spike"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    result = json.loads(proc.stdout)
+    assert result["status"] == status, result
+    assert "exit status" in result["message"]
