@@ -90,13 +90,14 @@ def test_the_hardware_loop_with_hand_chosen_tiles_beats_the_library_on_a_large_g
 
 
 def test_hand_written_code_that_moves_each_operand_once_beats_the_library_by_half_again(results):
-    # a resident panel of B and A streamed in order: 599,644 vs 1,069,831 cycles on the 512^3 GEMM today
+    # a resident panel of B and A streamed in order: 599,652 vs 1,068,113 cycles on the 512^3 GEMM today
     assert 1.5 * _get(results, GEMM, "resident").cycles <= _get(results, GEMM, "library").cycles
 
 
 def test_a_tuned_convolution_beats_the_library_where_the_library_tiles_poorly(results):
-    # conv 14x14x256: tiled_conv_auto re-reads inputs across output-channel tiles; keeping all input
-    # channels per loop (tuned-loop) or the weights resident (tuned explicit) is faster.
-    library = _get(results, CONV, "library").cycles
-    assert _get(results, CONV, "tuned-loop").cycles < library
-    assert _get(results, CONV, "tuned").cycles < library
+    # conv 14x14x256: tiled_conv_auto splits the 256 input channels into tiles of 48 and two output rows per
+    # loop, so it moves the weights in again for every pixel tile; keeping them resident (tuned explicit) is
+    # faster: 2,432,293 vs 2,727,025 cycles today. (The hardware loop with all input channels per loop,
+    # tuned-loop, no longer is, 2,821,799: the library's loops now alternate scratchpad halves as upstream's
+    # do, spad id 0.)
+    assert _get(results, CONV, "tuned").cycles < _get(results, CONV, "library").cycles

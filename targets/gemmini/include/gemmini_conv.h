@@ -43,6 +43,7 @@ struct gemmini_conv_tiles {
 };
 
 static inline int gemmini_conv_blocks(int n) { return (n + DIM - 1) / DIM; }
+static inline int gemmini_conv_ceil(int n, int d) { return (n + d - 1) / d; }
 
 /* Rows of scratchpad (weights + two input buffers) and accumulator one output tile needs. */
 static inline void gemmini_conv_footprint(const struct gemmini_conv_tiles *t, size_t *spad_rows, size_t *acc_rows) {
@@ -293,7 +294,8 @@ static inline bool gemmini_conv_pooled_tiles_fit(const struct gemmini_conv_args 
  * window; the bias goes in only with the first reduction tile and the output comes out only with the
  * last (the loop unit keeps the partial sums in the accumulator in between). */
 static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t, int b0,
-                                          int orow0, int ocol0, int och0, int krow0, int kcol0, int kch0) {
+                                          int orow0, int ocol0, int och0, int krow0, int kcol0, int kch0,
+                                          bool load_input, bool load_weights, int a_spad_id, int b_spad_id) {
   const int kd = c->kernel_dim;
   const int nb = c->batch_size - b0 < t->batches ? c->batch_size - b0 : t->batches;
   const int npr = c->pool_out_row_dim - orow0 < t->porows ? c->pool_out_row_dim - orow0 : t->porows;
@@ -323,15 +325,18 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
   elem_t *out = last ? c->output + (((size_t)b0 * c->pool_out_row_dim + orow0) * c->pool_out_col_dim + ocol0) *
                                        c->out_stride + och0
                      : NULL;
-  const elem_t *in = c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim + (icol + lpad)) *
-                                    c->in_stride + kch0;
-  const elem_t *w = c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) * c->weight_stride + och0;
+  const elem_t *in = !load_input ? NULL
+                                  : c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim +
+                                                (icol + lpad)) * c->in_stride + kch0;
+  const elem_t *w = !load_weights ? NULL
+                                  : c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) *
+                                                     c->weight_stride + och0;
   gemmini_loop_conv_ws(c->batch_size, c->in_row_dim, c->in_col_dim, c->in_channels, c->out_channels, c->out_row_dim,
                        c->out_col_dim, c->pool_out_row_dim, c->pool_out_col_dim, c->stride, c->padding, kd,
                        c->kernel_dilation, c->pool_size, c->pool_stride, c->pool_padding, nb, npr, npc, nochs, nkr,
                        nkc, nichs, lpad, rpad, upad, dpad, plpad, prpad, pupad, pdpad, nr, ncols, w, out, bias, in,
                        c->bias == NULL, !gemmini_conv_pooled(c), false, false, false, c->act, false, false, false,
-                       false, 1, c->in_stride, c->weight_stride, c->out_stride, false, 0, 0);
+                       false, 1, c->in_stride, c->weight_stride, c->out_stride, false, a_spad_id, b_spad_id);
 }
 
 static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
@@ -374,7 +379,7 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
 
 /* One LOOP_CONV_WS per tile over the whole convolution (or the CPU reference for tiled_conv_type CPU). */
 static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t,
-                                    enum tiled_matmul_type_t tiled_conv_type) {
+                                    enum tiled_matmul_type_t tiled_conv_type, bool keep_tiles) {
   if (tiled_conv_type == CPU) {
     gemmini_conv_cpu(c);
     return;
@@ -385,14 +390,31 @@ static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const str
   /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
   gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, false, false);
   gemmini_extended_config_st((size_t)c->out_stride * sizeof(elem_t), c->act, c->scale);
+  /* With keep_tiles, like upstream's tiled_conv (gemmini-rocc-tests include/gemmini.h): when the weight
+   * tiles (input tiles) number at most two, each gets a scratchpad half of its own (id 1 for the first, 2 for
+   * the other), is moved in by the first loop that needs it and stays there: later loops pass NULL. Other
+   * operands pass id 0, the loop slot's half. */
+  const int n_b = gemmini_conv_ceil(c->batch_size, t->batches);
+  const int n_porow = gemmini_conv_ceil(c->pool_out_row_dim, t->porows);
+  const int n_pocol = gemmini_conv_ceil(c->pool_out_col_dim, t->pocols);
+  const int n_poch = gemmini_conv_ceil(c->out_channels, t->pochs);
+  const int n_krow = gemmini_conv_ceil(c->kernel_dim, t->krows), n_kcol = gemmini_conv_ceil(c->kernel_dim, t->kcols);
+  const int n_kch = gemmini_conv_ceil(c->in_channels, t->kchs);
+  const bool b_reuse = keep_tiles && n_kch * n_poch * n_krow * n_kcol <= 2;
+  const bool a_reuse = keep_tiles && n_kch * n_krow * n_kcol * n_b * n_porow * n_pocol <= 2;
   for (int b0 = 0; b0 < c->batch_size; b0 += t->batches)
     for (int orow0 = 0; orow0 < c->pool_out_row_dim; orow0 += t->porows)
       for (int ocol0 = 0; ocol0 < c->pool_out_col_dim; ocol0 += t->pocols)
         for (int och0 = 0; och0 < c->out_channels; och0 += t->pochs)
           for (int krow0 = 0; krow0 < c->kernel_dim; krow0 += t->krows)
             for (int kcol0 = 0; kcol0 < c->kernel_dim; kcol0 += t->kcols)
-              for (int kch0 = 0; kch0 < c->in_channels; kch0 += t->kchs)
-                gemmini_conv_loop_tile(c, t, b0, orow0, ocol0, och0, krow0, kcol0, kch0);
+              for (int kch0 = 0; kch0 < c->in_channels; kch0 += t->kchs) {
+                const bool first_a = kch0 + krow0 + kcol0 + b0 + orow0 + ocol0 == 0;
+                const bool first_b = kch0 + och0 + krow0 + kcol0 == 0;
+                gemmini_conv_loop_tile(c, t, b0, orow0, ocol0, och0, krow0, kcol0, kch0, !(a_reuse && och0 > 0),
+                                       !(b_reuse && b0 + orow0 + ocol0 > 0), a_reuse ? (first_a ? 1 : 2) : 0,
+                                       b_reuse ? (first_b ? 1 : 2) : 0);
+              }
 }
 
 /* speedpatch's tiled_conv: explicit tiles (output: batches, porows, pocols pixels, pochs channels;
@@ -410,7 +432,7 @@ static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, in
       input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
       trans_weight_1203, trans_weight_0132, &t, input, weights, bias, output, act, scale, pool_size, pool_stride,
       pool_padding, tiled_conv_type);
-  gemmini_conv_run(&c, &t, tiled_conv_type);
+  gemmini_conv_run(&c, &t, tiled_conv_type, true);
 }
 
 /* The same convolution issued instruction by instruction from the core (no LOOP_CONV_WS): double-buffered
@@ -577,7 +599,7 @@ static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in
   c.in_stride = in_stride;
   c.weight_stride = weight_stride;
   c.out_stride = out_stride;
-  gemmini_conv_run(&c, &t, tiled_conv_type);
+  gemmini_conv_run(&c, &t, tiled_conv_type, true);
 }
 
 /* The same under the name some upstream test programs call it by (conv_stride.c: tiled_conv_full, with
@@ -617,7 +639,7 @@ static inline void tiled_conv_dw_auto(int batch_size, int in_row_dim, int in_col
     c.in_stride = channels;
     c.weight_stride = 1;
     c.out_stride = channels;
-    gemmini_conv_run(&c, &t, tiled_conv_type);
+    gemmini_conv_run(&c, &t, tiled_conv_type, false); /* upstream's tiled_conv_dw keeps no tile in place */
   }
 }
 

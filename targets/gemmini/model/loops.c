@@ -34,6 +34,17 @@ static void config(uint64_t rs1, uint64_t rs2) {
   gm_config(rs1, rs2);
 }
 
+/* First scratchpad row of the half an operand of a hardware loop uses. Ids 1 and 2 name the first and the
+ * second half; id 0 (what upstream's library passes unless it keeps a tile in place) is the half of the slot
+ * the loop runs in. LoopMatmul and LoopConv each hold two loops (concurrent_loops = 2); slot i owns rows
+ * [i, i+1) * max_addr / 2 (a_addr_start / b_addr_end set at reset), an explicit id replaces that with
+ * (id - 1) * max_addr / 2, and the next loop is configured into the slot after the last one (tail = ~head),
+ * so consecutive loops alternate halves (gemmini LoopMatmul.scala / LoopConv.scala). */
+static uint32_t spad_half_start(uint32_t id, uint32_t slot, const char *loop, const char *operand) {
+  if (id == 3) gm_fail("%s: scratchpad id 3 for %s names no half (0 = the loop's own, 1 or 2)", loop, operand);
+  return (id == 0 ? slot : id - 1) * (SPAD_ROWS / 2);
+}
+
 /* ---------------------------------------------------------------------------------------- LOOP_WS */
 
 void gm_loop_ws_config(uint64_t funct, uint64_t rs1, uint64_t rs2) {
@@ -85,11 +96,13 @@ static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
             "scratchpad rows and I*J*DIM <= %d accumulator rows)",
             (unsigned long long)I, (unsigned long long)J, (unsigned long long)K, SPAD_ROWS / 2, ACC_ROWS / 2);
 
-  uint32_t A_start = 0, B_start = SPAD_ROWS / 2 - (uint32_t)(K * J * DIM);
+  /* A fills its half from the bottom, B ends at the top of its half. */
+  const uint32_t slot = G.lw_slot;
+  G.lw_slot ^= 1;
+  uint32_t A_start = spad_half_start(a_spad_id, slot, "LOOP_WS", "A");
+  uint32_t B_start = spad_half_start(b_spad_id, slot, "LOOP_WS", "B") + SPAD_ROWS / 2 - (uint32_t)(K * J * DIM);
   const uint32_t D_start = 1u << 31;
   const uint32_t C_start = (3u << 30) | ((uint32_t)full_C << 29);
-  if (a_spad_id == 2) A_start = SPAD_ROWS / 2;
-  if (b_spad_id == 2) B_start = SPAD_ROWS - (uint32_t)(K * J * DIM);
   const uint64_t c_size = full_C ? sizeof(acc_t) : sizeof(elem_t);
 
   if (is_resadd) { /* C = A + B, both moved into the accumulator (B accumulating onto A) */
@@ -245,10 +258,12 @@ static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
   const int64_t B_rows = trans_weight_0132 ? ich_banks * kcols * krows * ochs : och_banks * kcols * krows * kchs;
   if (B_rows > SPAD_ROWS / 2) gm_fail("convolution weights need %lld scratchpad rows (at most %u)", (long long)B_rows, SPAD_ROWS / 2);
 
-  uint32_t A_start = 0, B_start = SPAD_ROWS / 2 - (uint32_t)B_rows;
+  const uint32_t slot = G.lc_slot;
+  G.lc_slot ^= 1;
+  const uint32_t A_start = spad_half_start(a_spad_id, slot, "LOOP_CONV_WS", "the input");
+  const uint32_t B_start = spad_half_start(b_spad_id, slot, "LOOP_CONV_WS", "the weights") + SPAD_ROWS / 2 -
+                           (uint32_t)B_rows;
   const uint32_t D_start = (1u << 31) + G.lc_D_row, C_start = (3u << 30) + G.lc_C_row;
-  if (a_spad_id == 2) A_start = SPAD_ROWS / 2;
-  if (b_spad_id == 2) B_start = SPAD_ROWS - (uint32_t)B_rows;
   if (bias) G.lc_D_row = (G.lc_D_row + ACC_ROWS / 2) % ACC_ROWS;
   if (output) G.lc_C_row = (G.lc_C_row + ACC_ROWS / 2) % ACC_ROWS;
   const uint64_t one = (uint64_t)0x3F800000u << 32; /* mvin scale 1.0f in CONFIG_LD's rs1[63:32] */

@@ -56,6 +56,7 @@ typedef struct {
   /* LOOP_WS configuration */
   uint32_t lw_I, lw_J, lw_K, lw_pad_I, lw_pad_J, lw_pad_K;
   uint64_t lw_A, lw_B, lw_D, lw_C, lw_A_stride, lw_B_stride, lw_D_stride, lw_C_stride;
+  uint32_t lw_slot; /* the loop unit's slot the next LOOP_WS runs in (0/1): its scratchpad half for id 0 */
 
   /* LOOP_CONV_WS configuration */
   uint32_t lc_batch_size, lc_in_row_dim, lc_in_col_dim, lc_in_channels, lc_out_channels, lc_out_row_dim,
@@ -65,6 +66,7 @@ typedef struct {
       lc_orows, lc_ocols, lc_kernel_dilation, lc_in_stride, lc_weight_stride, lc_out_stride;
   uint64_t lc_weights, lc_output, lc_bias, lc_input;
   uint32_t lc_D_row, lc_C_row; /* accumulator halves alternate between successive conv loops */
+  uint32_t lc_slot; /* the conv loop unit's slot the next LOOP_CONV_WS runs in (0/1) */
 } gm_state_t;
 
 typedef struct {
