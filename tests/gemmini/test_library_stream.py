@@ -20,6 +20,89 @@ HEAD = r"""
 #include "include/gemmini_testutils.h"
 """
 
+MATMUL = HEAD + r"""
+#define I_DIM %(I)d
+#define J_DIM %(J)d
+#define K_DIM %(K)d
+static elem_t A[I_DIM][K_DIM], B[K_DIM][J_DIM], C[I_DIM][J_DIM], G[I_DIM][J_DIM];
+static acc_t D[J_DIM];
+
+int main(void) {
+  for (int i = 0; i < I_DIM; i++) for (int k = 0; k < K_DIM; k++) A[i][k] = (elem_t)((i * 7 + k * 3) %% 11 - 5);
+  for (int k = 0; k < K_DIM; k++) for (int j = 0; j < J_DIM; j++) B[k][j] = (elem_t)((k * 5 + j) %% 9 - 4);
+  for (int j = 0; j < J_DIM; j++) D[j] = (acc_t)(j * 13 %% 200 - 100);
+  tiled_matmul_auto(I_DIM, J_DIM, K_DIM, (elem_t *)A, (elem_t *)B, %(bias)s, (elem_t *)G, K_DIM, J_DIM, J_DIM, J_DIM,
+                    MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, NO_ACTIVATION, 0.125f, 0, true, false, false,
+                    false, false, 0, CPU);
+  gemmini_flush(0);
+  tiled_matmul_auto(I_DIM, J_DIM, K_DIM, (elem_t *)A, (elem_t *)B, %(bias)s, (elem_t *)C, K_DIM, J_DIM, J_DIM, J_DIM,
+                    MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, NO_ACTIVATION, 0.125f, 0, true, false, false,
+                    false, false, 0, WS);
+  gemmini_fence();
+  printf("result %%s\n", memcmp(C, G, sizeof C) == 0 ? "ok" : "FAIL");
+  return 0;
+}
+"""
+
+
+def _matmul(gemmini_c, i: int, j: int, k: int, bias: bool = False):
+    res = gemmini_c(MATMUL % {"I": i, "J": j, "K": k, "bias": "D" if bias else "NULL"})()
+    assert res.returncode == 0, res.output
+    assert "result ok" in res.output, res.output
+    return res.stats
+
+
+def test_tiled_matmul_auto_picks_upstreams_tiles(gemmini_c):
+    # 16x144x912 = 1 x 9 x 57 blocks. Upstream starts from I, J tiles of at most floor(sqrt(512 / 16)) = 5 and
+    # a K tile of at most 4096 / 16 / 5 = 51, i.e. 1x5x51, then grows J and K by one per round while
+    # (I*K + K*J) * 16 <= 8192 scratchpad rows: 1x6x52, 1x7x53, 1x8x54, then only K: 55, 56 (504 * 16 = 8064;
+    # 57 would need 8208, J = 9 at K = 54 would need 8640). Tiles 1x8x56: J0 = K0 = 2, 4 loops. (Shrinking
+    # from the whole problem instead gives 1x9x51: 2 loops.)
+    stats = _matmul(gemmini_c, 16, 144, 912)
+    assert stats["instructions"]["LOOP_WS"] == 4
+
+
+def test_a_B_panel_that_fits_both_halves_is_moved_in_once_for_all_row_tiles(gemmini_c):
+    # 384x64x64: 24 x 4 x 4 blocks; tiles 8x4x4 (I grows from 5 to 8 = 512 accumulator rows / (4 * 16)), so
+    # I0 = 3, J0 = K0 = 1: B's single tile is reused (J0*K0 = 1 <= 2), A's three are not (I0*K0 = 3).
+    # B is 4 rows of blocks, each 4 blocks = 64 bytes wide: 4 mvins in all (12 when every loop reloads it);
+    # A: 8 block rows x one 64-byte mvin per loop, 24 in all.
+    stats = _matmul(gemmini_c, 384, 64, 64)
+    executed = stats["executed_instructions"]
+    assert stats["instructions"]["LOOP_WS"] == 3
+    assert executed["MVIN2"] == 4
+    assert executed["MVIN"] == 24
+
+
+def test_an_A_block_row_that_fits_both_halves_is_moved_in_once_for_all_column_tiles(gemmini_c):
+    # 64x384x64: 4 x 24 x 4 blocks; tiles 4x8x4 (J grows from 5 to 8), so I0 = K0 = 1 and J0 = 3: A's single
+    # tile is reused, B's three are not. A: 4 block rows, one 64-byte mvin each, once (12 if reloaded);
+    # B: 4 rows x 2 mvins of 4 blocks per loop, 24 in all.
+    stats = _matmul(gemmini_c, 64, 384, 64)
+    executed = stats["executed_instructions"]
+    assert stats["instructions"]["LOOP_WS"] == 3
+    assert executed["MVIN"] == 4
+    assert executed["MVIN2"] == 24
+
+
+def test_reused_operands_are_read_from_dram_once(gemmini_c):
+    # 384x64x64 without bias: A (384 x 64 bytes) and B (64 x 64 bytes), each byte read once: 28,672 bytes.
+    stats = _matmul(gemmini_c, 384, 64, 64)
+    assert stats["dram_read_bytes"] == 384 * 64 + 64 * 64
+
+
+def test_both_operands_kept_in_place_with_a_bias_are_each_moved_in_once(gemmini_c):
+    # 160x160x16 with a bias row: 10 x 10 x 1 blocks, tiles 5x6x1 (J grows to 6: 480 accumulator rows), so
+    # I0 = J0 = 2 and K0 = 1: A and B both have two tiles and both are kept. A: 10 block rows, one mvin each,
+    # moved with the first column of tiles only; B: 16 rows x (4 + 2) blocks for j0 = 0 and 4 for j0 = 1,
+    # 3 mvins, moved with the first row of tiles only. The result matches the CPU's (checked in _matmul).
+    stats = _matmul(gemmini_c, 160, 160, 16, bias=True)
+    executed = stats["executed_instructions"]
+    assert stats["instructions"]["LOOP_WS"] == 4
+    assert executed["MVIN"] == 10
+    assert executed["MVIN2"] == 3
+
+
 LOOPS = HEAD + r"""
 static elem_t A[4][DIM][DIM], B[4][DIM][DIM], C[DIM][DIM];
 

@@ -93,12 +93,14 @@ def test_extension_activates_logs_and_keeps_the_api_key_secret(vscode: VSCode) -
 def test_optimize_then_diff_apply_save_and_reverify_the_gemmini_demo(vscode: VSCode) -> None:
     if not (DEMO / DEMO_FILE).exists():
         pytest.skip(f"{DEMO / DEMO_FILE} is missing")
+    # 9 plans: the offline proposer's 9th move on matmul_128 is its first that beats the library call, which
+    # keeps its operands in place as upstream's does
     settings = editor_settings(
         **{
             "speedpatch.offline": True,
-            "speedpatch.search.iterations": 2,
-            "speedpatch.search.beam": 2,
-            "speedpatch.search.plans": 2,
+            "speedpatch.search.iterations": 1,
+            "speedpatch.search.beam": 1,
+            "speedpatch.search.plans": 9,
             "speedpatch.search.codes": 1,
         }
     )
@@ -179,8 +181,9 @@ def test_a_multi_root_workspace_runs_a_kernel_in_its_own_folder(vscode: VSCode) 
         "ws-multi",
         {
             "alpha": ([other], "offline = true\n\n[search]\niterations = 3\n"),
-            # 8 plans: the offline proposer's first 2 moves on matmul_128 find none faster since its reordering
-            "beta": ([DEMO / DEMO_FILE], "offline = true\n\n[search]\niterations = 1\nbeam = 1\nplans = 8\ncodes = 1\n"),
+            # 9 plans: the offline proposer's first 8 moves on matmul_128 find none faster (the library call keeps
+            # its operands in place as upstream's does); the 9th does
+            "beta": ([DEMO / DEMO_FILE], "offline = true\n\n[search]\niterations = 1\nbeam = 1\nplans = 9\ncodes = 1\n"),
         },
         editor_settings(),  # no search settings: those would override both folders' speedpatch.toml
     )

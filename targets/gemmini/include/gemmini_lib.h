@@ -109,7 +109,7 @@ static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
 static inline void gemmini_matmul_configure(const struct gemmini_matmul_args *m, int dataflow) {
   const size_t sizeof_D = m->low_D ? sizeof(elem_t) : sizeof(acc_t);
   const size_t sizeof_C = m->full_C ? sizeof(acc_t) : sizeof(elem_t);
-  gemmini_extended_config_ex(dataflow, NO_ACTIVATION, 0, 1, m->transpose_A, m->transpose_B);
+  gemmini_extended_config_ex(dataflow, m->act & 3, 0, 1, m->transpose_A, m->transpose_B);
   gemmini_extended_config_st(m->stride_C * sizeof_C, m->act, m->scale);
   gemmini_extended3_config_ld(m->stride_A * sizeof(elem_t), m->A_scale_factor, false, 0);
   gemmini_extended3_config_ld(m->stride_B * sizeof(elem_t), m->B_scale_factor, false, 1);
@@ -136,21 +136,24 @@ static inline void *gemmini_C_block(const struct gemmini_matmul_args *m, size_t 
 }
 
 /* One tile with the LOOP_WS hardware loop: the accelerator issues every mvin/preload/compute/mvout.
- * spad_id 1 / 2 selects the scratchpad half, alternated between tiles so that the loads of the next tile
- * overlap the computation of this one. The loop keeps C in the accumulator from row 0; it accumulates
- * onto the bias (D) or onto the partial sums of the previous K tile. */
+ * a_spad_id / b_spad_id: 0 = the half of the loop unit's slot (consecutive loops alternate, so the loads of
+ * the next tile overlap the computation of this one), 1 / 2 = that half, for a tile kept in place; load_A /
+ * load_B false passes NULL, and the loop computes on the tile already there. The loop keeps C in the
+ * accumulator from row 0; it accumulates onto the bias (D) or onto the partial sums of the previous K tile. */
 static inline void gemmini_matmul_tile_loop(const struct gemmini_matmul_args *m, size_t i0, size_t j0, size_t k0,
-                                     size_t I, size_t J, size_t K, bool first_k, bool last_k, int spad_id) {
+                                     size_t I, size_t J, size_t K, bool first_k, bool last_k, bool load_A,
+                                     bool load_B, int a_spad_id, int b_spad_id) {
   const size_t rows_left = m->dim_I - i0 * DIM, cols_left = m->dim_J - j0 * DIM, k_left = m->dim_K - k0 * DIM;
   const size_t pad_I = I * DIM > rows_left ? I * DIM - rows_left : 0;
   const size_t pad_J = J * DIM > cols_left ? J * DIM - cols_left : 0;
   const size_t pad_K = K * DIM > k_left ? K * DIM - k_left : 0;
   const void *D = (first_k && m->D != NULL) ? gemmini_D_block(m, i0 * DIM, j0 * DIM) : NULL;
   void *C = last_k ? gemmini_C_block(m, i0 * DIM, j0 * DIM) : NULL;
-  gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, gemmini_A_block(m, i0 * DIM, k0 * DIM),
-                  gemmini_B_block(m, k0 * DIM, j0 * DIM), D, C, m->stride_A, m->stride_B,
+  const elem_t *A = load_A ? gemmini_A_block(m, i0 * DIM, k0 * DIM) : NULL;
+  const elem_t *B = load_B ? gemmini_B_block(m, k0 * DIM, j0 * DIM) : NULL;
+  gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, m->stride_A, m->stride_B,
                   m->repeating_bias ? 0 : m->stride_D, m->stride_C, m->transpose_A, m->transpose_B, m->full_C,
-                  m->low_D, !first_k || m->D != NULL, m->act, spad_id, spad_id, false);
+                  m->low_D, !first_k || m->D != NULL, m->act, a_spad_id, b_spad_id, false);
 }
 
 /* One tile issued instruction by instruction (used for the output-stationary dataflow, and for WS
@@ -282,6 +285,13 @@ static inline void gemmini_matmul_run(const char *function, const struct gemmini
   const size_t I_blocks = gemmini_ceil_div(m->dim_I, DIM), J_blocks = gemmini_ceil_div(m->dim_J, DIM),
                K_blocks = gemmini_ceil_div(m->dim_K, DIM);
   gemmini_matmul_configure(m, dataflow);
+  /* Like upstream's tiled_matmul_outer (gemmini-rocc-tests include/gemmini.h): when all tiles of B (of A)
+   * number at most two, each gets a scratchpad half of its own (id 1 for the first, 2 for the other), is
+   * moved in with the first row (column) of tiles and stays there for the others, which pass NULL;
+   * every other operand passes id 0, the loop slot's half. */
+  const size_t I0 = gemmini_ceil_div(I_blocks, tile_I), J0 = gemmini_ceil_div(J_blocks, tile_J),
+               K0 = gemmini_ceil_div(K_blocks, tile_K);
+  const bool b_reuse = hardware_loop && J0 * K0 <= 2, a_reuse = hardware_loop && I0 * K0 <= 2;
   unsigned tile_count = 0, output_count = 0;
   for (size_t i0 = 0; i0 < I_blocks; i0 += tile_I)
     for (size_t j0 = 0; j0 < J_blocks; j0 += tile_J) {
@@ -290,7 +300,10 @@ static inline void gemmini_matmul_run(const char *function, const struct gemmini
                      K = gemmini_min(tile_K, K_blocks - k0);
         const bool first_k = k0 == 0, last_k = k0 + tile_K >= K_blocks;
         if (hardware_loop) {
-          gemmini_matmul_tile_loop(m, i0, j0, k0, I, J, K, first_k, last_k, tile_count % 2 ? 2 : 1);
+          const size_t ti = i0 / tile_I, tj = j0 / tile_J, tk = k0 / tile_K;
+          const int a_id = a_reuse ? (ti + tk == 0 ? 1 : 2) : 0, b_id = b_reuse ? (tj + tk == 0 ? 1 : 2) : 0;
+          gemmini_matmul_tile_loop(m, i0, j0, k0, I, J, K, first_k, last_k, !(a_reuse && tj >= 1),
+                                   !(b_reuse && ti >= 1), a_id, b_id);
         } else {
           const uint32_t spad_base = (uint32_t)((tile_count % 2) * GEMMINI_HALF_SPAD_ROWS);
           const uint32_t acc_base = (uint32_t)((output_count % 2) * GEMMINI_HALF_ACC_ROWS);
@@ -339,22 +352,18 @@ static inline void gemmini_tiled_matmul_manual(size_t dim_I, size_t dim_J, size_
                      dataflow == OS ? OUTPUT_STATIONARY : WEIGHT_STATIONARY, false);
 }
 
-/* Tile choice of tiled_matmul_auto: start from the whole problem, shrink the largest tile dimension until
- * the double-buffered halves fit, then grow each dimension (J, I, K) while it still fits. */
+/* Tile choice of tiled_matmul_auto, upstream's (gemmini-rocc-tests include/gemmini.h, double-buffered case):
+ * start from I and J tiles of floor(sqrt(half the accumulator in blocks)) and a K tile of a quarter of the
+ * scratchpad in blocks divided by that (each capped by the problem), then, in rounds, grow J, I and K by one
+ * while the tiles still fit the halves of scratchpad and accumulator. Upstream picks larger, single-buffered
+ * tiles for its OS dataflow; ours double-buffers OS too, so both dataflows get these. */
 static inline void gemmini_auto_tiles(size_t dim_I, size_t dim_J, size_t dim_K, size_t *tile_I, size_t *tile_J,
                                size_t *tile_K) {
   const size_t I = gemmini_ceil_div(dim_I, DIM), J = gemmini_ceil_div(dim_J, DIM), K = gemmini_ceil_div(dim_K, DIM);
-  size_t ti = I, tj = J, tk = K;
-  while (!gemmini_matmul_tiles_fit(ti, tj, tk)) {
-    if (ti >= tj && ti >= tk && ti > 1)
-      ti--;
-    else if (tj >= tk && tj > 1)
-      tj--;
-    else if (tk > 1)
-      tk--;
-    else
-      ti--;
-  }
+  size_t max_ij = 1; /* integer square root: no libm */
+  while ((max_ij + 1) * (max_ij + 1) <= GEMMINI_HALF_ACC_ROWS / DIM) max_ij++;
+  const size_t max_k = GEMMINI_HALF_SPAD_ROWS / 2 / DIM / max_ij;
+  size_t ti = gemmini_min(I, max_ij), tj = gemmini_min(J, max_ij), tk = gemmini_min(K, max_k);
   bool grown = true;
   while (grown) {
     grown = false;
