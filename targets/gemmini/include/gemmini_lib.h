@@ -336,6 +336,9 @@ static inline void tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const 
   } else {
     gemmini_matmul_run("tiled_matmul", &m, tile_I, tile_J, tile_K, WEIGHT_STATIONARY, true);
   }
+  /* Upstream's tiled_matmul returns only when the accelerator is done (its tiled_matmul_outer ends with a
+   * fence): programs read C, and time the call with read_cycles(), right after it, without a fence. */
+  if (tiled_matmul_type != CPU) gemmini_fence();
 }
 
 /* Like tiled_matmul, but every instruction is issued by the core (no LOOP_WS): a speedpatch extension
