@@ -101,18 +101,9 @@ def _conv_reference(inp, w, bias, stride, pad, act, scale):
     return relu(scale_round_saturate(out, scale), act)
 
 
-@pytest.mark.parametrize("seed,batch,size,in_ch,out_ch,kdim,stride,pad",
-                         [(0, 1, 8, 5, 20, 3, 1, 1), (1, 2, 9, 17, 16, 3, 2, 1), (2, 1, 6, 3, 8, 1, 1, 0)])
-def test_loop_conv_ws_computes_the_convolution(gemmini_driver, seed, batch, size, in_ch, out_ch, kdim, stride, pad):
-    rng = np.random.default_rng(seed)
-    act, scale = 1, 0.05
-    inp = rng.integers(-128, 128, (batch, size, size, in_ch), dtype=np.int8)
-    w = rng.integers(-128, 128, (kdim, kdim, in_ch, out_ch), dtype=np.int8)
-    bias = rng.integers(-2000, 2000, (out_ch,), dtype=np.int32)
+def _conv_loop(s, pin, pw, pbias, pout, batch, size, in_ch, out_ch, kdim, stride, pad, act, scale):
+    """One LOOP_CONV_WS over the whole problem (0 for a pointer: the loop skips that operand)."""
     out_dim = (size + 2 * pad - kdim) // stride + 1
-    s = Script(size=4 << 20)
-    pin, pw, pbias = s.put(inp), s.put(w), s.put(bias)
-    pout = s.alloc(batch * out_dim * out_dim * out_ch)
     s.issue(config_ex(WS, a_stride=stride))  # consecutive output pixels read input rows `stride` apart
     s.issue(config_st(out_ch, act=act, scale=scale))
     # CONFIG_1..6 exactly as the library packs them (field layout of the loop's configuration).
@@ -128,12 +119,52 @@ def test_loop_conv_ws_computes_the_convolution(gemmini_driver, seed, batch, size
     s.rocc(21, pbias, pin)
     s.rocc(LOOP_CONV_WS, 0, (act << 3) | 1)  # no pooling
     s.fence()
+
+
+@pytest.mark.parametrize("seed,batch,size,in_ch,out_ch,kdim,stride,pad",
+                         [(0, 1, 8, 5, 20, 3, 1, 1), (1, 2, 9, 17, 16, 3, 2, 1), (2, 1, 6, 3, 8, 1, 1, 0)])
+def test_loop_conv_ws_computes_the_convolution(gemmini_driver, seed, batch, size, in_ch, out_ch, kdim, stride, pad):
+    rng = np.random.default_rng(seed)
+    act, scale = 1, 0.05
+    inp = rng.integers(-128, 128, (batch, size, size, in_ch), dtype=np.int8)
+    w = rng.integers(-128, 128, (kdim, kdim, in_ch, out_ch), dtype=np.int8)
+    bias = rng.integers(-2000, 2000, (out_ch,), dtype=np.int32)
+    out_dim = (size + 2 * pad - kdim) // stride + 1
+    s = Script(size=4 << 20)
+    pin, pw, pbias = s.put(inp), s.put(w), s.put(bias)
+    pout = s.alloc(batch * out_dim * out_dim * out_ch)
+    _conv_loop(s, pin, pw, pbias, pout, batch, size, in_ch, out_ch, kdim, stride, pad, act, scale)
     s.read(pout, batch * out_dim * out_dim * out_ch)
     res = gemmini_driver(s.text())
     assert res.returncode == 0, res.output
     got = np.frombuffer(parse_reads(res.output)[0], np.int8).reshape(batch, out_dim, out_dim, out_ch)
     assert (got == _conv_reference(inp, w, bias, stride, pad, act, scale)).all()
     assert res.stats["instructions"]["LOOP_CONV_WS"] == 1
+
+
+def test_a_conv_loop_computes_nothing_before_it_has_issued_all_its_loads(gemmini_driver):
+    # LoopConvExecute issues only once the loop's input and weight loaders are done (LoopConv.scala ld_ahead),
+    # unlike LOOP_WS, which gates tile by tile. 16x16x64 input, 3x3x64x64 weights: 52 KiB, cold, so it
+    # comes from DRAM at 8 bytes a cycle: 6,656 cycles, against 36,864 cycles of computes. Gated, moving the
+    # operands adds all of that less what the last T_LOAD_QUEUE (8) 1 KiB mvins still had in flight
+    # (8 x 128 cycles); overlapped, it would add little more than the input's time (3,504 when ungated).
+    batch, size, in_ch, out_ch, kdim = 1, 16, 64, 64, 3
+    rng = np.random.default_rng(5)
+    inp = rng.integers(-128, 128, (batch, size, size, in_ch), dtype=np.int8)
+    w = rng.integers(-128, 128, (kdim, kdim, in_ch, out_ch), dtype=np.int8)
+
+    def done(with_operands: bool) -> int:
+        s = Script(size=4 << 20)
+        pin, pw = s.put(inp), s.put(w)
+        pout = s.alloc(batch * size * size * out_ch)
+        _conv_loop(s, pin if with_operands else 0, pw if with_operands else 0, 0, pout,
+                   batch, size, in_ch, out_ch, kdim, 1, 1, 0, 1.0)
+        res = gemmini_driver(s.text())
+        assert res.returncode == 0, res.output
+        return res.stats["accelerator_done_cycle"]
+
+    dram_cycles = (inp.nbytes + w.nbytes) // 8
+    assert done(True) - done(False) >= dram_cycles - 8 * 1024 // 8
 
 
 def test_loop_conv_ws_with_pooling_writes_the_max_pooled_output(gemmini_driver):

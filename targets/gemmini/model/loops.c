@@ -127,6 +127,7 @@ static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
         mvin(G.lw_D + (i * G.lw_D_stride + j) * DIM * d_size,
              operand(rows, cols, D_start + (uint32_t)((i * J + j) * DIM)), 2);
       }
+    tm_loop_stage(U_LOAD, U_EX); /* LoopMatmulExecute waits for every bias load (ldd_ahead) */
   }
 
   /* Like the hardware loop unit, move up to MAX_BLOCK_LEN tiles per mvin when the load slot's block
@@ -352,6 +353,7 @@ static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
           }
   }
 
+  tm_loop_stage(U_LOAD, U_EX); /* LoopConvExecute waits for every load of its loop (ld_ahead) */
   {
     const int64_t b_it = trans_input_3120 ? DIM : 1, ocol_it = trans_input_3120 ? 1 : ((int64_t)DIM << di);
     if (trans_input_3120)
@@ -399,6 +401,7 @@ static void loop_conv_ws_body(uint64_t rs1, uint64_t rs2) {
           }
   }
 
+  tm_loop_stage(U_EX, U_STORE); /* LoopConvSt waits for every compute of its loop (ex_completed) */
   if (output && no_pool) {
     for (int64_t b = 0; b < batches; b++)
       for (int64_t orow = 0; orow < orows; orow++)

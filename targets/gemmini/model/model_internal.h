@@ -137,6 +137,8 @@ void tm_frontend_loop(void);   /* a loop configuration or loop start (waits for 
  * DRAM, so the hardware puts its accumulator rows (acc_rows_used of them) in the other half. */
 void tm_loop_begin(int alternate_acc, uint32_t acc_rows_used);
 void tm_loop_end(void);
+/* The loop's `later` stream issues nothing before its `earlier` stream has issued everything so far. */
+void tm_loop_stage(int earlier, int later);
 void tm_host_begin(void);      /* a host RoCC instruction starts */
 void tm_host_end(void);        /* ... and ends: the host waits until its first command was accepted */
 void tm_fence(void);

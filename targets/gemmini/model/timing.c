@@ -8,7 +8,8 @@
  *    command completes). A raw command waits until the hardware loops have issued all their commands.
  *  - The hardware loops (LOOP_WS, LOOP_CONV_WS) issue their load, execute and store streams separately,
  *    each stream continuing where the previous loop's stream ended; T_LOOP_CONCURRENT loops may be in the
- *    unit at once.
+ *    unit at once. LOOP_CONV_WS gates whole stages: its computes issue after its last load, its stores
+ *    after its last compute (tm_loop_stage).
  *  - Each unit runs its commands in order. A command starts when its unit is free and when the
  *    scratchpad/accumulator rows it reads or writes are no longer being written (or, for writes, read) by
  *    another unit.
@@ -599,6 +600,19 @@ void tm_loop_begin(int alternate_acc, uint32_t acc_rows_used) {
     acc_offset = loop_acc_cursor;
     loop_acc_cursor = (loop_acc_cursor + ACC_ROWS / 2) % ACC_ROWS;
   }
+}
+
+/* LoopConv gates whole stages of a loop, not tiles: its execute unroller issues nothing until the loop's
+ * input, weight and bias loaders have issued their last mvin (ld_ahead = lda/ldb/ldd_completed, each
+ * "the loader moved on or is idle"), and its store unroller nothing until the execute unroller is done
+ * (LoopConvSt: command valid only with io.ex_completed) -- gemmini LoopConv.scala at ucb-bar/gemmini
+ * 03fa3d19. A loader runs at most max_lds mvins ahead of their completion (rob_overloaded), so a loop's
+ * computes start only when nearly all its loads are done; the two loop slots overlap one loop's loads with
+ * the previous loop's computes. LoopMatmul gates the same way only on its bias (ldd_ahead = ldd_completed);
+ * A, B and C are gated per tile (lda_ahead / ldb_ahead / ex_ahead), which the row dependencies already
+ * give. */
+void tm_loop_stage(int earlier, int later) {
+  if (in_loop) stream_issue[later] = max64(stream_issue[later], stream_issue[earlier]);
 }
 
 void tm_loop_end(void) {
