@@ -415,31 +415,37 @@ def conv_fits(t: dict[str, int], dims: dict[str, int]) -> bool:
 
 
 def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
-    """The tiles tiled_conv_auto picks (the same rule as gemmini_conv_auto_tiles in gemmini_conv.h)."""
-    s = {"batches": 1, "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
-         "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
-    while not conv_fits(s, dims):
-        acc_over = blocks(s["pochs"]) * s["batches"] * s["porows"] * s["pocols"] > HALF_ACC_ROWS
-        if acc_over and s["porows"] > 1:
-            s["porows"] = (s["porows"] + 1) // 2
-        elif s["pochs"] > DIM and (acc_over or s["kchs"] <= DIM):
-            s["pochs"] -= DIM
-        elif s["kchs"] > DIM:
-            s["kchs"] -= DIM
-        elif s["pocols"] > DIM:
-            s["pocols"] -= DIM
-        elif s["krows"] > 1:
-            s["krows"] -= 1
-        elif s["kcols"] > 1:
-            s["kcols"] -= 1
+    """The tiles tiled_conv_auto picks: upstream's rule, as gemmini_conv_upstream_tiles in gemmini_conv.h writes it
+    (shrink the largest size until a tile fits, channels by DIM, columns last; then grow columns, then all)."""
+    most = [dims["batch"], dims["out_row"], dims["out_col"], dims["out_ch"], dims["kdim"], dims["kdim"], dims["in_ch"]]
+    rows, cols, channels = 1, 2, (3, 6)
+    a = list(most)
+
+    def fits(v: list[int]) -> bool:
+        return conv_fits(dict(zip(CONV_TILES, v, strict=True)), dims)
+
+    while not fits(a):
+        largest, at = -1, -1
+        for i, v in enumerate(a):
+            if not (i == cols and v <= DIM and a[rows] > 1) and v > largest:
+                largest, at = v, i
+        if largest <= 1:
+            break
+        if at in channels:
+            a[at] = a[at] // DIM * DIM if a[at] % DIM else a[at] - DIM
+            a[at] = a[at] or 1
         else:
-            break
-    while s["batches"] < dims["batch"] and s["porows"] == dims["out_row"]:
-        g = dict(s, batches=s["batches"] + 1)
-        if not conv_fits(g, dims):
-            break
-        s = g
-    return s
+            a[at] -= 1
+    while a[cols] < most[cols] and fits(a[:cols] + [a[cols] + 1] + a[cols + 1:]):
+        a[cols] += 1
+    grew = True
+    while grew:
+        grew = False
+        for i in range(len(a)):
+            g = a[:i] + [a[i] + 1] + a[i + 1:]
+            if g[i] <= most[i] and fits(g):
+                a, grew = g, True
+    return dict(zip(CONV_TILES, a, strict=True))
 
 
 def _conv_scaled(t: dict[str, int], key: str, factor: float, limit: int) -> int:

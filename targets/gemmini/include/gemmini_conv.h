@@ -479,79 +479,83 @@ static inline void gemmini_tiled_conv_core(int batch_size, int in_row_dim, int i
         }
 }
 
-/* Tiles of tiled_conv_auto: whole kernel window and input channels, whole output rows and channels,
- * then shrink (rows, output channels, input channels, columns) until one LOOP_CONV_WS tile fits, and grow
- * the batch while it still fits. */
-static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int out_channels, int out_row_dim,
-                                    int out_col_dim, int kernel_dim, int stride, int kernel_dilation,
-                                    struct gemmini_conv_tiles *t) {
-  struct gemmini_conv_tiles s = {1, out_row_dim, out_col_dim, out_channels, kernel_dim, kernel_dim, in_channels};
-  while (!gemmini_conv_loop_tiles_fit(&s, stride, kernel_dilation)) {
-    size_t spad_rows, acc_rows;
-    gemmini_conv_loop_footprint(&s, stride, kernel_dilation, &spad_rows, &acc_rows);
-    if (acc_rows > GEMMINI_HALF_ACC_ROWS && s.porows > 1)
-      s.porows = (s.porows + 1) / 2;
-    else if (s.pochs > DIM && (acc_rows > GEMMINI_HALF_ACC_ROWS || s.kchs <= DIM))
-      s.pochs -= DIM;
-    else if (s.kchs > DIM)
-      s.kchs -= DIM;
-    else if (s.pocols > DIM)
-      s.pocols -= DIM;
-    else if (s.krows > 1)
-      s.krows--;
-    else if (s.kcols > 1)
-      s.kcols--;
-    else
-      break;
-  }
-  while (s.batches < batch_size && s.porows == out_row_dim) {
-    struct gemmini_conv_tiles g = s;
-    g.batches++;
-    if (!gemmini_conv_loop_tiles_fit(&g, stride, kernel_dilation)) break;
-    s = g;
-  }
-  *t = s;
+/* Whether one tile fits: with pooling, its footprint is that of the convolution outputs under its pool windows
+ * (and the pooled store's 8-bit fields); without, the tile's own (gemmini_conv_loop_tiles_fit). */
+static inline bool gemmini_conv_auto_fit(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t,
+                                         bool pooled) {
+  return pooled ? gemmini_conv_pooled_tiles_fit(c, t) : gemmini_conv_loop_tiles_fit(t, c->stride, c->kernel_dilation);
 }
 
-/* With pooling, tiled_conv's tiles count pool outputs: from the tiles chosen for the convolution, the whole
- * pooled output, then fewer pooled rows, columns, output and input channels until the convolution outputs
- * under them fit one LOOP_CONV_WS, then more batches while they still fit. Without pooling: unchanged. */
-static inline void gemmini_conv_auto_pool_tiles(int batch_size, int out_row_dim, int out_col_dim, int stride,
-                                                int kernel_dilation, int pool_size, int pool_stride,
-                                                int pool_padding, struct gemmini_conv_tiles *t) {
-  if (pool_stride == 0 || (pool_size == 1 && pool_stride == 1 && pool_padding == 0)) return;
+/* Tiles of tiled_conv_auto, by upstream's rule (gemmini-rocc-tests include/gemmini.h, tiled_conv_stride_auto and
+ * tiled_conv_dw_auto, master): start from the whole problem {batches, pooled output rows, columns, output
+ * channels, kernel rows, columns, input channels}; while a tile does not fit half the scratchpad and half the
+ * accumulator, shrink the largest size -- channels by DIM (or down to a multiple of it), the rest by one, the
+ * first of equals first, and the output columns not once they are down to DIM while rows remain -- then grow the
+ * columns while they fit, then every size by one, in that order, for as long as any grows. The baseline is the
+ * library's: these are the tiles its users get, not the best ones (upstream's come out small in output channels,
+ * so every tile reloads its input). */
+static inline void gemmini_conv_upstream_tiles(int batch_size, int in_channels, int out_channels, int out_row_dim,
+                                               int out_col_dim, int kernel_dim, int stride, int kernel_dilation,
+                                               int pool_size, int pool_stride, int pool_padding,
+                                               struct gemmini_conv_tiles *t) {
   struct gemmini_conv_args c;
   memset(&c, 0, sizeof c);
   c.stride = stride, c.kernel_dilation = kernel_dilation;
-  c.pool_size = pool_size, c.pool_stride = pool_stride, c.pool_padding = pool_padding;
-  c.pool_out_row_dim = (out_row_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
-  c.pool_out_col_dim = (out_col_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
-  if (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1) return; /* tiled_conv says what is wrong */
-  struct gemmini_conv_tiles s = *t;
-  s.batches = 1, s.porows = c.pool_out_row_dim, s.pocols = c.pool_out_col_dim;
-  while (!gemmini_conv_pooled_tiles_fit(&c, &s)) {
-    if (s.porows > 1)
-      s.porows = (s.porows + 1) / 2;
-    else if (s.pocols > 1)
-      s.pocols = (s.pocols + 1) / 2;
-    else if (s.pochs > DIM)
-      s.pochs -= DIM;
-    else if (s.kchs > DIM)
-      s.kchs -= DIM;
-    else if (s.krows > 1)
-      s.krows--;
-    else if (s.kcols > 1)
-      s.kcols--;
-    else
-      break;
+  const bool pooled = pool_stride != 0 && !(pool_size == 1 && pool_stride == 1 && pool_padding == 0);
+  int porows = out_row_dim, pocols = out_col_dim;
+  if (pooled) {
+    c.pool_size = pool_size, c.pool_stride = pool_stride, c.pool_padding = pool_padding;
+    porows = (out_row_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
+    pocols = (out_col_dim + 2 * pool_padding - pool_size) / pool_stride + 1;
+    if (porows < 1 || pocols < 1) porows = pocols = 1; /* tiled_conv says what is wrong */
   }
-  while (s.batches < batch_size && s.porows == c.pool_out_row_dim) {
-    struct gemmini_conv_tiles g = s;
-    g.batches++;
-    if (!gemmini_conv_pooled_tiles_fit(&c, &g)) break;
-    s = g;
+  enum { ROWS = 1, COLS = 2, OCHS = 3, ICHS = 6, N_ARGS = 7 };
+  const int most[N_ARGS] = {batch_size, porows, pocols, out_channels, kernel_dim, kernel_dim, in_channels};
+  int a[N_ARGS];
+  memcpy(a, most, sizeof a);
+#define GEMMINI_AS_TILES(v) ((struct gemmini_conv_tiles){v[0], v[1], v[2], v[3], v[4], v[5], v[6]})
+  struct gemmini_conv_tiles s = GEMMINI_AS_TILES(a);
+  while (!gemmini_conv_auto_fit(&c, &s, pooled)) {
+    int largest = -1, at = -1;
+    for (int i = 0; i < N_ARGS; i++)
+      if (!(i == COLS && a[i] <= DIM && a[ROWS] > 1) && a[i] > largest) largest = a[i], at = i;
+    if (largest <= 1) break; /* nothing left to shrink: tiled_conv reports what does not fit */
+    if (at == OCHS || at == ICHS) {
+      a[at] = a[at] % DIM ? a[at] / DIM * DIM : a[at] - DIM;
+      if (a[at] == 0) a[at] = 1;
+    } else {
+      a[at]--;
+    }
+    s = GEMMINI_AS_TILES(a);
   }
-  *t = s;
+  for (bool grew = true; grew;) {
+    grew = false;
+    int g[N_ARGS];
+    memcpy(g, a, sizeof g);
+    if (++g[COLS] > most[COLS]) break;
+    const struct gemmini_conv_tiles gt = GEMMINI_AS_TILES(g);
+    if (gemmini_conv_auto_fit(&c, &gt, pooled)) memcpy(a, g, sizeof a), grew = true;
+  }
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i = 0; i < N_ARGS; i++) {
+      int g[N_ARGS];
+      memcpy(g, a, sizeof g);
+      if (++g[i] > most[i]) continue;
+      const struct gemmini_conv_tiles gt = GEMMINI_AS_TILES(g);
+      if (gemmini_conv_auto_fit(&c, &gt, pooled)) memcpy(a, g, sizeof a), grew = true;
+    }
+  }
+  *t = GEMMINI_AS_TILES(a);
+#undef GEMMINI_AS_TILES
+}
+
+/* The tiles without pooling (the moves mirror this rule: moves.conv_auto_tiles). */
+static inline void gemmini_conv_auto_tiles(int batch_size, int in_channels, int out_channels, int out_row_dim,
+                                           int out_col_dim, int kernel_dim, int stride, int kernel_dilation,
+                                           struct gemmini_conv_tiles *t) {
+  gemmini_conv_upstream_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
+                              kernel_dilation, 1, 0, 0, t);
 }
 
 static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_dim, int in_channels, int out_channels,
@@ -562,10 +566,8 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
                             int act, acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
                             enum tiled_matmul_type_t tiled_conv_type) {
   struct gemmini_conv_tiles t;
-  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
-                          kernel_dilation, &t);
-  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, kernel_dilation, pool_size, pool_stride,
-                               pool_padding, &t);
+  gemmini_conv_upstream_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
+                              kernel_dilation, pool_size, pool_stride, pool_padding, &t);
   tiled_conv(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
              input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
              trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
@@ -587,10 +589,8 @@ static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in
   if (in_stride < in_channels || weight_stride < out_channels || out_stride < out_channels)
     gemmini_library_error("tiled_conv_stride_auto", "a stride is smaller than its channel count");
   struct gemmini_conv_tiles t;
-  gemmini_conv_auto_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
-                          kernel_dilation, &t);
-  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, kernel_dilation, pool_size, pool_stride,
-                               pool_padding, &t);
+  gemmini_conv_upstream_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
+                              kernel_dilation, pool_size, pool_stride, pool_padding, &t);
   struct gemmini_conv_args c = gemmini_conv_prepare(
       batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
       input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
@@ -628,9 +628,8 @@ static inline void tiled_conv_dw_auto(int batch_size, int in_row_dim, int in_col
                                       acc_scale_t scale, int pool_size, int pool_stride, int pool_padding,
                                       enum tiled_matmul_type_t tiled_conv_type) {
   struct gemmini_conv_tiles t;
-  gemmini_conv_auto_tiles(batch_size, 1, 1, out_row_dim, out_col_dim, kernel_dim, stride, 1, &t);
-  gemmini_conv_auto_pool_tiles(batch_size, out_row_dim, out_col_dim, stride, 1, pool_size, pool_stride, pool_padding,
-                               &t);
+  gemmini_conv_upstream_tiles(batch_size, 1, 1, out_row_dim, out_col_dim, kernel_dim, stride, 1, pool_size,
+                              pool_stride, pool_padding, &t);
   for (int ch = 0; ch < channels; ch++) {
     struct gemmini_conv_args c = gemmini_conv_prepare(
         batch_size, in_row_dim, in_col_dim, 1, 1, out_row_dim, out_col_dim, stride, 1, 1, padding, kernel_dim,
