@@ -98,6 +98,24 @@
 
 enum tiled_matmul_type_t { OS, WS, CPU };
 
+/* ---- argument-count dispatch ------------------------------------------------------------------------
+ * The public interface has changed its argument lists over upstream's releases (gemmini_config_ex had 2,
+ * 3, 4 and 5 arguments; tiled_matmul_auto 12 to 25; tiled_conv_auto 19, 26 and 27). Programs written
+ * against any of them must compile, so such a name is a variadic macro that picks NAME_with_<count>_args: each
+ * form is defined next to the current one, with a comment naming the library version it comes from. A
+ * count no version had expands to an undeclared NAME_with_<count>_args, which the compiler names in its
+ * error. Arguments are counted at their top-level commas, as the compiler counts a call's. */
+#define GEMMINI_ARG_COUNT(...)                                                                               \
+  GEMMINI_ARG_COUNT_(__VA_ARGS__, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, \
+                     21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GEMMINI_ARG_COUNT_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, \
+                           a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35, a36,  \
+                           a37, a38, a39, a40, count, ...)                                                        \
+  count
+#define GEMMINI_CAT3_(a, b, c) a##b##c
+#define GEMMINI_CAT3(a, b, c) GEMMINI_CAT3_(a, b, c)
+#define GEMMINI_BY_ARITY(name, ...) GEMMINI_CAT3(name##_with_, GEMMINI_ARG_COUNT(__VA_ARGS__), _args)(__VA_ARGS__)
+
 /* ---- bit helpers -------------------------------------------------------------------------------- */
 static inline uint32_t gemmini_float_bits(float value) {
   uint32_t bits;
@@ -132,10 +150,47 @@ static inline uint32_t gemmini_float_bits(float value) {
   gemmini_extended3_config_ex(dataflow, sys_act, sys_shift, ACC_SCALE_IDENTITY, 1, A_stride, A_transpose, \
                               B_transpose, false)
 
-#define gemmini_extended_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose) \
+/* gemmini_extended_config_ex / gemmini_config_ex, by argument count:
+ *  6 / 3  (dataflow, act, sys_shift, A_stride, A_transpose, B_transpose) / (dataflow, act, sys_shift): the
+ *         current library;
+ *  7 / 4  (dataflow, act, sys_shift, relu6_shift, A_stride, A_transpose, B_transpose) / (dataflow, act,
+ *         sys_shift, relu6_shift): versions with RELU6 (activation 2, clipped at 6 << relu6_shift), whose
+ *         config_st already carried the accumulator's activation and scale, so act here is the systolic
+ *         array's (output-stationary) activation, as now; relu6_shift only served RELU6, which this model
+ *         refuses (activation 2) where the activation applies;
+ *  8 / 5  (dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride, A_transpose, B_transpose) /
+ *         (dataflow, act, sys_shift, acc_scale, relu6_shift): older versions, whose config_ex also set the
+ *         accumulator read-out's scale (an integer right shift, later a float scale) and activation. Only
+ *         the identity read-out (shift 0 / scale 1.0, no activation) is implemented: anything else stops
+ *         with a library error, since config_st sets both now;
+ *  2      (dataflow, sys_shift): the first library, without activations. */
+#define gemmini_extended_config_ex_with_6_args(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose) \
   gemmini_extended2_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose)
+#define gemmini_extended_config_ex_with_7_args(dataflow, act, sys_shift, relu6_shift, A_stride, A_transpose,      \
+                                               B_transpose)                                                    \
+  gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, A_stride, A_transpose, B_transpose)
+#define gemmini_extended_config_ex_with_8_args(dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride,        \
+                                               A_transpose, B_transpose)                                       \
+  {                                                                                                            \
+    gemmini_legacy_config_ex_check(act, GEMMINI_LEGACY_ACC_SCALE(acc_scale));                                  \
+    gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, A_stride, A_transpose, B_transpose)       \
+  }
+#define gemmini_extended_config_ex(...) GEMMINI_BY_ARITY(gemmini_extended_config_ex, __VA_ARGS__)
 
-#define gemmini_config_ex(dataflow, act, sys_shift) gemmini_extended_config_ex(dataflow, act, sys_shift, 1, 0, 0)
+#define gemmini_config_ex_with_3_args(dataflow, act, sys_shift) \
+  gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, 1, 0, 0)
+#define gemmini_config_ex_with_4_args(dataflow, act, sys_shift, relu6_shift) \
+  gemmini_extended_config_ex_with_7_args(dataflow, act, sys_shift, relu6_shift, 1, 0, 0)
+#define gemmini_config_ex_with_5_args(dataflow, act, sys_shift, acc_scale, relu6_shift) \
+  gemmini_extended_config_ex_with_8_args(dataflow, act, sys_shift, acc_scale, relu6_shift, 1, 0, 0)
+#define gemmini_config_ex_with_2_args(dataflow, sys_shift) \
+  gemmini_extended_config_ex_with_6_args(dataflow, NO_ACTIVATION, sys_shift, 1, 0, 0)
+#define gemmini_config_ex(...) GEMMINI_BY_ARITY(gemmini_config_ex, __VA_ARGS__)
+
+/* The accumulator read-out a library version before config_st took it passed to config_ex, as a scale: an
+ * integer argument is the older right shift (a scale of 2^-shift), a floating one the later scale. */
+#define GEMMINI_LEGACY_ACC_SCALE(x) \
+  _Generic((x), float: (double)(x), double: (double)(x), long double: (double)(x), default: gemmini_shift_scale((x)))
 
 /* CONFIG_LD: rs1 = scale[63:32] | block_mvin_stride[31:16] | pixel_repeats[15:8] | slot[4:3] | shrunk[2].
  * The upstream argument lists: extended5 sets pixel_repeats; extended4 and below repeat each pixel once. */
@@ -164,9 +219,17 @@ static inline uint32_t gemmini_float_bits(float value) {
                ((uint64_t)gemmini_float_bits((float)(acc_scale)) << 32) | (uint64_t)(uint32_t)(stride), \
                k_CONFIG)
 
-#define gemmini_extended_config_st(stride, acc_act, acc_scale) \
+/* gemmini_extended_config_st, by argument count: 3 (stride, acc_act, acc_scale), the current library; 10
+ * (stride, pool_stride, pool_size, pool_out_dim, porows, pocols, orows, ocols, upad, lpad), versions whose
+ * config_ex carried the read-out's activation and scale (see gemmini_config_ex with 5 arguments). */
+#define gemmini_extended_config_st_with_3_args(stride, acc_act, acc_scale) \
   gemmini_extended2_config_st(stride, acc_act, acc_scale, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-#define gemmini_config_st(stride) gemmini_extended_config_st(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
+#define gemmini_extended_config_st_with_10_args(stride, pool_stride, pool_size, pool_out_dim, porows, pocols, orows, \
+                                                ocols, upad, lpad)                                               \
+  gemmini_extended2_config_st(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY, pool_stride, pool_size, pool_out_dim,   \
+                              porows, pocols, orows, ocols, upad, lpad)
+#define gemmini_extended_config_st(...) GEMMINI_BY_ARITY(gemmini_extended_config_st, __VA_ARGS__)
+#define gemmini_config_st(stride) gemmini_extended_config_st_with_3_args(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
 
 /* ---- data movement ------------------------------------------------------------------------------ */
 #define gemmini_extended_mvin(dram_addr, spad_addr, cols, rows) \
@@ -220,7 +283,7 @@ static inline uint32_t gemmini_float_bits(float value) {
 #ifndef GEMMINI_NO_SHORT_NAMES
 #ifndef config_ex
 #define config_ex(dataflow, act, A_stride, A_transpose, B_transpose) \
-  gemmini_extended_config_ex(dataflow, act, 0, A_stride, A_transpose, B_transpose)
+  gemmini_extended_config_ex_with_6_args(dataflow, act, 0, A_stride, A_transpose, B_transpose)
 #endif
 #ifndef config_ld
 #define config_ld(dram_stride, scale, spad_block_stride, id) \

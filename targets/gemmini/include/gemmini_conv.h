@@ -575,6 +575,51 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
              tiled_conv_type);
 }
 
+/* tiled_conv_auto by argument count (the current list, rectangular, has 27). Older library versions' lists:
+ *  26  (batch_size, in_dim, in_channels, out_channels, out_dim, stride, input_dilation, kernel_dilation,
+ *      padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
+ *      trans_weight_0132, input, weights, bias, output, act, scale, relu6_shift, pool_size, pool_stride,
+ *      pool_padding, type): square images, with RELU6's shift;
+ *  19  (batch_size, in_dim, in_channels, out_channels, out_dim, stride, padding, kernel_dim, input, weights,
+ *      bias, output, act, scale, relu6_shift, pool_size, pool_stride, pool_padding, type): before dilations
+ *      and transposed layouts.
+ * In those versions activation 2 was RELU6; both refuse every activation but NO_ACTIVATION and RELU. */
+static inline void gemmini_legacy_tiled_conv_auto(const char *form, int batch_size, int in_dim, int in_channels,
+                                                  int out_channels, int out_dim, int stride, int input_dilation,
+                                                  int kernel_dilation, int padding, int kernel_dim, bool wrot180,
+                                                  bool trans_output_1203, bool trans_input_3120,
+                                                  bool trans_weight_1203, bool trans_weight_0132,
+                                                  const elem_t *input, const elem_t *weights, const acc_t *bias,
+                                                  elem_t *output, int act, acc_scale_t scale, int pool_size,
+                                                  int pool_stride, int pool_padding,
+                                                  enum tiled_matmul_type_t tiled_conv_type) {
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error(form, "only NO_ACTIVATION and RELU are implemented for this older argument list "
+                                "(activation 2 was RELU6 in the library versions that had it)");
+  tiled_conv_auto(batch_size, in_dim, in_dim, in_channels, out_channels, out_dim, out_dim, stride, input_dilation,
+                  kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
+                  trans_weight_1203, trans_weight_0132, input, weights, bias, output, act, scale, pool_size,
+                  pool_stride, pool_padding, tiled_conv_type);
+}
+
+#define tiled_conv_auto_with_27_args(...) tiled_conv_auto(__VA_ARGS__)
+#define tiled_conv_auto_with_26_args(batch_size, in_dim, in_channels, out_channels, out_dim, stride, input_dilation, \
+                                     kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203,            \
+                                     trans_input_3120, trans_weight_1203, trans_weight_0132, input, weights, bias, \
+                                     output, act, scale, relu6_shift, pool_size, pool_stride, pool_padding, type)  \
+  gemmini_legacy_tiled_conv_auto("tiled_conv_auto (26 arguments)", batch_size, in_dim, in_channels, out_channels,  \
+                                 out_dim, stride, input_dilation, kernel_dilation, padding, kernel_dim, wrot180,   \
+                                 trans_output_1203, trans_input_3120, trans_weight_1203, trans_weight_0132, input, \
+                                 weights, bias, output, act, scale, pool_size, pool_stride, pool_padding, type)
+#define tiled_conv_auto_with_19_args(batch_size, in_dim, in_channels, out_channels, out_dim, stride, padding,       \
+                                     kernel_dim, input, weights, bias, output, act, scale, relu6_shift, pool_size, \
+                                     pool_stride, pool_padding, type)                                              \
+  gemmini_legacy_tiled_conv_auto("tiled_conv_auto (19 arguments)", batch_size, in_dim, in_channels, out_channels,  \
+                                 out_dim, stride, 1, 1, padding, kernel_dim, false, false, false, false, false,    \
+                                 input, weights, bias, output, act, scale, pool_size, pool_stride, pool_padding,   \
+                                 type)
+#define tiled_conv_auto(...) GEMMINI_BY_ARITY(tiled_conv_auto, __VA_ARGS__)
+
 /* tiled_conv_auto for tensors that are slices of wider ones (upstream's argument list): in_stride elements
  * between input pixels, weight_stride between weight-matrix rows, out_stride between output pixels. */
 static inline void tiled_conv_stride_auto(int batch_size, int in_row_dim, int in_col_dim, int in_channels,

@@ -25,6 +25,28 @@ static inline void gemmini_library_error(const char *function, const char *what)
   exit(3);
 }
 
+/* The read-out scale of a library version whose read-out was an integer right shift: 2^-shift, exact in
+ * float (the model scales in float, so a shifted sum below 2^24 in magnitude rounds exactly as the shift). */
+static inline double gemmini_shift_scale(long long shift) {
+  if (shift < 0 || shift >= 32) gemmini_library_error("gemmini_config_ex / tiled_matmul_auto", "a shift must be 0..31");
+  double scale = 1.0;
+  for (long long i = 0; i < shift; i++) scale *= 0.5;
+  return scale;
+}
+
+/* config_ex with 5 / 8 arguments also set the accumulator read-out's activation and scale; config_st sets
+ * both now, so only the identity read-out (no activation, scale 1 / shift 0) is accepted. */
+static inline void gemmini_legacy_config_ex_check(int act, double acc_scale) {
+  if (act != NO_ACTIVATION)
+    gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
+                          "its activation also applied to accumulator read-outs; only NO_ACTIVATION is implemented "
+                          "for this form (config_st sets the read-out's activation now)");
+  if (acc_scale != 1.0)
+    gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
+                          "only the identity accumulator scale (shift 0 or scale 1.0) is implemented for this form "
+                          "(config_st sets the read-out's scale now)");
+}
+
 /* Round half to even, the rounding of Gemmini's scaling units. Written without libm. */
 static inline int64_t gemmini_round_half_even(double v) {
   int64_t i = (int64_t)v;
@@ -391,6 +413,78 @@ static inline void tiled_matmul_auto(size_t dim_I, size_t dim_J, size_t dim_K, c
                B_scale_factor, D_scale_factor, act, scale, bert_scale, repeating_bias, tile_I, tile_J, tile_K,
                transpose_A, transpose_B, full_C, low_D, weightA, tiled_matmul_type);
 }
+
+/* tiled_matmul_auto by argument count (the current list has 24). Older library versions' lists, each
+ * mapped onto the current function:
+ *  25  (dim_I, dim_J, dim_K, A, B, D, C, stride_A..stride_C, A/B/D_scale_factor, act, scale, bert_scale,
+ *      repeating_bias, transpose_A, transpose_B, full_C, low_D, weightA, FLAG, type): the bareMetalC tests of
+ *      ucb-bar/gemmini-rocc-tests at commit 6c45e1bd pass a 25th argument between weightA and the dataflow,
+ *      always false; what true asks for is not known here, so true stops with a library error;
+ *  23  (..., act, scale, relu6_shift, repeating_bias, transpose_A, transpose_B, full_C, low_D, type): before
+ *      weightA (gemmini_nn.h's tiled_matmul_nn_auto calls this form);
+ *  22  (..., act, scale, relu6_shift, repeating_bias, transpose_A, transpose_B, full_C, type): before low_D;
+ *  19  (..., A/B/D_scale_factor, act, shift, relu6_shift, repeating_bias, type): before the transposes; the
+ *      read-out was an integer right shift (size_t shift), later a float scale: an integer argument is
+ *      taken as the shift (scale 2^-shift), a floating one as the scale;
+ *  12  (dim_I, dim_J, dim_K, A[dim_I][dim_K], B[dim_K][dim_J], D, C[dim_I][dim_J], act, shift, relu6_shift,
+ *      repeating_bias, type): the first library, dense row-major operands, D of acc_t with rows of dim_J.
+ * In the versions with relu6_shift, activation 2 was RELU6 (ReLU clipped at 6 << relu6_shift); it is 2
+ * (LayerNorm) now, and the older forms refuse every activation but NO_ACTIVATION and RELU. */
+static inline void gemmini_legacy_tiled_matmul_auto(const char *form, size_t dim_I, size_t dim_J, size_t dim_K,
+                                                    const elem_t *A, const elem_t *B, const void *D, void *C,
+                                                    size_t stride_A, size_t stride_B, size_t stride_D,
+                                                    size_t stride_C, scale_t A_scale_factor, scale_t B_scale_factor,
+                                                    scale_acc_t D_scale_factor, int act, double scale,
+                                                    bool repeating_bias, bool transpose_A, bool transpose_B,
+                                                    bool full_C, bool low_D, enum tiled_matmul_type_t type) {
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error(form, "only NO_ACTIVATION and RELU are implemented for this older argument list "
+                                "(activation 2 was RELU6 in the library versions that had it)");
+  tiled_matmul_auto(dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, A_scale_factor,
+                    B_scale_factor, D_scale_factor, act, (acc_scale_t)scale, 0, repeating_bias, transpose_A,
+                    transpose_B, full_C, low_D, 0, type);
+}
+
+static inline void gemmini_tiled_matmul_auto_flagged(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A,
+                                                     const elem_t *B, const void *D, void *C, size_t stride_A,
+                                                     size_t stride_B, size_t stride_D, size_t stride_C,
+                                                     scale_t A_scale_factor, scale_t B_scale_factor,
+                                                     scale_acc_t D_scale_factor, int act, acc_scale_t scale,
+                                                     acc_scale_t bert_scale, bool repeating_bias, bool transpose_A,
+                                                     bool transpose_B, bool full_C, bool low_D, uint8_t weightA,
+                                                     bool flag, enum tiled_matmul_type_t type) {
+  if (flag)
+    gemmini_library_error("tiled_matmul_auto (25 arguments)",
+                          "the argument between weightA and the dataflow is true; only false is implemented");
+  tiled_matmul_auto(dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, A_scale_factor,
+                    B_scale_factor, D_scale_factor, act, scale, bert_scale, repeating_bias, transpose_A,
+                    transpose_B, full_C, low_D, weightA, type);
+}
+
+/* The current list calls the function itself: a macro's own name is not expanded again inside it. */
+#define tiled_matmul_auto_with_24_args(...) tiled_matmul_auto(__VA_ARGS__)
+#define tiled_matmul_auto_with_25_args(...) gemmini_tiled_matmul_auto_flagged(__VA_ARGS__)
+#define tiled_matmul_auto_with_23_args(dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD, sC, As, Bs, Ds, act, scale,      \
+                                       relu6_shift, repeating_bias, tA, tB, full_C, low_D, type)                    \
+  gemmini_legacy_tiled_matmul_auto("tiled_matmul_auto (23 arguments)", dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD,  \
+                                   sC, As, Bs, Ds, act, scale, repeating_bias, tA, tB, full_C, low_D, type)
+#define tiled_matmul_auto_with_22_args(dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD, sC, As, Bs, Ds, act, scale,      \
+                                       relu6_shift, repeating_bias, tA, tB, full_C, type)                           \
+  gemmini_legacy_tiled_matmul_auto("tiled_matmul_auto (22 arguments)", dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD,  \
+                                   sC, As, Bs, Ds, act, scale, repeating_bias, tA, tB, full_C, false, type)
+#define tiled_matmul_auto_with_19_args(dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD, sC, As, Bs, Ds, act, shift,      \
+                                       relu6_shift, repeating_bias, type)                                           \
+  gemmini_legacy_tiled_matmul_auto("tiled_matmul_auto (19 arguments)", dim_I, dim_J, dim_K, A, B, D, C, sA, sB, sD,  \
+                                   sC, As, Bs, Ds, act, GEMMINI_LEGACY_ACC_SCALE(shift), repeating_bias, false,      \
+                                   false, false, false, type)
+#define tiled_matmul_auto_with_12_args(dim_I, dim_J, dim_K, A, B, D, C, act, shift, relu6_shift, repeating_bias,      \
+                                       type)                                                                        \
+  gemmini_legacy_tiled_matmul_auto("tiled_matmul_auto (12 arguments)", dim_I, dim_J, dim_K, (const elem_t *)(A),     \
+                                   (const elem_t *)(B), (const void *)(D), (void *)(C), dim_K, dim_J, dim_J, dim_J,  \
+                                   MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, act,               \
+                                   GEMMINI_LEGACY_ACC_SCALE(shift), repeating_bias, false, false, false, false,      \
+                                   type)
+#define tiled_matmul_auto(...) GEMMINI_BY_ARITY(tiled_matmul_auto, __VA_ARGS__)
 
 /* Global average pooling (upstream's argument list): input NHWC [batches][dim][dim][channels], output
  * [batches][channels]. On Gemmini each batch is a 1 x (dim*dim) row of ones times its pixels, read out of the
