@@ -323,3 +323,153 @@ def test_an_older_tiled_conv_auto_refuses_relu6(gemmini_c) -> None:
     result = run(gemmini_c, CONV.replace("@CALL@", call))
     assert result.returncode == 3, result.output
     assert "tiled_conv_auto (26 arguments)" in result.output and "activation 2 was RELU6" in result.output
+
+
+# ---- IGELU (activation 3) --------------------------------------------------------------------------------
+
+INCLUDE = Path(__file__).resolve().parents[2] / "targets" / "gemmini" / "include"
+
+
+@pytest.fixture
+def normalizations(tmp_path: Path) -> Path:
+    """A configuration directory: the default parameters plus HAS_NORMALIZATIONS (Gemmini's
+    has_normalizations, as its ibertInferenceConfig sets it)."""
+    text = (INCLUDE / "gemmini_params.h").read_text()
+    end = "#endif /* GEMMINI_PARAMS_H */"
+    assert end in text
+    d = tmp_path / "normalizations"
+    d.mkdir()
+    (d / "gemmini_params.h").write_text(text.replace(end, "#define HAS_NORMALIZATIONS\n" + end))
+    return d
+
+
+# Accumulator values read out through IGELU with qb = -3, qc = -10. By hand, for q >= 0:
+# d = min(q, 3) - 3, erf = d*d - 10, result = q * (erf - 10); for q < 0: erf = -(d*d - 10), result = q * (erf - 10).
+#   q = 1: d = -2, erf = -6, 1 * -16 = -16      q = 2: d = -1, erf = -9, 2 * -19 = -38
+#   q = 3 and 5: erf = -10: -60 and -100        q = -1: erf = 6, -1 * -4 = 4      q = -5: erf = 10, 0
+#   q = 1000: -20000, saturated to -128
+#   q = 2^30: 2^30 * -20 wraps to 0 in the accumulator's 32 bits (-20 * 2^30 = -5 * 2^32)
+IGELU_Q = [1, 2, 3, 5, -1, -5, 0, 1000, 1 << 30]
+IGELU_AT_SCALE_1 = [-16, -38, -60, -100, 4, 0, 0, -128, 0]
+IGELU_AT_SCALE_QUARTER = [-4, -10, -15, -25, 1, 0, 0, -128, 0]  # -9.5 rounds to the even -10
+
+IGELU_READOUT = r"""
+static acc_t In[DIM][DIM];
+static elem_t Out[DIM][DIM];
+static const long long q[] = {@Q@};
+int main() {
+  for (int j = 0; j < (int)(sizeof q / sizeof q[0]); j++) In[0][j] = (acc_t)q[j];
+  gemmini_flush(0);
+  gemmini_config_ld(DIM * sizeof(acc_t));
+  gemmini_config_norm(0, 0, 0, 0, 0, -3, -10);
+  gemmini_extended_config_st(DIM * sizeof(elem_t), IGELU, @SCALE@);
+  gemmini_mvin(In, GEMMINI_ACC_ADDR);
+  gemmini_mvout(Out, GEMMINI_ACC_ADDR);
+  gemmini_fence();
+  for (int j = 0; j < (int)(sizeof q / sizeof q[0]); j++) printf("%d ", Out[0][j]);
+  printf("\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("scale,expected", [("1.0f", IGELU_AT_SCALE_1), ("0.25f", IGELU_AT_SCALE_QUARTER)])
+def test_the_igelu_readout_computes_the_hardwares_integer_gelu_then_scales(gemmini_c, normalizations: Path,
+                                                                          scale: str, expected: list[int]) -> None:
+    source = PRELUDE + IGELU_READOUT.replace("@Q@", ", ".join(map(str, IGELU_Q))).replace("@SCALE@", scale)
+    result = gemmini_c(source, params_dir=normalizations)()
+    assert result.returncode == 0, result.output
+    assert [int(x) for x in result.output.split()] == expected
+
+
+def test_igelu_on_a_configuration_without_normalizations_is_refused(gemmini_c) -> None:
+    source = PRELUDE + IGELU_READOUT.replace("@Q@", "1, 2").replace("@SCALE@", "1.0f")
+    result = gemmini_c(source)()
+    assert result.returncode != 0
+    assert "activation 3 (CONFIG_ST activation: IGELU)" in result.output and "HAS_NORMALIZATIONS" in result.output
+
+
+def test_the_igelu_constants_follow_upstreams_formula(gemmini_c) -> None:
+    # bert_scale 0.8: qb = trunc(-1.769 / (0.8 / sqrt 2)) = trunc(-3.127) = -3,
+    # qc = trunc(1 / (-0.2888 * 0.64 / 2)) = trunc(-10.82) = -10; bert_scale 0.05: -50 and -2770.
+    out = run_ok(gemmini_c, r"""
+int main() {
+  acc_t qb, qc;
+  gemmini_igelu_constants(0.8f, &qb, &qc);
+  printf("%d %d ", qb, qc);
+  gemmini_igelu_constants(0.05f, &qb, &qc);
+  printf("%d %d\n", qb, qc);
+  return 0;
+}
+""")
+    assert out.split() == ["-3", "-10", "-50", "-2770"]
+
+
+IGELU_MATMUL = r"""
+#define I 40
+#define J 33
+#define K 70
+static elem_t A[I][K], B[K][J], C[I][J], Ref[I][J];
+/* The read-out by hand, for qb = -3, qc = -10 (bert_scale 0.8): no sum here leaves 32 bits. */
+static elem_t expected(long long q) {
+  long long d = (q < 0 ? -q : q) < 3 ? (q < 0 ? -q : q) - 3 : 0;
+  long long erf = (q < 0 ? -1 : 1) * (d * d - 10);
+  return readout(q * (erf - 10), 0.5f, 0);
+}
+int main() {
+  for (int i = 0; i < I; i++) for (int k = 0; k < K; k++) A[i][k] = (elem_t)rnd(-2, 2);
+  for (int k = 0; k < K; k++) for (int j = 0; j < J; j++) B[k][j] = (elem_t)rnd(-2, 2);
+  gemmini_flush(0);
+  tiled_matmul_auto(I, J, K, (elem_t *)A, (elem_t *)B, NULL, (elem_t *)@OUT@, K, J, J, J,
+                    MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, IGELU, 0.5f, 0.8f, false,
+                    false, false, false, false, 0, @TYPE@);
+  gemmini_fence();
+  int nonzero = 0;
+  for (int i = 0; i < I; i++)
+    for (int j = 0; j < J; j++) {
+      long long sum = 0;
+      for (int k = 0; k < K; k++) sum += A[i][k] * B[k][j];
+      elem_t want = expected(sum);
+      nonzero += want != 0;
+      if (@OUT@[i][j] != want) { printf("C[%d][%d] = %d, want %d (sum %lld)\n", i, j, @OUT@[i][j], want, sum); return 1; }
+    }
+  printf("ok %d\n", nonzero);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("type_,out", [("WS", "C"), ("OS", "C"), ("CPU", "Ref")])
+def test_tiled_matmul_auto_with_igelu_sends_the_constants_and_matches_the_hand_reference(
+        gemmini_c, normalizations: Path, type_: str, out: str) -> None:
+    source = PRELUDE + IGELU_MATMUL.replace("@TYPE@", type_).replace("@OUT@", out)
+    result = gemmini_c(source, params_dir=normalizations)()
+    assert result.returncode == 0, result.output
+    words = result.output.split()
+    assert words[0] == "ok" and int(words[1]) > 100, result.output  # most outputs are not 0
+
+
+@pytest.mark.parametrize("act,name", [("LAYERNORM", "LAYERNORM"), ("SOFTMAX", "SOFTMAX")])
+@pytest.mark.parametrize("type_", ["WS", "CPU"])
+def test_tiled_matmul_refuses_layernorm_and_softmax(gemmini_c, act: str, name: str, type_: str) -> None:
+    result = run(gemmini_c, r"""
+static elem_t A[16][16], B[16][16], C[16][16];
+int main() {
+  tiled_matmul_auto(16, 16, 16, (elem_t *)A, (elem_t *)B, NULL, (elem_t *)C, 16, 16, 16, 16,
+                    MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, @ACT@, 1.0f, 0.8f, false,
+                    false, false, false, false, 0, @TYPE@);
+  printf("went on\n");
+  return 0;
+}
+""".replace("@ACT@", act).replace("@TYPE@", type_))
+    assert result.returncode == 3, result.output
+    assert "gemmini library error: tiled_matmul: LAYERNORM and SOFTMAX" in result.output
+    assert "went on" not in result.output
+
+
+def test_a_convolution_with_igelu_is_refused(gemmini_c) -> None:
+    call = (f"tiled_conv_auto(BATCH, IN_DIM, IN_DIM, ICH, OCH, OUT_DIM, OUT_DIM, STRIDE, 1, 1, PAD, KDIM, false, "
+            f"false, false, false, false, {P}, IGELU, 0.5, 0, 0, 0, WS)")
+    result = run(gemmini_c, CONV.replace("@CALL@", call))
+    assert result.returncode == 3, result.output
+    assert "only NO_ACTIVATION and RELU are implemented for convolutions" in result.output

@@ -8,8 +8,9 @@
  *
  * Deliberate limits (each reported at run time, never silently ignored):
  *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts (max pooling: yes);
- *  - bert_scale and weightA are accepted and ignored (they only matter for IGELU/LayerNorm and for a
- *    loading-priority hint).
+ *  - weightA is accepted and ignored (a loading-priority hint); bert_scale serves IGELU, which the model
+ *    computes on configurations with normalizations (HAS_NORMALIZATIONS); LAYERNORM and SOFTMAX are
+ *    refused.
  */
 #ifndef SPEEDPATCH_GEMMINI_H
 #define SPEEDPATCH_GEMMINI_H
@@ -230,6 +231,16 @@ static inline uint32_t gemmini_float_bits(float value) {
                               porows, pocols, orows, ocols, upad, lpad)
 #define gemmini_extended_config_st(...) GEMMINI_BY_ARITY(gemmini_extended_config_st, __VA_ARGS__)
 #define gemmini_config_st(stride) gemmini_extended_config_st_with_3_args(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
+
+/* CONFIG_NORM (upstream's gemmini_config_norm, CONFIG_BERT in rs1[1:0]): rs1 = q_const[63:32] |
+ * q_const_type[18] | set_stats_id_only[17] | act_msb[16] | stat_id[15:8]; rs2 = igelu_qc[63:32] |
+ * igelu_qb[31:0]. qb/qc are the accumulator read-out's IGELU constants; act_msb is the activation's third
+ * bit (softmax = 4); q_const and the statistics ids serve LayerNorm and softmax. */
+#define gemmini_config_norm(q_const, q_const_type, set_stats_id_only, act_msb, stat_id, igelu_qb, igelu_qc)    \
+  gemmini_rocc(((uint64_t)(uint32_t)(q_const) << 32) | ((uint64_t)((q_const_type) & 1) << 18) |                \
+                   ((uint64_t)((set_stats_id_only) & 1) << 17) | ((uint64_t)((act_msb) & 1) << 16) |            \
+                   ((uint64_t)(uint8_t)(stat_id) << 8) | CONFIG_BERT,                                           \
+               ((uint64_t)(uint32_t)(igelu_qc) << 32) | (uint64_t)(uint32_t)(igelu_qb), k_CONFIG)
 
 /* ---- data movement ------------------------------------------------------------------------------ */
 #define gemmini_extended_mvin(dram_addr, spad_addr, cols, rows) \

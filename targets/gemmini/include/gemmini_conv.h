@@ -371,6 +371,9 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
   if (!no_pool && (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1 || c.pool_out_col_dim > 255))
     gemmini_library_error("tiled_conv", "the pooled output must have 1..255 columns and at least one row");
   if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
+  /* IGELU needs constants that only tiled_matmul sends (from its bert_scale); the rest have no unit here. */
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error("tiled_conv", "only NO_ACTIVATION and RELU are implemented for convolutions");
   if (t->batches < 1 || t->porows < 1 || t->pocols < 1 || t->pochs < 1 || t->krows < 1 || t->kcols < 1 ||
       t->kchs < 1)
     gemmini_library_error("tiled_conv", "tile sizes must be >= 1");

@@ -74,6 +74,31 @@ static inline elem_t gemmini_cpu_acc_to_elem(int64_t x, acc_scale_t scale, int a
   return out;
 }
 
+/* IGELU, the read-out activation 3 of configurations with normalizations: I-BERT's integer GELU as Gemmini's
+ * accumulator read-out computes it (AccumulatorScale.igelu, ucb-bar/gemmini) on the 32-bit accumulator value
+ * q, before the scale: sign(q) * ((min(|q|, -qb) + qb)^2 + qc), plus qc, times q, every sum and product
+ * kept to its low 32 bits as the hardware keeps them. */
+static inline int32_t gemmini_wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+static inline int32_t gemmini_cpu_igelu(int32_t q, int32_t qb, int32_t qc) {
+  const int64_t sign = q < 0 ? -1 : 1;
+  const int32_t magnitude = gemmini_wrap32(q < 0 ? -(int64_t)q : (int64_t)q);
+  const int32_t limit = gemmini_wrap32(-(int64_t)qb);
+  const int32_t d = gemmini_wrap32((int64_t)(magnitude > limit ? limit : magnitude) + qb);
+  const int32_t erf = gemmini_wrap32(sign * gemmini_wrap32((int64_t)d * d + qc));
+  return gemmini_wrap32((int64_t)q * gemmini_wrap32((int64_t)erf + qc));
+}
+
+/* The constants upstream's library derives from bert_scale S for IGELU and sends with config_norm
+ * (gemmini-rocc-tests include/gemmini.h, tiled_matmul_outer): qb = -1.769 / (S / sqrt(2)) and
+ * qc = 1 / (-0.2888 * S*S / 2), I-BERT's erf polynomial coefficients, each truncated to acc_t. Evaluated
+ * in upstream's types (float S, float sqrt(2), double constants) so a bert_scale gives the same integers. */
+static inline void gemmini_igelu_constants(acc_scale_t bert_scale, acc_t *qb, acc_t *qc) {
+  const float sqrt_2 = (float)1.41421356237, S = (float)bert_scale;
+  const float S_erf = (float)(-0.2888 * ((S * S) / 2));
+  *qb = (acc_t)(-1.769 / (S / sqrt_2));
+  *qc = (acc_t)(1.0 / S_erf);
+}
+
 static inline elem_t gemmini_cpu_mvin_scale(elem_t x, scale_t scale) {
   float y = (float)x * (float)scale;
   return gemmini_saturate_elem(gemmini_round_half_even((double)y));
@@ -96,6 +121,7 @@ struct gemmini_matmul_args {
   int act;
   acc_scale_t scale;
   bool repeating_bias, transpose_A, transpose_B, full_C, low_D;
+  acc_scale_t bert_scale; /* IGELU's input scale (act == IGELU only) */
 };
 
 static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
@@ -120,6 +146,13 @@ static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
         if (sum > GEMMINI_ACC_MAX) sum = GEMMINI_ACC_MAX;
         if (sum < GEMMINI_ACC_MIN) sum = GEMMINI_ACC_MIN;
         ((acc_t *)m->C)[i * m->stride_C + j] = (acc_t)sum;
+      } else if (m->act == IGELU) {
+        acc_t qb, qc;
+        gemmini_igelu_constants(m->bert_scale, &qb, &qc);
+        if (sum > GEMMINI_ACC_MAX) sum = GEMMINI_ACC_MAX;
+        if (sum < GEMMINI_ACC_MIN) sum = GEMMINI_ACC_MIN;
+        ((elem_t *)m->C)[i * m->stride_C + j] =
+            gemmini_cpu_acc_to_elem(gemmini_cpu_igelu((int32_t)sum, qb, qc), m->scale, NO_ACTIVATION);
       } else {
         ((elem_t *)m->C)[i * m->stride_C + j] = gemmini_cpu_acc_to_elem(sum, m->scale, m->act);
       }
@@ -133,6 +166,11 @@ static inline void gemmini_matmul_configure(const struct gemmini_matmul_args *m,
   const size_t sizeof_C = m->full_C ? sizeof(acc_t) : sizeof(elem_t);
   gemmini_extended_config_ex(dataflow, m->act & 3, 0, 1, m->transpose_A, m->transpose_B);
   gemmini_extended_config_st(m->stride_C * sizeof_C, m->act, m->scale);
+  if (m->act == IGELU) { /* the read-out's IGELU constants, as upstream's tiled_matmul sends them */
+    acc_t qb, qc;
+    gemmini_igelu_constants(m->bert_scale, &qb, &qc);
+    gemmini_config_norm(0, 0, 0, 0, 0, qb, qc);
+  }
   gemmini_extended3_config_ld(m->stride_A * sizeof(elem_t), m->A_scale_factor, false, 0);
   gemmini_extended3_config_ld(m->stride_B * sizeof(elem_t), m->B_scale_factor, false, 1);
   gemmini_extended3_config_ld(m->repeating_bias ? 0 : m->stride_D * sizeof_D, m->D_scale_factor, m->low_D, 2);
@@ -344,13 +382,14 @@ static inline void tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const 
                          bool repeating_bias, size_t tile_I, size_t tile_J, size_t tile_K, bool transpose_A,
                          bool transpose_B, bool full_C, bool low_D, uint8_t weightA,
                          enum tiled_matmul_type_t tiled_matmul_type) {
-  (void)bert_scale;
   (void)weightA;
+  if (act == LAYERNORM || act == SOFTMAX)
+    gemmini_library_error("tiled_matmul", "LAYERNORM and SOFTMAX (activations 2 and 4) are not implemented");
   const struct gemmini_matmul_args m = {dim_I,          dim_J,          dim_K,          A,        B,
                                         D,              C,              stride_A,       stride_B, stride_D,
                                         stride_C,       A_scale_factor, B_scale_factor, D_scale_factor,
                                         act,            scale,          repeating_bias, transpose_A,
-                                        transpose_B,    full_C,         low_D};
+                                        transpose_B,    full_C,         low_D,          bert_scale};
   if (tiled_matmul_type == CPU) {
     gemmini_matmul_cpu(&m);
   } else if (tiled_matmul_type == OS) {

@@ -55,6 +55,46 @@ static void check_act(int act, const char *where) {
             act, where);
 }
 
+/* CONFIG_NORM's state: the IGELU constants and the activation's third bit (see gm_config). */
+static int32_t igelu_qb, igelu_qc;
+static int acc_act_msb;
+
+enum { ACT_IGELU = 3 };
+
+/* The accumulator read-out's activation: CONFIG_ST's two bits and CONFIG_NORM's third. None, ReLU and
+ * IGELU are modelled; IGELU only on a configuration with normalizations (Gemmini's has_normalizations,
+ * HAS_NORMALIZATIONS in gemmini_params.h; its default configuration has none, and the hardware asserts). */
+static int readout_act(const char *where) {
+  const int act = (acc_act_msb << 2) | G.acc_act;
+  if (act == ACT_NONE || act == ACT_RELU) return act;
+#ifdef HAS_NORMALIZATIONS
+  if (act == ACT_IGELU) return act;
+  gm_fail("activation %d (%s: %s) is not supported by this model (none, ReLU and IGELU are)", act, where,
+          act == 2 ? "LayerNorm" : act == 4 ? "softmax" : "unknown");
+#else
+  gm_fail("activation %d (%s: %s) is not supported by this configuration or model (only none and ReLU; IGELU, "
+          "LayerNorm and softmax need a configuration with normalizations, HAS_NORMALIZATIONS in "
+          "gemmini_params.h)",
+          act, where, act == 2 ? "LayerNorm" : act == 3 ? "IGELU" : act == 4 ? "softmax" : "unknown");
+#endif
+  return act;
+}
+
+/* I-BERT's integer GELU as Gemmini's accumulator read-out computes it (AccumulatorScale.igelu, ucb-bar/gemmini):
+ * q_sign * ((min(|q|, -qb) + qb)^2 + qc), plus qc, times q. Sums and differences wrap to the accumulator's
+ * 32 bits as the hardware's do; each product is exact and then keeps its low 32 bits (withWidthOf). */
+static int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+static acc_t igelu(acc_t q) {
+  const int32_t sign = q < 0 ? -1 : 1;
+  const int32_t abs_q = q < 0 ? wrap32(-(int64_t)q) : q;
+  const int32_t neg_qb = wrap32(-(int64_t)igelu_qb);
+  const int32_t clipped = abs_q > neg_qb ? neg_qb : abs_q;
+  const int32_t t = wrap32((int64_t)clipped + igelu_qb);
+  const int32_t poly = wrap32((int64_t)t * t + igelu_qc);
+  const int32_t erf = wrap32((int64_t)sign * poly);
+  return wrap32((int64_t)q * wrap32((int64_t)erf + igelu_qc));
+}
+
 static void touch_spad(uint32_t row) {
   if ((int64_t)row > S.max_spad_row) S.max_spad_row = row;
   if (!S.spad_touched[row]) {
@@ -97,6 +137,8 @@ void gm_reset(void) {
   G.st_stride = DIM * sizeof(elem_t);
   G.acc_scale = 1.0f;
   G.preload_addr = G.output_addr = GARBAGE_LOCAL;
+  igelu_qb = igelu_qc = 0;
+  acc_act_msb = 0;
 }
 
 /* ---------------------------------------------------------------------------------------- CONFIG */
@@ -159,7 +201,13 @@ void gm_config(uint64_t rs1, uint64_t rs2) {
     G.pool_ocols = (rs1 >> 56) & 0xFF;
     schedule_unit(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
     break;
-  default: /* CONFIG_NORM: statistics for LayerNorm/softmax, which this model rejects where used */
+  default: /* CONFIG_NORM (upstream's gemmini_config_norm) */
+    /* rs2 carries the read-out's IGELU constants (qc in [63:32], qb in [31:0]); rs1[16] the activation's
+     * third bit, which with CONFIG_ST's two makes LayerNorm/softmax's 4. q_const and the statistics ids
+     * only serve LayerNorm/softmax, which this model rejects where used. */
+    igelu_qb = (int32_t)(uint32_t)rs2;
+    igelu_qc = (int32_t)(uint32_t)(rs2 >> 32);
+    acc_act_msb = (int)((rs1 >> 16) & 1);
     schedule_unit(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
     break;
   }
@@ -237,9 +285,13 @@ void gm_mvin(uint64_t dram, uint64_t local, int slot) {
 
 /* ----------------------------------------------------------------------------------------- MVOUT */
 
-static elem_t acc_to_elem(acc_t v) { return activate(scale_to_elem(v, G.acc_scale), G.acc_act); }
+/* act: readout_act()'s, checked once per mvout. */
+static elem_t acc_to_elem(acc_t v, int act) {
+  if (act == ACT_IGELU) return scale_to_elem(igelu(v), G.acc_scale);
+  return activate(scale_to_elem(v, G.acc_scale), act);
+}
 
-static void mvout_pooled(uint64_t dram, uint32_t base, int is_acc, uint32_t channels) {
+static void mvout_pooled(uint64_t dram, uint32_t base, int is_acc, uint32_t channels, int act) {
   const int mem = is_acc ? MEM_ACC : MEM_SPAD;
   const uint32_t orows = G.pool_orows, ocols = G.pool_ocols;
   if (channels > DIM) gm_fail("pooled mvout of %u channels exceeds DIM=%d", channels, DIM);
@@ -258,7 +310,7 @@ static void mvout_pooled(uint64_t dram, uint32_t base, int is_acc, uint32_t chan
             elem_t e = 0;
             if (orow >= 0 && ocol >= 0 && orow < orows && ocol < ocols) {
               uint32_t row = base + (uint32_t)(orow * ocols + ocol);
-              e = is_acc ? acc_to_elem(G.acc[row][ch]) : G.spad[row][ch];
+              e = is_acc ? acc_to_elem(G.acc[row][ch], act) : G.spad[row][ch];
             }
             if (e > best) best = e;
           }
@@ -281,9 +333,9 @@ void gm_mvout(uint64_t dram, uint64_t local) {
   const uint32_t norm = (addr >> 26) & 7, base = addr & 0x3FFFFFF;
   const int mem = is_acc ? MEM_ACC : MEM_SPAD;
   if (norm != 0 && is_acc) gm_fail("mvout normalization command %u is not supported by this model", norm);
-  if (is_acc && !full) check_act(G.acc_act, "CONFIG_ST activation");
+  const int act = (is_acc && !full) ? readout_act("CONFIG_ST activation") : ACT_NONE;
   if (G.pool_stride != 0) {
-    mvout_pooled(dram, base, is_acc, cols);
+    mvout_pooled(dram, base, is_acc, cols, act);
     return;
   }
   if (rows == 0 || cols == 0) {
@@ -305,7 +357,7 @@ void gm_mvout(uint64_t dram, uint64_t local) {
       } else if (full) {
         memcpy(dst + (size_t)j * sizeof(acc_t), &G.acc[row][col], sizeof(acc_t));
       } else {
-        dst[j] = (unsigned char)acc_to_elem(G.acc[row][col]);
+        dst[j] = (unsigned char)acc_to_elem(G.acc[row][col], act);
       }
     }
     gm_dram_write(dram + (uint64_t)i * G.st_stride, dst, (uint64_t)cols * esize);
