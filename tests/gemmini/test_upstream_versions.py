@@ -1,8 +1,9 @@
 """Programs written against older versions of the Gemmini library compile and compute what those versions
 did: gemmini_config_ex with 2, 4 or 5 arguments (and gemmini_extended_config_ex with 7 or 8),
-gemmini_extended_config_st with 10, tiled_matmul_auto with 12, 19, 22, 23 or 25, tiled_conv_auto with 19 or
-26. Each form is checked on a program of our own against a reference the program computes on the core;
-what an older form asked for that is not implemented stops with a library error that says so."""
+gemmini_extended_config_st with 10, tiled_matmul_auto with 12, 19, 22, 23 or 25, tiled_matmul with 26,
+tiled_conv_auto with 19 or 26; and IGELU (activation 3) on a configuration with normalizations. Each form is
+checked on a program of our own against a reference the program computes on the core (IGELU against values
+worked out by hand); what an older form asked for that is not implemented stops with an error that says so."""
 
 from __future__ import annotations
 
@@ -190,11 +191,17 @@ MATMUL_FORMS = {
     "19, integer shift": f"tiled_matmul_auto(I, J, K, {S}, {F}, RELU, 2, 0, false, WS)",
     "12 (dense arrays, shift)": "tiled_matmul_auto(I, J, K, A, B, (acc_t *)D, C, RELU, 2, 0, false, WS)",
     "12 on the CPU": "tiled_matmul_auto(I, J, K, A, B, (acc_t *)D, C, RELU, 2, 0, false, CPU)",
+    "tiled_matmul, 27 (current)":
+        f"tiled_matmul(I, J, K, {S}, {F}, RELU, 0.25, 0, false, 2, 1, 2, false, false, false, false, 0, WS)",
+    "tiled_matmul, 26 (before weightA)":
+        f"tiled_matmul(I, J, K, {S}, {F}, RELU, 0.25, 0, false, 2, 1, 2, false, false, false, false, WS)",
+    "tiled_matmul, 26, A transposed":
+        f"tiled_matmul(I, J, K, {ST}, {F}, RELU, 0.25, 0, false, 1, 2, 3, true, false, false, false, WS)",
 }
 
 
 @pytest.mark.parametrize("form", list(MATMUL_FORMS))
-def test_each_tiled_matmul_auto_argument_list_computes_the_scaled_biased_relu_product(gemmini_c, form: str) -> None:
+def test_each_tiled_matmul_argument_list_computes_the_scaled_biased_relu_product(gemmini_c, form: str) -> None:
     assert run_ok(gemmini_c, MATMUL.replace("@CALL@", MATMUL_FORMS[form])).strip() == "ok"
 
 

@@ -402,6 +402,31 @@ static inline void tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const 
   if (tiled_matmul_type != CPU) gemmini_fence();
 }
 
+/* tiled_matmul by argument count (the current list has 27). 26: (dim_I, dim_J, dim_K, A, B, D, C,
+ * stride_A..stride_C, A/B/D_scale_factor, act, scale, relu6_shift, repeating_bias, tile_I, tile_J, tile_K,
+ * transpose_A, transpose_B, full_C, low_D, type), the versions before weightA, whose activation 2 was RELU6
+ * (refused, as by tiled_matmul_auto's older lists). */
+static inline void gemmini_legacy_tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A,
+                                               const elem_t *B, const void *D, void *C, size_t stride_A,
+                                               size_t stride_B, size_t stride_D, size_t stride_C,
+                                               scale_t A_scale_factor, scale_t B_scale_factor,
+                                               scale_acc_t D_scale_factor, int act, acc_scale_t scale,
+                                               size_t relu6_shift, bool repeating_bias, size_t tile_I, size_t tile_J,
+                                               size_t tile_K, bool transpose_A, bool transpose_B, bool full_C,
+                                               bool low_D, enum tiled_matmul_type_t type) {
+  (void)relu6_shift;
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error("tiled_matmul (26 arguments)",
+                          "only NO_ACTIVATION and RELU are implemented for this older argument list "
+                          "(activation 2 was RELU6 in the library versions that had it)");
+  tiled_matmul(dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, A_scale_factor,
+               B_scale_factor, D_scale_factor, act, scale, 0, repeating_bias, tile_I, tile_J, tile_K, transpose_A,
+               transpose_B, full_C, low_D, 0, type);
+}
+#define tiled_matmul_with_27_args(...) tiled_matmul(__VA_ARGS__)
+#define tiled_matmul_with_26_args(...) gemmini_legacy_tiled_matmul(__VA_ARGS__)
+#define tiled_matmul(...) GEMMINI_BY_ARITY(tiled_matmul, __VA_ARGS__)
+
 /* Like tiled_matmul, but every instruction is issued by the core (no LOOP_WS): a speedpatch extension
  * for kernels that want the manual schedule with a chosen dataflow (OS or WS). */
 static inline void gemmini_tiled_matmul_manual(size_t dim_I, size_t dim_J, size_t dim_K, const elem_t *A,
