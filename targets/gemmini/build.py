@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -667,6 +668,67 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
     return problems
 
 
+# gcc copies some strings of the source into its assembly output as they are: asm labels and statements,
+# and the arguments of the attributes that name a section or a symbol there. A newline (or ';') in one
+# starts assembly of the kernel's own, without the #APP marks an asm statement gets: an uninstrumented
+# loop, a function under a label the object's symbol table never shows (a `.L` name), code between two
+# functions. `#ident` writes its string into the assembly the same way.
+ASM_KEYWORDS = frozenset({"asm", "__asm", "__asm__"})
+ASM_STRING_ATTRIBUTES = frozenset({name for base in ("section", "symver", "alias", "weakref")
+                                   for name in (base, f"__{base}__")})
+# Directives the region may not use: #line and GNU linemarkers rewrite where the preprocessed text says
+# it came from (the check below tells the region's own tokens from its headers' by them).
+FORBIDDEN_DIRECTIVES = frozenset({"line", "ident", "sccs"})
+_PP_TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\S')
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_LINEMARKER = re.compile(r'^#\s*\d+\s+"(?:\\.|[^"\\])*"((?:\s+\d)*)\s*$')
+
+
+def region_directive_problems(region: str) -> list[str]:
+    """The region's preprocessing directives that the kernel unit may not contain (#line, linemarkers,
+    #ident), read as the preprocessor reads them: after line splices, with comments as spaces."""
+    text = region.replace("\\\n", "")
+    text = _COMMENT_OR_LITERAL.sub(lambda m: " " if m.group(0).startswith("/") else m.group(0), text)
+    found: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r"^\s*(?:#|%:)\s*(\w+)", line)
+        if m and (m.group(1) in FORBIDDEN_DIRECTIVES or m.group(1).isdigit()):
+            found.append("#" + ("line (a linemarker)" if m.group(1).isdigit() else m.group(1)))
+    return [f"the kernel region uses {d}: kernel code may not rewrite its line information or write into the "
+            "assembly" for d in dict.fromkeys(found)]
+
+
+def preprocessed_region_problems(preprocessed: str, sentinel: str) -> list[str]:
+    """What the region's own tokens (after macro expansion; not the headers it includes) write into the
+    assembly as it is: the preprocessed kernel unit, its region between two `sentinel` lines."""
+    lines = preprocessed.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == sentinel)
+    except StopIteration:
+        return ["the kernel unit's preprocessed text lost the region's start: cannot check it"]
+    found: dict[str, None] = {}
+    depth = 0  # inside headers the region includes (linemarker flags 1: enter, 2: leave)
+    tokens: list[str] = []
+    for line in lines[start + 1:]:
+        if line.strip() == sentinel + "_end" and depth == 0:
+            break
+        marker = _LINEMARKER.match(line)
+        if marker:
+            flags = marker.group(1).split()
+            depth += flags.count("1") - flags.count("2")
+            depth = max(depth, 0)
+            continue
+        if depth or line.lstrip().startswith("#"):
+            continue
+        tokens += _PP_TOKEN.findall(line)
+    for i, tok in enumerate(tokens):
+        if tok in ASM_KEYWORDS:
+            found["asm/__asm__ outside a statement (an asm label or a register variable names a symbol or register in the assembly)"] = None
+        elif tok in ASM_STRING_ATTRIBUTES and i + 1 < len(tokens) and tokens[i + 1] == "(":
+            found[f"the {tok.strip('_')} attribute (its string is written into the assembly as it is)"] = None
+    return [f"the kernel region uses {what}: kernel code must be C against the Gemmini API" for what in found]
+
+
 def kernel_declaration(kernel_text: str) -> str:
     """The original kernel's prototype (its definition up to the body), without static/inline, so the
     harness translation unit can call the kernel defined in the other one."""
@@ -723,7 +785,16 @@ def build_trusted(
     harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
     kernel_asm, kernel_obj, harness_obj = (workdir / f"{stem}.kernel.s", workdir / f"{stem}.kernel.o",
                                            workdir / f"{stem}.harness.o")
+    directives = region_directive_problems(region)
+    if directives:
+        return ProcResult(0, "", time.monotonic() - start, False), None, directives
+    # The region between two lines the region cannot know (random per build), preprocessed as the kernel
+    # unit is: what its own tokens expand to is read from there.
+    sentinel = f"speedpatch_region_{secrets.token_hex(8)}"
+    preprocess_src, preprocessed = workdir / f"{stem}.region.c", workdir / f"{stem}.region.i"
+    preprocess_src.write_text(f"{prefix}\n{sentinel}\n{region}\n{sentinel}_end\n", encoding="utf-8", errors="replace")
     jobs = [
+        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-E", str(preprocess_src), "-o", str(preprocessed)],
         # Compiled to assembly first: gcc marks every inline or top-level asm statement there (#APP).
         [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-S", str(kernel_src), "-o", str(kernel_asm)],
         # The harness is not instrumented: none of its work is the kernel's, and the model's figure for the
@@ -731,18 +802,23 @@ def build_trusted(
         [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *incs, "-I", str(MODEL_DIR), "-c", str(harness_src), "-o",
          str(harness_obj)],
     ]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        kernel_res, harness_res = pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        pp_res, kernel_res, harness_res = pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs)
     output = "\n".join(o for o in (kernel_res.output, harness_res.output) if o)
     for r in (kernel_res, harness_res):
         if r.returncode != 0:
             return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
+    if pp_res.returncode != 0:
+        return ProcResult(pp_res.returncode, pp_res.output, time.monotonic() - start, pp_res.timed_out), None, []
     if "#APP" in kernel_asm.read_text(errors="replace"):
         # Natively the Gemmini API is plain calls into the model: assembly in kernel code can only be host
         # work that the per-block charge does not see (a loop inside one asm statement) or worse.
         return ProcResult(0, output, time.monotonic() - start, False), None, [
             "the kernel contains inline assembly (an asm statement, or a macro that expands to one): kernel code "
             "must be C against the Gemmini API"]
+    injected = preprocessed_region_problems(preprocessed.read_text(errors="replace"), sentinel)
+    if injected:
+        return ProcResult(0, output, time.monotonic() - start, False), None, injected
     res = run_process([compiler(), "-c", str(kernel_asm), "-o", str(kernel_obj)], cwd=workdir, timeout=left())
     if res.returncode != 0:
         return ProcResult(res.returncode, output + "\n" + res.output, time.monotonic() - start, res.timed_out), None, []

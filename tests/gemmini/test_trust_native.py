@@ -203,6 +203,31 @@ OBJECT_CHEATS = {
     "the harness's runner": (
         kernel(f"  speedpatch_run_matmul(1, 1, 1, false, 0, 1.0f, 0);\n  {LIBRARY_CALL}"),
         "speedpatch_run_matmul"),
+    # gcc writes these strings into its assembly as they are, without the #APP marks of an asm statement:
+    # (measured before the check: a 1,000,000-iteration loop under a .L label cost 32 cycles; a 100M-iteration
+    # loop injected through a section name cost 8)
+    "an uninstrumented function under an assembler-local label": (
+        "__attribute__((noinline)) void helper(volatile long *x) { for (int i = 0; i < *x; i++) *x += 1; }\n"
+        "__attribute__((no_sanitize_coverage, noinline)) static void hidden(volatile long *s) __asm__(\".Lhidden\");\n"
+        "__attribute__((no_sanitize_coverage, noinline)) static void hidden(volatile long *s) {\n"
+        "  helper(s);\n  for (long i = 0; i < 1000000; i++) *s += i;\n}\n"
+        + kernel(f"  volatile long s = 0;\n  hidden(&s);\n  {LIBRARY_CALL}"),
+        "asm label"),
+    "assembly injected through a section name": (
+        kernel(f"  spin(100000000);\n  {LIBRARY_CALL}",
+               before="__attribute__((section(\".text.x,\\\"ax\\\",@progbits\\n\\t.globl spin\\n\\t.type spin,@function\\n"
+                      "spin:\\n\\tcall __sanitizer_cov_trace_pc\\n1:\\tdec %rdi\\n\\tjnz 1b\\n\\tret\\n\\t.size spin,.-spin\\n#\"))) "
+                      "void dummy(void) { }\nvoid spin(long n);"),
+        "section attribute"),
+    "a section attribute spelled by token pasting": (
+        kernel(LIBRARY_CALL, before="#define S(x) __attribute__((sec##tion(x)))\nS(\".text.y\") void dummy(void) { }"),
+        "section attribute"),
+    "assembly injected through a symbol version": (
+        kernel(LIBRARY_CALL, before="__attribute__((symver(\"f@@V1\\n\\tnop\\n#\"))) void f(void) { }"),
+        "symver attribute"),
+    "assembly injected through #ident": (kernel(LIBRARY_CALL, before="#ident \"x\\\"\\n\\tnop\\n#\""), "#ident"),
+    "a linemarker that makes the region's tokens look like a header's": (
+        kernel(LIBRARY_CALL, before="# 1 \"fake.h\" 1\nvoid spin(void) __asm__(\".Lspin\");"), "#line"),
 }
 
 
@@ -224,6 +249,45 @@ def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with
     ev = evaluate(target, tmp_path, kernel(f"  {half}\n  gemmini_fence();\n{host}"))
     assert ev.status == REJECTED, ev.message + ev.log[-800:]
     assert "1048576 multiply-accumulates, the problem needs 2097152" in ev.message
+
+
+# Trial 1 finds trial 0's line in the harness's record on the stack by its text, rewrites its two cycle
+# figures to two thirds (same digit count), and rewrites the harness's first-trial figure (a saved register
+# or a stack slot) to match. Before the model's own log was compared, this was "correct, 9458 cycles" for
+# the 14,188-cycle library call.
+REWRITE_RECORD = kernel(f"""  static int calls;
+  __builtin_unwind_init();
+  {LIBRARY_CALL}
+  if (calls++ != 1) return;
+  volatile char here = 0;
+  char *p = (char *)&here;
+  unsigned long old = 0, neu = 0;
+  long at = -1;
+  for (long i = 0; i < 8000 && at < 0; i++)
+    if (p[i] == 't' && p[i + 1] == 'r' && p[i + 2] == 'i' && p[i + 3] == 'a' && p[i + 4] == 'l' && p[i + 5] == ' ' &&
+        p[i + 6] == '0') at = i;
+  if (at < 0) return;
+  for (long j = at; j < at + 200; j++) {{
+    char *r = p + j;
+    if (r[0] != 'c' || r[1] != 'y' || r[2] != 'c' || r[3] != 'l' || r[4] != 'e' || r[5] != 's' || r[6] != '=') continue;
+    unsigned long v = 0;
+    int n = 0;
+    while (r[7 + n] >= '0' && r[7 + n] <= '9') v = (v << 3) + (v << 1) + (unsigned long)(r[7 + n++] - '0');
+    if (!old) {{ old = v; neu = (v << 1) / 3; }}
+    if (v != old) continue;
+    unsigned long w = neu;
+    for (int k = n - 1; k >= 0; k--) {{ r[7 + k] = (char)('0' + w % 10); w /= 10; }}
+  }}
+  for (long i = -256; i < at; i += 8) {{
+    unsigned long *q = (unsigned long *)(((unsigned long)p + (unsigned long)i) & ~7UL);
+    if (*q == old) *q = neu;
+  }}""")
+
+
+def test_a_kernel_that_rewrites_the_harness_record_of_an_earlier_trial_is_refused(target, tmp_path):
+    ev = evaluate(target, tmp_path, REWRITE_RECORD)
+    assert ev.status == REJECTED, f"{ev.status} {ev.message}"
+    assert "trial 0: the harness's record says" in ev.message and "the model measured" in ev.message, ev.message
 
 
 def test_the_physics_bound_names_the_array_and_dram_limits():

@@ -151,6 +151,29 @@ def model_vouches(verdict_text: str, stats: dict[str, Any]) -> str:
     return ""
 
 
+# The harness's trial record, field by field, against the model's own log of each region (guard.c).
+RECORD_FIELDS = (("cycles", "cycles"), ("macs", "array MACs"), ("read", "DRAM bytes read"),
+                 ("write", "DRAM bytes written"), ("host", "host cycles"), ("rocc", "RoCC instructions"))
+
+
+def model_record_problems(trials: list[dict[str, int]], stats: dict[str, Any]) -> list[str]:
+    """Where the harness's per-trial figures differ from the model's own record of the timed regions.
+    The harness builds its record on its stack while the kernel runs its later trials, so a kernel can find
+    trial 0's line by its text and rewrite its cycles; the model's log is sealed and written by the model."""
+    logged = int(stats.get("harness_regions") or 0)
+    figures = stats.get("harness_region_figures") or []
+    if logged != len(trials) or len(figures) != len(trials):
+        return [f"the model measured {logged} timed regions, the harness reports {len(trials)} trials: the kernel "
+                "changed the harness's loop or record"]
+    problems: list[str] = []
+    for t, measured in zip(trials, figures, strict=True):
+        for (key, what), value in zip(RECORD_FIELDS, measured, strict=False):
+            if t[key] != int(value):
+                problems.append(f"trial {t['t']}: the harness's record says {t[key]} {what}, the model measured "
+                                f"{int(value)}: the kernel rewrote the harness's record")
+    return problems
+
+
 def evaluation(run: ProcResult, record: str, secret: Secret, timeout: float, stats: dict[str, Any],
                rec: dict[str, Any]) -> Evaluation:
     """The Evaluation from the harness's verdict in the channel; the program's output is only its log."""
@@ -199,7 +222,7 @@ def evaluation(run: ProcResult, record: str, secret: Secret, timeout: float, sta
     if int(head["trials"]) != secret.trials or len(trials) != secret.trials:
         return Evaluation(status=REJECTED, log=run.output, receipt=rec,
                           message=f"the harness ran {len(trials)} of {secret.trials} trials: the kernel changed its loop")
-    problems: list[str] = []
+    problems: list[str] = model_record_problems(trials, stats)
     for t in trials:
         if t["seed"] != secret.seed + t["t"]:
             problems.append(f"trial {t['t']}: the result was checked against inputs from seed {t['seed']}, not this "

@@ -25,10 +25,29 @@ static int guard_ready;
 static uint64_t r_host, r_macs, r_read, r_write, r_host_cycles, r_insns;
 static int r_open;
 
+/* Every region's figures as the model measured them, for the statistics file: the backend compares the
+ * harness's per-trial record with these, since the harness keeps its record on its own stack, where a
+ * kernel can find and rewrite it by its text ("trial 0 ... cycles=14188") before it is sent. The log is
+ * chained into the seal (r_log_digest), and the chain is recomputed before the log is written out. */
+#define GM_REGION_LOG 64
+static uint64_t r_log[GM_REGION_LOG][6];
+static uint64_t r_logged, r_log_digest;
+
+/* The harness's verdict, as handed to the model (sealed too: a kernel that found these two words could
+ * otherwise vouch for a verdict it forged on the pipe). */
+static uint64_t verdict_hash, verdicts;
+
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
   h *= 0xff51afd7ed558ccdULL;
   return h ^ (h >> 29);
+}
+
+static uint64_t region_log_digest(void) {
+  uint64_t h = gm_guard_key ^ 0x5245474c4f47ULL;
+  for (uint64_t r = 0; r < r_logged && r < GM_REGION_LOG; r++)
+    for (int i = 0; i < 6; i++) h = mix(h, r_log[r][i]);
+  return h;
 }
 
 static uint64_t state_digest(void) {
@@ -36,7 +55,8 @@ static uint64_t state_digest(void) {
   const uint64_t fields[] = {T.next_issue, T.all_done, T.busy[0], T.busy[1], T.busy[2], S.macs,
                              S.dram_read_bytes, S.dram_write_bytes, S.fences, S.host_external_cycles,
                              gm_insn_no, r_host, r_macs, r_read, r_write,
-                             r_host_cycles, r_insns, (uint64_t)r_open};
+                             r_host_cycles, r_insns, (uint64_t)r_open, r_logged, r_log_digest,
+                             verdict_hash, verdicts};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) h = mix(h, fields[i]);
   return h;
 }
@@ -63,6 +83,7 @@ void gm_guard_init(void) {
   }
   gm_guard_key = key | 1;
   table_digest = gm_block_table_digest();
+  r_log_digest = region_log_digest();
   guard_ready = 1;
   gm_guard_seal();
 }
@@ -100,21 +121,36 @@ void gemmini_model_region_end(gemmini_model_region_t *out) {
   out->dim = DIM;
   out->dram_bytes_per_cycle = T_DRAM_BYTES_PER_CYCLE;
   r_open = 0;
+  if (r_logged < GM_REGION_LOG) {
+    const uint64_t figures[6] = {out->cycles, out->array_macs, out->dram_read_bytes, out->dram_write_bytes,
+                                 out->host_cycles, out->rocc};
+    for (int i = 0; i < 6; i++) r_log[r_logged][i] = figures[i];
+  }
+  r_logged++;
+  r_log_digest = region_log_digest();
   gm_guard_seal();
 }
 
-static uint64_t verdict_hash, verdicts;
-
 void gemmini_model_verdict(const char *text, uint64_t n) {
+  gm_guard_check("the harness's verdict");
   uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
   for (uint64_t i = 0; i < n; i++) h = (h ^ (uint8_t)text[i]) * 0x100000001b3ULL;
   verdict_hash = h;
   verdicts++;
+  gm_guard_seal();
 }
 
 void gm_guard_stats(FILE *f) {
+  if (guard_ready && region_log_digest() != r_log_digest) gm_guard_tampered("the model's record of the timed regions", "exit");
   fprintf(f, "  \"verdicts\": %llu,\n  \"verdict_fnv1a64\": \"%016llx\",\n", (unsigned long long)verdicts,
           (unsigned long long)verdict_hash);
+  /* [cycles, array MACs, DRAM bytes read, written, host cycles, RoCC instructions] per region */
+  fprintf(f, "  \"harness_regions\": %llu,\n  \"harness_region_figures\": [", (unsigned long long)r_logged);
+  for (uint64_t r = 0; r < r_logged && r < GM_REGION_LOG; r++)
+    fprintf(f, "%s[%llu, %llu, %llu, %llu, %llu, %llu]", r ? ", " : "", (unsigned long long)r_log[r][0],
+            (unsigned long long)r_log[r][1], (unsigned long long)r_log[r][2], (unsigned long long)r_log[r][3],
+            (unsigned long long)r_log[r][4], (unsigned long long)r_log[r][5]);
+  fprintf(f, "],\n");
 }
 
 /* Whether [addr, addr + n) touches the model's own state: natively the accelerator's DMA reaches all of
@@ -127,7 +163,8 @@ int gm_guard_owns(uint64_t addr, uint64_t n) {
       {&table_digest, sizeof table_digest}, {&r_host, sizeof r_host}, {&r_macs, sizeof r_macs},
       {&r_read, sizeof r_read}, {&r_write, sizeof r_write}, {&r_host_cycles, sizeof r_host_cycles},
       {&r_insns, sizeof r_insns}, {&r_open, sizeof r_open}, {&verdict_hash, sizeof verdict_hash},
-      {&verdicts, sizeof verdicts}};
+      {&verdicts, sizeof verdicts}, {r_log, sizeof r_log}, {&r_logged, sizeof r_logged},
+      {&r_log_digest, sizeof r_log_digest}};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
     const uint64_t lo = (uint64_t)(uintptr_t)owned[i].p, hi = lo + owned[i].size;
     if (addr < hi && addr + n > lo) return 1;
