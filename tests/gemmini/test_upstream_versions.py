@@ -1,9 +1,10 @@
 """Programs written against older versions of the Gemmini library compile and compute what those versions
 did: gemmini_config_ex with 2, 4 or 5 arguments (and gemmini_extended_config_ex with 7 or 8),
 gemmini_extended_config_st with 10, tiled_matmul_auto with 12, 19, 22, 23 or 25, tiled_matmul with 26,
-tiled_conv_auto with 19 or 26; and IGELU (activation 3) on a configuration with normalizations. Each form is
-checked on a program of our own against a reference the program computes on the core (IGELU against values
-worked out by hand); what an older form asked for that is not implemented stops with an error that says so."""
+gemmini_loop_ws with 19 or 20, tiled_conv_auto with 19 or 26; and IGELU (activation 3) on a configuration
+with normalizations. Each form is checked on a program of our own against a reference the program computes
+on the core (IGELU against values worked out by hand); what an older form asked for that is not implemented
+stops with an error that says so."""
 
 from __future__ import annotations
 
@@ -264,6 +265,50 @@ int main() {
     res, exe = build_native(src, tmp_path, timeout=120)
     assert exe is None
     assert "tiled_matmul_auto_with_20_args" in res.output
+
+
+# ---- gemmini_loop_ws --------------------------------------------------------------------------------------
+
+# C = sat(A*B + D) for 32 x 32 x 32, one LOOP_WS of 2 x 2 x 2 blocks issued by the program itself.
+LOOP_WS = r"""
+#define N (2 * DIM)
+static elem_t A[N][N], B[N][N], C[N][N];
+static acc_t D[N][N];
+int main() {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) { A[i][j] = (elem_t)rnd(-9, 9); B[i][j] = (elem_t)rnd(-9, 9); D[i][j] = rnd(-300, 300); }
+  gemmini_flush(0);
+  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 1, false, false);
+  gemmini_extended_config_st(N * sizeof(elem_t), NO_ACTIVATION, 1.0f);
+  gemmini_extended3_config_ld(N * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 0);
+  gemmini_extended3_config_ld(N * sizeof(elem_t), MVIN_SCALE_IDENTITY, false, 1);
+  gemmini_extended3_config_ld(N * sizeof(acc_t), MVIN_SCALE_IDENTITY, false, 2);
+  gemmini_loop_ws(2, 2, 2, 0, 0, 0, A, B, D, C, N, N, N, N, false, false, false, false, true@TAIL@);
+  gemmini_fence();
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) {
+      long long sum = D[i][j];
+      for (int k = 0; k < N; k++) sum += A[i][k] * B[k][j];
+      if (C[i][j] != sat(sum)) { printf("C[%d][%d] = %d, want %d\n", i, j, C[i][j], sat(sum)); return 1; }
+    }
+  printf("ok\n");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("tail", [", NO_ACTIVATION, 0, 0, false", ", NO_ACTIVATION", ""],
+                         ids=["23 (current)", "20 (act, no scratchpad ids)", "19 (no act)"])
+def test_each_loop_ws_argument_list_runs_the_hardware_loop(gemmini_c, tail: str) -> None:
+    assert run_ok(gemmini_c, LOOP_WS.replace("@TAIL@", tail)).strip() == "ok"
+
+
+def test_the_20_argument_loop_ws_puts_act_in_the_loops_activation_field(gemmini_c) -> None:
+    # Activation 2 in LOOP_WS's field is LayerNorm, which the model refuses there by name: the argument
+    # reached the field.
+    result = run(gemmini_c, LOOP_WS.replace("@TAIL@", ", LAYERNORM"))
+    assert result.returncode != 0
+    assert "LayerNorm/softmax activation 2" in result.output
 
 
 # ---- tiled_conv_auto -----------------------------------------------------------------------------------

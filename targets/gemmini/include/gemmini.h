@@ -445,9 +445,9 @@ static inline void counter_reset(void) { gemmini_counter_command(0x1); }
 /* ---- hardware loops ----------------------------------------------------------------------------- */
 /* One tiled matmul of I x J x K blocks (of DIM), issued by the accelerator itself. pad_* = how many rows/
  * columns of the last block are missing. D/C may be NULL (no bias / no write-back). */
-#define gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride, C_stride,   \
-                        A_transpose, B_transpose, full_C, low_D, ex_accumulate, act, a_spad_id, b_spad_id,   \
-                        is_resadd)                                                                        \
+#define gemmini_loop_ws_with_23_args(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride,   \
+                                     C_stride, A_transpose, B_transpose, full_C, low_D, ex_accumulate, act,     \
+                                     a_spad_id, b_spad_id, is_resadd)                                           \
   do {                                                                                                    \
     gemmini_rocc(((uint64_t)(pad_K) << 32) | ((uint64_t)(pad_J) << 16) | (uint64_t)(pad_I),               \
                  ((uint64_t)(K) << 32) | ((uint64_t)(J) << 16) | (uint64_t)(I), k_LOOP_WS_CONFIG_BOUNDS);  \
@@ -462,6 +462,19 @@ static inline void counter_reset(void) { gemmini_counter_command(0x1); }
                      (uint64_t)((A_transpose) ? 1 : 0),                                                   \
                  k_LOOP_WS);                                                                              \
   } while (0)
+
+/* gemmini_loop_ws by argument count: 23 (current); 20 (..., ex_accumulate, act), before the scratchpad ids and
+ * is_resadd; 19 (..., ex_accumulate), before act. The older forms' LOOP_WS word is the current one with those
+ * fields 0 (id 0: the half of the loop unit's slot, as those versions' loops used). */
+#define gemmini_loop_ws_with_20_args(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride,     \
+                                     C_stride, A_transpose, B_transpose, full_C, low_D, ex_accumulate, act)       \
+  gemmini_loop_ws_with_23_args(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride, C_stride,  \
+                               A_transpose, B_transpose, full_C, low_D, ex_accumulate, act, 0, 0, false)
+#define gemmini_loop_ws_with_19_args(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride,     \
+                                     C_stride, A_transpose, B_transpose, full_C, low_D, ex_accumulate)            \
+  gemmini_loop_ws_with_23_args(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stride, C_stride,  \
+                               A_transpose, B_transpose, full_C, low_D, ex_accumulate, NO_ACTIVATION, 0, 0, false)
+#define gemmini_loop_ws(...) GEMMINI_BY_ARITY(gemmini_loop_ws, __VA_ARGS__)
 
 /* One tile of a convolution issued by the accelerator (LOOP_CONV_WS). Upstream argument order; the caller
  * sets the WS dataflow (config_ex) and the output scale/activation (config_st) first. Paddings are those
