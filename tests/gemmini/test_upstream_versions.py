@@ -1,10 +1,10 @@
 """Programs written against older versions of the Gemmini library compile and compute what those versions
 did: gemmini_config_ex with 2, 4 or 5 arguments (and gemmini_extended_config_ex with 7 or 8),
 gemmini_extended_config_st with 10, tiled_matmul_auto with 12, 19, 22, 23 or 25, tiled_matmul with 26,
-gemmini_loop_ws with 19 or 20, tiled_conv_auto with 19 or 26; and IGELU (activation 3) on a configuration
-with normalizations. Each form is checked on a program of our own against a reference the program computes
-on the core (IGELU against values worked out by hand); what an older form asked for that is not implemented
-stops with an error that says so."""
+gemmini_loop_ws with 19 or 20, tiled_conv_auto with 19 or 26, tiled_conv with 33; and IGELU (activation 3)
+on a configuration with normalizations. Each form is checked on a program of our own against a reference the
+program computes on the core (IGELU against values worked out by hand); what an older form asked for that is
+not implemented stops with an error that says so."""
 
 from __future__ import annotations
 
@@ -361,11 +361,16 @@ CONV_FORMS = {
                                 f"false, false, false, false, false, {P}, RELU, 0.5, 0, 0, 0, 0, WS)",
     "19 (square, no dilation)": f"tiled_conv_auto(BATCH, IN_DIM, ICH, OCH, OUT_DIM, STRIDE, PAD, KDIM, {P}, RELU, 0.5, "
                                 "0, 0, 0, 0, WS)",
+    "tiled_conv, 34 (current)": "tiled_conv(BATCH, IN_DIM, IN_DIM, ICH, OCH, OUT_DIM, OUT_DIM, STRIDE, 1, 1, PAD, KDIM, "
+                                f"false, false, false, false, false, 1, 2, 3, 4, 3, 2, 5, {P}, RELU, 0.5, 0, 0, 0, WS)",
+    "tiled_conv, 33 (square, relu6_shift)": "tiled_conv(BATCH, IN_DIM, ICH, OCH, OUT_DIM, STRIDE, 1, 1, PAD, KDIM, "
+                                            f"false, false, false, false, false, 2, 5, 2, 7, 3, 3, 5, {P}, RELU, 0.5, 0, "
+                                            "0, 0, 0, WS)",
 }
 
 
 @pytest.mark.parametrize("form", list(CONV_FORMS))
-def test_each_tiled_conv_auto_argument_list_computes_the_convolution(gemmini_c, form: str) -> None:
+def test_each_tiled_conv_argument_list_computes_the_convolution(gemmini_c, form: str) -> None:
     assert run_ok(gemmini_c, CONV.replace("@CALL@", CONV_FORMS[form])).strip() == "ok"
 
 

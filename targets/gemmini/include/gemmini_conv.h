@@ -438,6 +438,34 @@ static inline void tiled_conv(int batch_size, int in_row_dim, int in_col_dim, in
   gemmini_conv_run(&c, &t, tiled_conv_type, true);
 }
 
+/* tiled_conv by argument count (the current list, rectangular, has 34). 33: (batch_size, in_dim, in_channels,
+ * out_channels, out_dim, stride, input_dilation, kernel_dilation, padding, kernel_dim, wrot180,
+ * trans_output_1203, trans_input_3120, trans_weight_1203, trans_weight_0132, batches, porows, pocols, pochs,
+ * krows, kcols, kchs, input, weights, bias, output, act, scale, relu6_shift, pool_size, pool_stride,
+ * pool_padding, type): square images, with RELU6's shift (activation 2 = RELU6 then, refused). */
+static inline void gemmini_legacy_tiled_conv(int batch_size, int in_dim, int in_channels, int out_channels,
+                                             int out_dim, int stride, int input_dilation, int kernel_dilation,
+                                             int padding, int kernel_dim, bool wrot180, bool trans_output_1203,
+                                             bool trans_input_3120, bool trans_weight_1203, bool trans_weight_0132,
+                                             int batches, int porows, int pocols, int pochs, int krows, int kcols,
+                                             int kchs, const elem_t *input, const elem_t *weights, const acc_t *bias,
+                                             elem_t *output, int act, acc_scale_t scale, size_t relu6_shift,
+                                             int pool_size, int pool_stride, int pool_padding,
+                                             enum tiled_matmul_type_t tiled_conv_type) {
+  (void)relu6_shift;
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error("tiled_conv (33 arguments)", "only NO_ACTIVATION and RELU are implemented for this older "
+                                                       "argument list (activation 2 was RELU6 in the library versions "
+                                                       "that had it)");
+  tiled_conv(batch_size, in_dim, in_dim, in_channels, out_channels, out_dim, out_dim, stride, input_dilation,
+             kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120, trans_weight_1203,
+             trans_weight_0132, batches, porows, pocols, pochs, krows, kcols, kchs, input, weights, bias, output, act,
+             scale, pool_size, pool_stride, pool_padding, tiled_conv_type);
+}
+#define tiled_conv_with_34_args(...) tiled_conv(__VA_ARGS__)
+#define tiled_conv_with_33_args(...) gemmini_legacy_tiled_conv(__VA_ARGS__)
+#define tiled_conv(...) GEMMINI_BY_ARITY(tiled_conv, __VA_ARGS__)
+
 /* The same convolution issued instruction by instruction from the core (no LOOP_CONV_WS): double-buffered
  * output tiles with their own footprint rule (gemmini_conv_tiles_fit). */
 static inline void gemmini_tiled_conv_core(int batch_size, int in_row_dim, int in_col_dim, int in_channels,
