@@ -253,8 +253,8 @@ def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with
 
 # Trial 1 finds trial 0's line in the harness's record on the stack by its text, rewrites its two cycle
 # figures to two thirds (same digit count), and rewrites the harness's first-trial figure (a saved register
-# or a stack slot) to match. Before the model's own log was compared, this was "correct, 9458 cycles" for
-# the 14,188-cycle library call.
+# or a stack slot) to match. Before the kernel call was checked this was "correct, 9458 cycles" for the
+# 14,188-cycle library call; the model's own log of each region would refuse it too.
 REWRITE_RECORD = kernel(f"""  static int calls;
   __builtin_unwind_init();
   {LIBRARY_CALL}
@@ -284,10 +284,33 @@ REWRITE_RECORD = kernel(f"""  static int calls;
   }}""")
 
 
-def test_a_kernel_that_rewrites_the_harness_record_of_an_earlier_trial_is_refused(target, tmp_path):
+def test_a_kernel_that_rewrites_the_harness_record_on_the_stack_is_refused(target, tmp_path):
     ev = evaluate(target, tmp_path, REWRITE_RECORD)
     assert ev.status == REJECTED, f"{ev.status} {ev.message}"
-    assert "trial 0: the harness's record says" in ev.message and "the model measured" in ev.message, ev.message
+    assert "the harness's registers or stack frames changed" in ev.message, ev.message
+
+
+def test_a_kernel_that_swaps_the_harness_output_pointer_is_refused(target, tmp_path):
+    # The harness compares the buffer its own register or stack slot names; a kernel that rewrites the saved
+    # copy (here to C + 64) would have the harness compare a buffer of its choosing.
+    body = (f"  __builtin_unwind_init();\n  {LIBRARY_CALL}\n  volatile unsigned long here = 0;\n"
+            "  for (long i = 0; i < 64; i++) {\n    volatile unsigned long *q = &here + i;\n"
+            "    if (*q == (unsigned long)C) *q = (unsigned long)C + 64;\n  }")
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status == REJECTED, f"{ev.status} {ev.message}"
+    assert "the harness's registers or stack frames changed" in ev.message, ev.message
+
+
+def test_a_harness_record_that_differs_from_the_models_log_is_refused_with_both_numbers():
+    from speedpatch.targets.gemmini.backends.trusted import model_record_problems
+
+    trial = {"t": 0, "cycles": 9458, "macs": 2097152, "read": 98304, "write": 16384, "host": 862, "rocc": 29}
+    stats = {"harness_regions": 1, "harness_region_figures": [[14188, 2097152, 98304, 16384, 862, 29]]}
+    assert model_record_problems([trial], stats) == [
+        "trial 0: the harness's record says 9458 cycles, the model measured 14188: the kernel rewrote the harness's record"]
+    assert model_record_problems([dict(trial, cycles=14188)], stats) == []
+    (more,) = model_record_problems([dict(trial, cycles=14188), dict(trial, t=1)], stats)
+    assert "the model measured 1 timed regions, the harness reports 2 trials" in more
 
 
 def test_the_physics_bound_names_the_array_and_dram_limits():

@@ -125,7 +125,7 @@ CHEATS = {
     unsigned long *q = (unsigned long *)(((unsigned long)p + (unsigned long)i) & ~7UL);
     if (*q == old) *q = neu;
   }}"""),
-        ["the harness's record says"]),
+        ["the harness's registers or stack frames changed", "the harness's record says"]),
 }
 
 # Cheats that need no refusal to fail: they are simply not faster (the special case never meets this

@@ -37,6 +37,11 @@ static uint64_t r_logged, r_log_digest;
  * otherwise vouch for a verdict it forged on the pipe). */
 static uint64_t verdict_hash, verdicts;
 
+/* The kernel call (gemmini_model_call_kernel): whether one is under way, and a keyed hash of everything of
+ * the harness's on the stack at that moment (its callee-saved registers, the return address, every frame up
+ * to the stack's top), compared when the kernel returns. */
+static uint64_t k_open, k_frames;
+
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
   h *= 0xff51afd7ed558ccdULL;
@@ -56,7 +61,7 @@ static uint64_t state_digest(void) {
                              S.dram_read_bytes, S.dram_write_bytes, S.fences, S.host_external_cycles,
                              gm_insn_no, r_host, r_macs, r_read, r_write,
                              r_host_cycles, r_insns, (uint64_t)r_open, r_logged, r_log_digest,
-                             verdict_hash, verdicts};
+                             verdict_hash, verdicts, k_open, k_frames};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) h = mix(h, fields[i]);
   return h;
 }
@@ -100,8 +105,71 @@ void gm_guard_check(const char *where) {
   if (state_digest() != state_seal) gm_guard_tampered("the accelerator's clock or work counters", where);
 }
 
+/* ---- the kernel call ---- */
+#if defined(__x86_64__) && !defined(GEMMINI_MODEL_SPIKE)
+extern void *__libc_stack_end; /* glibc: the top of the initial stack, above main's frame */
+
+/* What the harness has on the stack, from `saved` (the caller's six callee-saved registers, as the
+ * trampoline pushed them, then its return address) to the stack's top. */
+static uint64_t harness_frames_digest(const uint64_t *saved) {
+  uint64_t h = mix(gm_guard_key, (uint64_t)(uintptr_t)saved);
+  const uint64_t *top = (const uint64_t *)__libc_stack_end;
+  for (const uint64_t *p = saved; p < top; p++) h = mix(h, *p);
+  return h;
+}
+
+void gm_kernel_enter(const uint64_t *saved) {
+  gm_guard_check("the kernel call");
+  if (k_open) gm_guard_tampered("the kernel call", "a second call while one was under way");
+  k_open = 1;
+  k_frames = harness_frames_digest(saved);
+  gm_guard_seal();
+}
+
+void gm_kernel_leave(const uint64_t *saved) {
+  gm_guard_check("the kernel's return");
+  if (!k_open || harness_frames_digest(saved) != k_frames)
+    gm_guard_tampered("the harness's registers or stack frames", "the kernel's return");
+  k_open = 0;
+  gm_guard_seal();
+}
+
+/* gemmini_model_call_kernel(fn, a, b, c, d): fn(a, b, c, d) with the harness's callee-saved registers, its
+ * return address and its frames hashed before and checked after. Natively the kernel shares the stack: its
+ * own frame lies just below the harness's, where a kernel found the harness's record by its text and rewrote
+ * a trial's cycles, or could swap the output pointer the harness compares. Registers are pushed first so
+ * that the kernel's epilogue restoring a rewritten copy is seen too. */
+__asm__(".text\n"
+        ".globl gemmini_model_call_kernel\n"
+        ".type gemmini_model_call_kernel, @function\n"
+        "gemmini_model_call_kernel:\n"
+        "  pushq %rbx\n  pushq %rbp\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $40, %rsp\n" /* 8 + 48 + 40: 16-byte aligned for the calls */
+        "  movq %rdi, 0(%rsp)\n  movq %rsi, 8(%rsp)\n  movq %rdx, 16(%rsp)\n  movq %rcx, 24(%rsp)\n"
+        "  movq %r8, 32(%rsp)\n"
+        "  leaq 40(%rsp), %rdi\n  call gm_kernel_enter\n"
+        "  movq 0(%rsp), %rax\n  movq 8(%rsp), %rdi\n  movq 16(%rsp), %rsi\n  movq 24(%rsp), %rdx\n"
+        "  movq 32(%rsp), %rcx\n  call *%rax\n"
+        "  leaq 40(%rsp), %rdi\n  call gm_kernel_leave\n"
+        "  addq $40, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbp\n  popq %rbx\n  ret\n"
+        ".size gemmini_model_call_kernel, .-gemmini_model_call_kernel\n");
+#else
+void gemmini_model_call_kernel(void (*fn)(const void *, const void *, const void *, void *), const void *a,
+                               const void *b, const void *c, void *d) {
+  fn(a, b, c, d);
+}
+#endif
+
+/* A kernel that did not return through the trampoline (it rewrote its return address) leaves the call open:
+ * every later step of the harness's measurement refuses to go on. */
+static void kernel_closed(const char *where) {
+  if (k_open) gm_guard_tampered("the kernel's return (it did not come back to the harness)", where);
+}
+
 void gemmini_model_region_begin(void) {
   gm_guard_check("the start of the timed region");
+  kernel_closed("the start of the timed region");
   r_host = T.host, r_macs = S.macs, r_read = S.dram_read_bytes, r_write = S.dram_write_bytes;
   r_host_cycles = S.host_block_cycles + S.host_external_cycles, r_insns = gm_insn_no;
   r_open = 1;
@@ -110,6 +178,7 @@ void gemmini_model_region_begin(void) {
 
 void gemmini_model_region_end(gemmini_model_region_t *out) {
   gm_guard_check("the end of the timed region");
+  kernel_closed("the end of the timed region");
   if (!r_open || T.host < r_host || S.macs < r_macs) gm_guard_tampered("the timed region's start", "its end");
   if (gm_block_table_digest() != table_digest) gm_guard_tampered("the host-work block table", "the end of the timed region");
   out->cycles = T.host - r_host;
@@ -133,6 +202,7 @@ void gemmini_model_region_end(gemmini_model_region_t *out) {
 
 void gemmini_model_verdict(const char *text, uint64_t n) {
   gm_guard_check("the harness's verdict");
+  kernel_closed("the harness's verdict");
   uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
   for (uint64_t i = 0; i < n; i++) h = (h ^ (uint8_t)text[i]) * 0x100000001b3ULL;
   verdict_hash = h;
@@ -164,7 +234,7 @@ int gm_guard_owns(uint64_t addr, uint64_t n) {
       {&r_read, sizeof r_read}, {&r_write, sizeof r_write}, {&r_host_cycles, sizeof r_host_cycles},
       {&r_insns, sizeof r_insns}, {&r_open, sizeof r_open}, {&verdict_hash, sizeof verdict_hash},
       {&verdicts, sizeof verdicts}, {r_log, sizeof r_log}, {&r_logged, sizeof r_logged},
-      {&r_log_digest, sizeof r_log_digest}};
+      {&r_log_digest, sizeof r_log_digest}, {&k_open, sizeof k_open}, {&k_frames, sizeof k_frames}};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
     const uint64_t lo = (uint64_t)(uintptr_t)owned[i].p, hi = lo + owned[i].size;
     if (addr < hi && addr + n > lo) return 1;

@@ -25,6 +25,11 @@ typedef struct {
   uint32_t dram_bytes_per_cycle; /* the model's sustained DRAM bandwidth per direction */
 } gemmini_model_region_t;
 
+/* The harness calls the kernel through the model: fn(a, b, c, d), with the harness's registers and stack
+ * frames checked when it returns (guard.c). */
+void gemmini_model_call_kernel(void (*fn)(const void *, const void *, const void *, void *), const void *a,
+                               const void *b, const void *c, void *d);
+
 void gemmini_model_region_begin(void);
 void gemmini_model_region_end(gemmini_model_region_t *out);
 
