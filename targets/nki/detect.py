@@ -73,14 +73,22 @@ def is_kernel_decorator(dotted: str, aliases: dict[str, str]) -> bool:
 
 
 def find_in_tree(tree: ast.Module) -> list[Found]:
+    """Decorated kernels, without the ones another kernel of the file calls: public kernels decorate their
+    helpers with @nki.jit too (the rotary tutorial's _nki_apply_rotary_embedding_core, called from its
+    kernel), and a helper is not what the problem launches. All of them when every one is called by another."""
     aliases = _aliases(tree)
     found = []
+    calls: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(is_kernel_decorator(_dotted(d), aliases) for d in node.decorator_list):
                 start = min([d.lineno for d in node.decorator_list] + [node.lineno])
                 found.append(Found(node.name, start, node.end_lineno or node.lineno, node.lineno))
-    return sorted(found, key=lambda f: f.start_line)
+                calls[node.name] = {c.func.id for c in ast.walk(node)
+                                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    helpers = {f.name for f in found if any(f.name in called for name, called in calls.items() if name != f.name)}
+    entries = [f for f in found if f.name not in helpers]
+    return sorted(entries or found, key=lambda f: f.start_line)
 
 
 def module_names(tree: ast.Module) -> set[str]:

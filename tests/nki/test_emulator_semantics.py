@@ -375,3 +375,91 @@ def test_num_programs_counts_an_axis_a_set_of_axes_or_the_whole_grid():
 
     k[2, 3](np.ones((2, 2), dtype=np.float32))
     assert set(seen) == {(2, 3, 6, 6, 2)} and len(seen) == 6
+
+
+# ---- index arrays with more axes than the tile ---------------------------------------------------------
+
+
+def test_a_gather_view_with_more_axes_than_its_tile_keeps_partitions_on_axis_0():
+    # Pooling by index arithmetic: a (4, 4, 6) tile seen as (4, 2, 2, 3, 2) windows. The free-axis index
+    # pool*i_1 + i_2 is not a single progression, so the view is a gather; its partitions are still axis 0
+    # (the reduction over axes 2 and 4 is along free axes, not across partitions).
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 2, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        i0 = nl.arange(4)[:, None, None, None, None]
+        i1 = nl.arange(2)[None, :, None, None, None]
+        i2 = nl.arange(2)[None, None, :, None, None]
+        i3 = nl.arange(3)[None, None, None, :, None]
+        i4 = nl.arange(2)[None, None, None, None, :]
+        nl.store(out, value=nl.sum(t[i0, 2 * i1 + i2, 2 * i3 + i4], axis=[2, 4]))
+        return out
+
+    x = np.arange(96, dtype=np.float32).reshape(4, 4, 6)
+    np.testing.assert_array_equal(k(x), x.reshape(4, 2, 2, 3, 2).sum(axis=(2, 4)))
+
+
+# ---- access patterns (tensor.ap) ------------------------------------------------------------------------
+
+
+def test_an_access_pattern_reads_the_flattened_tensor_as_nested_step_num_loops():
+    # (4, 8) SBUF tensor; [[8, 4], [1, 4]] from offset 4 is t[0:4, 4:8] (the docs' "concrete example")
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t.ap([[8, 4], [1, 4]], offset=4))
+        return out
+
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(k(x), x[:, 4:8])
+
+
+def test_an_access_pattern_can_regroup_the_free_axis_into_pool_windows():
+    # a (2, 4, 4) tile as (2, 2, 2, 2, 2) windows; summing the window axes pools 2x2
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 2, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((2, 4, 4), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        s = nl.sum(t.ap([[16, 2], [8, 2], [2, 2], [4, 2], [1, 2]]), axis=[3, 4])
+        nl.store(out, value=s)
+        return out
+
+    x = np.arange(32, dtype=np.float32).reshape(2, 4, 4)
+    np.testing.assert_array_equal(k(x), x.reshape(2, 2, 2, 2, 2).sum(axis=(2, 4)))
+
+
+def test_an_access_pattern_that_skips_partitions_is_refused():
+    @jit
+    def k(x):
+        t = nl.ndarray((16, 32), dtype=x.dtype, buffer=nl.sbuf)
+        t.ap([[64, 8], [1, 32]])  # every other partition: the docs' illegal example
+        return x
+
+    with pytest.raises(NkiError, match="step must be the free size 32"):
+        k(np.zeros((16, 32), dtype=np.float32))
+
+
+def test_an_access_pattern_past_the_end_of_the_tensor_is_refused():
+    @jit
+    def k(x):
+        t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+        t.ap([[8, 4], [1, 8]], offset=1)
+        return x
+
+    with pytest.raises(NkiError, match="out of bounds"):
+        k(np.zeros((4, 8), dtype=np.float32))
+
+
+def test_an_access_pattern_on_an_indexed_tile_is_refused():
+    @jit
+    def k(x):
+        t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+        t[0:4, 0:4].ap([[8, 4], [1, 4]])
+        return x
+
+    with pytest.raises(NkiError, match="already indexed"):
+        k(np.zeros((4, 8), dtype=np.float32))

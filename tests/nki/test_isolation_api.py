@@ -116,3 +116,39 @@ def reference(a, b):
 def test_numpy_functions_passed_as_operators_reach_the_emulator_from_the_kernel_process(tmp_path: Path):
     # the public tutorials write op0=np.subtract, op0=np.multiply, op1=np.add (not nl.*)
     evaluate(NUMPY_OPS_PROBLEM, tmp_path)
+
+
+AP_AND_HELPER_PROBLEM = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def halve_pairs(t, out):
+    out[...] = nl.multiply(nl.sum(t.ap([[16, 8], [2, 8], [1, 2]]), axis=[2]), 0.5)
+
+
+@nki.jit
+def pair_mean(x):
+    out = nl.ndarray((8, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((8, 16), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    res = nl.ndarray((8, 8), dtype=x.dtype, buffer=nl.sbuf)
+    halve_pairs(t, res)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+INPUTS = {"x": ((8, 16), "float32")}
+
+
+def reference(x):
+    return np.concatenate([x[:, 0::2, None], x[:, 1::2, None]], axis=2).mean(axis=2)
+'''
+
+
+def test_an_access_pattern_and_a_jit_helper_reach_the_emulator_from_the_kernel_process(tmp_path: Path):
+    # tile.ap() is served to the sandboxed kernel; the @nki.jit helper the kernel calls is not a kernel of
+    # its own; the reference concatenates input slices held in a list (the harness's work counter unwraps them)
+    evaluate(AP_AND_HELPER_PROBLEM, tmp_path)

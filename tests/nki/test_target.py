@@ -34,6 +34,18 @@ def test_finds_jit_baremetal_and_benchmark_kernels_under_any_alias():
     assert names(source) == ["a", "b", "c", "d", "e"]
 
 
+def test_a_jit_helper_that_another_kernel_calls_is_not_a_kernel_of_its_own():
+    # Public kernels decorate helpers with @nki.jit too and call them from the launched kernel.
+    source = (
+        "import nki\nimport nki.language as nl\n\n"
+        "@nki.jit\ndef core(a, out):\n    out[...] = a\n\n"
+        "@nki.jit\ndef kernel(x):\n    core(x, x)\n    return x\n" + HARNESS
+    )
+    assert names(source) == ["kernel"]
+    cycle = "import nki\n\n@nki.jit\ndef f(x):\n    return g(x)\n\n@nki.jit\ndef g(x):\n    return f(x)\n"
+    assert names(cycle) == ["f", "g"]  # every one is called: none is dropped
+
+
 def test_kernel_region_spans_decorator_to_end_of_function():
     source = "import nki\n\n\n@nki.jit\ndef k(x):\n    y = x\n    return y\n\n\nZ = 1\n"
     (kernel,) = NkiTarget().find_kernels(source)

@@ -70,3 +70,16 @@ def test_a_reference_that_is_not_a_bare_matmul_of_the_inputs_requires_no_tensor_
     assert macs == 0
     _, macs = physics.reference_work(lambda a, b: a + 1.0, [A, A])
     assert macs == 0
+
+
+def test_a_reference_that_concatenates_slices_of_its_inputs_runs():
+    # Rotary embeddings' reference: np.concatenate / np.stack of input slices held in a list. The counting
+    # wrapper must unwrap them there too (it used to dispatch back to itself until RecursionError).
+    def rotate_half(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        h = a.shape[1] // 2
+        return np.stack([np.concatenate([-a[:, h:], a[:, :h]], axis=1), b[:, :2 * h]])
+
+    expected, macs = physics.reference_work(rotate_half, [A, B])
+    h = A.shape[1] // 2
+    np.testing.assert_array_equal(expected[0], np.concatenate([-A[:, h:], A[:, :h]], axis=1))
+    assert type(expected) is np.ndarray and macs == 0

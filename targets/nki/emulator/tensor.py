@@ -230,7 +230,9 @@ class Tile:
             if view is not None:
                 return view
         pos, oob = index_positions(self.pos, tuple(comps), self.name)
-        return Tile(self.alloc, pos.shape, pos=pos, oob=oob or self.oob)
+        view = Tile(self.alloc, pos.shape, pos=pos, oob=oob or self.oob)
+        view._par = _gather_par_axis(comps, self.par_axis, pos.ndim)
+        return view
 
     def reshape(self, shape: Any) -> Tile:
         """The same elements viewed with another shape (HBM tensors, as in x.reshape((1, n)))."""
@@ -242,6 +244,65 @@ class Tile:
         if self.strides is not None and not self.oob and self.strides == _c_strides(self.shape):
             return Tile(self.alloc, dims, self.offset, _c_strides(dims))
         return Tile(self.alloc, dims, pos=self.pos.reshape(dims), oob=self.oob)
+
+    def ap(self, *pattern_args: Any, offset: Any = 0, scalar_offset: Any = None, vector_offset: Any = None,
+           indirect_dim: int = 0, dtype: Any = None, pattern: Any = None) -> Tile:
+        """A hardware access pattern on the whole tensor (NKI "Access Patterns" deep dive, nki >= 0.2):
+        the tensor flattened to 1-D, read as nested loops of [step, num] pairs (outermost first) from
+        `offset`, in elements; the view's shape is the nums. On SBUF/PSUM the first pair walks the
+        partitions and its step must be the tensor's free size (partitions are read contiguously)."""
+        from speedpatch.targets.nki.emulator.errors import NotEmulated
+
+        if pattern is None:
+            if pattern_args and _is_pair(pattern_args[0]):  # t.ap([32, 16], [1, 32]) as the docs also write
+                pattern, rest = list(pattern_args), ()
+                while pattern and not _is_pair(pattern[-1]):
+                    rest = (pattern.pop(), *rest)
+            elif pattern_args:
+                pattern, rest = pattern_args[0], pattern_args[1:]
+            else:
+                raise NkiError(f"{self.name}.ap() needs a pattern: a list of [step, num] pairs")
+            if rest:
+                offset = rest[0]
+        if scalar_offset is not None or vector_offset is not None:
+            raise NotEmulated("ap(scalar_offset=/vector_offset=) is part of NKI but not of the speedpatch emulator "
+                              "(dynamic addressing from SBUF values); use a constant offset")
+        if dtype is not None and as_dtype(dtype) != self.dtype:
+            raise NotEmulated(f"ap(dtype=) reinterpret casts ({self.dtype!r} to {as_dtype(dtype)!r}) are part of NKI "
+                              f"but not of the speedpatch emulator; keep the tensor's dtype")
+        if self.strides is None or self.offset != 0 or self.shape != self.alloc.shape:
+            raise NkiError(f"cannot specify an access pattern on an already indexed tensor ({self.name!r}); call "
+                           f".ap() on the nl.ndarray itself")
+        try:
+            pairs = [(int(step), int(num)) for step, num in pattern]
+            start = int(offset)
+        except (TypeError, ValueError):
+            raise NkiError(f"{self.name}.ap(): the pattern must be a list of [step, num] pairs of ints and the "
+                           f"offset an int, got {pattern!r} and {offset!r}") from None
+        if not pairs:
+            raise NkiError(f"{self.name}.ap(): empty pattern")
+        if any(num <= 0 for _, num in pairs) or any(step < 0 for step, _ in pairs) or start < 0:
+            raise NkiError(f"{self.name}.ap({pairs}, offset={start}): every num must be positive, steps and the "
+                           f"offset non-negative")
+        total = math.prod(self.alloc.shape)
+        last = start + sum(step * (num - 1) for step, num in pairs)
+        if last >= total:
+            raise NkiError(f"{self.name}.ap({pairs}, offset={start}) reaches element {last} of a tensor of {total} "
+                           f"elements {self.alloc.shape}: out of bounds")
+        par = None
+        if self.buffer.kind != "hbm":
+            free = math.prod(self.alloc.shape[self.alloc.par_axis + 1:])
+            if pairs[0][0] != free and pairs[0][1] > 1:
+                raise NkiError(f"{self.name}.ap(): the first [step, num] pair walks the partitions of this "
+                               f"{self.buffer.name} tensor and its step must be the free size {free} (partitions "
+                               f"are accessed contiguously), got {pairs[0][0]}")
+            if len(pairs) > 5:
+                raise NkiError(f"{self.name}.ap(): at most 4 free dimensions after the partition pair on "
+                               f"{self.buffer.name}, got {len(pairs) - 1}")
+            par = 0
+        view = Tile(self.alloc, tuple(num for _, num in pairs), start, tuple(step for step, _ in pairs))
+        view._par = par
+        return view
 
     def broadcast_to(self, shape: Any) -> Tile:
         """A (1, F) tile copied to (P, F) partitions (a TensorE matmul against ones on hardware)."""
@@ -558,6 +619,31 @@ def _normalize(index: Any, ndim: int, name: str) -> list[Any]:
         if isinstance(c, slice) and c.step is not None and int(c.step) <= 0:
             raise NkiError(f"slice step must be positive when indexing {name!r}")
     return out
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(v, (int, np.integer)) for v in value)
+
+
+def _gather_par_axis(comps: list[Any], parent_par: int, ndim: int) -> int | None:
+    """The partition axis of a gather view, when the index says which it is: an index made of arrays and
+    ints only (NumPy's result then has the arrays' broadcast shape) whose partition component varies along
+    one broadcast axis -- the average-pool tutorial's in_tile[i_0, pool*i_1 + i_2, pool*i_3 + i_4] with
+    i_0 = nl.arange(128)[:, None, None, None, None] is a 5-D view whose partitions are its axis 0. None
+    (the default rule) otherwise."""
+    real = [c for c in comps if c is not None]
+    if len(real) != len(comps) or not all(isinstance(c, (np.ndarray, int)) for c in real):
+        return None
+    if parent_par >= len(real) or not isinstance(real[parent_par], np.ndarray):
+        return None
+    arrays = [c for c in real if isinstance(c, np.ndarray)]
+    nb = max(a.ndim for a in arrays)
+    if nb != ndim:
+        return None
+    shape = (1,) * (nb - real[parent_par].ndim) + real[parent_par].shape
+    varying = [i for i, n in enumerate(shape) if n != 1]
+    return varying[0] if len(varying) == 1 else None
 
 
 def _valid_range(v0: int, step: int, n: int, lo: int, hi: int) -> tuple[int, int]:

@@ -47,7 +47,7 @@ CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
 API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize,
                    E_nl._MGrid)
 ATTRIBUTES: dict[type, frozenset[str]] = {
-    E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to"}),
+    E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to", "ap"}),
     E_dtypes.DType: frozenset({"name", "itemsize"}),
     E_tensor.Buffer: frozenset({"name"}),
     E_nl.NkiOp: frozenset({"name"}),
@@ -57,7 +57,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
                                "psum_partition_size", "sbuf_partition_size"}),
     np.ndarray: frozenset({"shape", "ndim", "size", "T", "reshape"}),
 }
-CALLABLE_ATTRIBUTES = frozenset({"reshape", "broadcast_to", "mod_alloc", "alloc"})
+CALLABLE_ATTRIBUTES = frozenset({"reshape", "broadcast_to", "ap", "mod_alloc", "alloc"})
 OPERATORS: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "and_": operator.and_,
