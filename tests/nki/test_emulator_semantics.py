@@ -463,3 +463,60 @@ def test_an_access_pattern_on_an_indexed_tile_is_refused():
 
     with pytest.raises(NkiError, match="already indexed"):
         k(np.zeros((4, 8), dtype=np.float32))
+
+
+# ---- NkiTensor view methods ----------------------------------------------------------------------------
+
+
+def _through_view(x: np.ndarray, view_fn: object, out_shape: tuple[int, ...]) -> np.ndarray:
+    """x DMA'd into SBUF, view_fn(tile) copied by VectorE into a fresh tile, DMA'd out."""
+
+    @jit
+    def k(x):
+        out = nl.ndarray(out_shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray(out_shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=view_fn(t))  # type: ignore[operator]
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return k(x)
+
+
+X = np.arange(48, dtype=np.float32).reshape(4, 12)
+
+
+def test_slice_views_start_end_step_along_a_dimension():
+    np.testing.assert_array_equal(_through_view(X, lambda t: t.slice(1, 2, 11, 3), (4, 3)), X[:, 2:11:3])
+
+
+def test_reshape_dim_splits_a_dimension_row_major_with_one_inferred_size():
+    got = _through_view(X, lambda t: t.reshape_dim(1, (3, -1)), (4, 3, 4))
+    np.testing.assert_array_equal(got, X.reshape(4, 3, 4))
+
+
+def test_permute_reorders_the_free_dimensions():
+    got = _through_view(X, lambda t: t.reshape_dim(1, (3, 4)).permute((0, 2, 1)), (4, 4, 3))
+    np.testing.assert_array_equal(got, X.reshape(4, 3, 4).transpose(0, 2, 1))
+
+
+def test_select_drops_a_dimension_at_one_index():
+    got = _through_view(X, lambda t: t.reshape_dim(1, (3, 4)).select(1, 2), (4, 4))
+    np.testing.assert_array_equal(got, X.reshape(4, 3, 4)[:, 2, :])
+
+
+def test_expand_broadcast_and_squeeze_dim_move_no_data():
+    got = _through_view(X, lambda t: t.slice(1, 5, 6).expand_dim(2).squeeze_dim(1).broadcast(1, 3), (4, 3))
+    np.testing.assert_array_equal(got, np.repeat(X[:, 5:6], 3, axis=1))
+
+
+def test_a_view_that_moves_the_partition_dimension_of_an_sbuf_tensor_is_refused():
+    with pytest.raises(NkiError, match="partition dimension of an on-chip tensor must stay at position 0"):
+        _through_view(X, lambda t: t.permute((1, 0)), (12, 4))
+
+
+def test_nki_tensor_methods_not_emulated_are_named_with_what_is_offered():
+    with pytest.raises(NkiError, match=r"NkiTensor.flatten_dims is part of NKI but not of the speedpatch emulator.*"
+                                       r"reshape_dim"):
+        _through_view(X, lambda t: t.flatten_dims(0, 1), (4, 12))

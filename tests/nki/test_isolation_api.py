@@ -152,3 +152,44 @@ def test_an_access_pattern_and_a_jit_helper_reach_the_emulator_from_the_kernel_p
     # tile.ap() is served to the sandboxed kernel; the @nki.jit helper the kernel calls is not a kernel of
     # its own; the reference concatenates input slices held in a list (the harness's work counter unwraps them)
     evaluate(AP_AND_HELPER_PROBLEM, tmp_path)
+
+
+VIEWS_PROBLEM = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def views(x):
+    out = nl.ndarray((4, 3, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 12), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((4, 3, 2), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=t.reshape_dim(1, (2, -1)).permute((0, 2, 1)).slice(1, 0, 6, 2))
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+INPUTS = {"x": ((4, 12), "float32")}
+
+
+def reference(x):
+    return x.reshape(4, 2, 6).transpose(0, 2, 1)[:, 0:6:2, :]
+'''
+
+
+def test_nki_tensor_view_methods_reach_the_emulator_from_the_kernel_process(tmp_path: Path):
+    evaluate(VIEWS_PROBLEM, tmp_path)
+
+
+def test_an_nki_tensor_method_not_emulated_is_named_to_the_isolated_kernel(tmp_path: Path):
+    problem = VIEWS_PROBLEM.replace("t.reshape_dim(1, (2, -1)).permute((0, 2, 1)).slice(1, 0, 6, 2)",
+                                    "t.flatten_dims(0, 1)")
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(problem)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=problem)
+    ev = target.backend("nki-emulator").evaluate(problem, ctx)
+    assert ev.status != OK
+    assert "NkiTensor.flatten_dims is part of NKI but not of the speedpatch emulator" in ev.message + ev.log

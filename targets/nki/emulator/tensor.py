@@ -13,6 +13,7 @@ box [lo, hi) per view axis; a gather view marks out-of-bounds positions with -1.
 
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from speedpatch.targets.nki.emulator import costmodel
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import DType, as_dtype
 from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
 
 
 @dataclass(frozen=True)
@@ -251,11 +253,10 @@ class Tile:
         the tensor flattened to 1-D, read as nested loops of [step, num] pairs (outermost first) from
         `offset`, in elements; the view's shape is the nums. On SBUF/PSUM the first pair walks the
         partitions and its step must be the tensor's free size (partitions are read contiguously)."""
-        from speedpatch.targets.nki.emulator.errors import NotEmulated
-
         if pattern is None:
+            rest: tuple[Any, ...] = ()
             if pattern_args and _is_pair(pattern_args[0]):  # t.ap([32, 16], [1, 32]) as the docs also write
-                pattern, rest = list(pattern_args), ()
+                pattern = list(pattern_args)
                 while pattern and not _is_pair(pattern[-1]):
                     rest = (pattern.pop(), *rest)
             elif pattern_args:
@@ -265,10 +266,10 @@ class Tile:
             if rest:
                 offset = rest[0]
         if scalar_offset is not None or vector_offset is not None:
-            raise NotEmulated("ap(scalar_offset=/vector_offset=) is part of NKI but not of the speedpatch emulator "
+            raise NotEmulatedError("ap(scalar_offset=/vector_offset=) is part of NKI but not of the speedpatch emulator "
                               "(dynamic addressing from SBUF values); use a constant offset")
         if dtype is not None and as_dtype(dtype) != self.dtype:
-            raise NotEmulated(f"ap(dtype=) reinterpret casts ({self.dtype!r} to {as_dtype(dtype)!r}) are part of NKI "
+            raise NotEmulatedError(f"ap(dtype=) reinterpret casts ({self.dtype!r} to {as_dtype(dtype)!r}) are part of NKI "
                               f"but not of the speedpatch emulator; keep the tensor's dtype")
         if self.strides is None or self.offset != 0 or self.shape != self.alloc.shape:
             raise NkiError(f"cannot specify an access pattern on an already indexed tensor ({self.name!r}); call "
@@ -303,6 +304,123 @@ class Tile:
         view = Tile(self.alloc, tuple(num for _, num in pairs), start, tuple(step for step, _ in pairs))
         view._par = par
         return view
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the class does not define: NkiTensor methods not emulated say so by name
+        if name in VIEW_METHODS_NOT_EMULATED:
+            raise NotEmulatedError(not_emulated_view_message(name))
+        raise AttributeError(f"tile {self.alloc.name!r} has no attribute {name!r}")
+
+    # ---- NkiTensor view methods (nki.language.NkiTensor, newer NKI): strided views, no data moved --------
+    def _view_parts(self, what: str) -> tuple[list[int], list[int], int | None]:
+        if self.strides is None or self.oob:
+            raise NotEmulatedError(f"{what} on a gathered or out-of-bounds view is not emulated; apply it to the "
+                                   f"tensor or a slice of it")
+        par = self.par_axis if self.buffer.kind != "hbm" else None
+        return list(self.shape), list(self.strides), par
+
+    def _dim(self, dim: Any, ndim: int, what: str) -> int:
+        d = int(dim)
+        if not -ndim <= d < ndim:
+            raise NkiError(f"{self.name}.{what}: dim {d} out of range for a {ndim}-D view {self.shape}")
+        return d % ndim
+
+    def _derived(self, shape: list[int], strides: list[int], offset: int, par: int | None) -> Tile:
+        view = Tile(self.alloc, tuple(shape), offset, tuple(strides))
+        view._par = par
+        return view
+
+    def slice(self, dim: Any, start: Any, end: Any, step: Any = 1) -> Tile:
+        """Elements start:end:step along dim."""
+        shape, strides, par = self._view_parts("slice")
+        d = self._dim(dim, len(shape), "slice")
+        a, b, st = int(start), int(end), int(step)
+        if st <= 0 or not 0 <= a < b <= shape[d]:
+            raise NkiError(f"{self.name}.slice(dim={d}, start={a}, end={b}, step={st}) is outside 0..{shape[d]} "
+                           f"or empty (step must be positive)")
+        offset = self.offset + a * strides[d]
+        shape[d], strides[d] = -(-(b - a) // st), strides[d] * st
+        return self._derived(shape, strides, offset, par)
+
+    def select(self, dim: Any, index: Any) -> Tile:
+        """The view at one index of dim, without that dimension."""
+        shape, strides, par = self._view_parts("select")
+        d = self._dim(dim, len(shape), "select")
+        i = int(index)
+        if not 0 <= i < shape[d]:
+            raise NkiError(f"{self.name}.select(dim={d}, index={i}): index out of range 0..{shape[d] - 1}")
+        if par is not None and d == par:
+            raise NkiError(f"{self.name}.select(dim={d}): the partition dimension of an on-chip tensor cannot be "
+                           f"selected away; slice it instead")
+        offset = self.offset + i * strides[d]
+        del shape[d], strides[d]
+        return self._derived(shape, strides, offset, None if par is None else par - (d < par))
+
+    def permute(self, dims: Any) -> Tile:
+        """Dimensions reordered: axis i of the result is axis dims[i] of this view."""
+        shape, strides, par = self._view_parts("permute")
+        order = [self._dim(x, len(shape), "permute") for x in dims]
+        if sorted(order) != list(range(len(shape))):
+            raise NkiError(f"{self.name}.permute({list(dims)}) is not a permutation of {len(shape)} dimensions")
+        if par is not None and order.index(par) != par:
+            raise NkiError(f"{self.name}.permute({list(dims)}): the partition dimension of an on-chip tensor must "
+                           f"stay at position {par}")
+        return self._derived([shape[x] for x in order], [strides[x] for x in order], self.offset,
+                             None if par is None else order.index(par))
+
+    def broadcast(self, dim: Any, size: Any) -> Tile:
+        """A size-1 dimension repeated size times (stride 0)."""
+        shape, strides, par = self._view_parts("broadcast")
+        d = self._dim(dim, len(shape), "broadcast")
+        if shape[d] != 1:
+            raise NkiError(f"{self.name}.broadcast(dim={d}): only a size-1 dimension broadcasts, it is {shape[d]}")
+        if par is not None and d == par:
+            raise NkiError(f"{self.name}.broadcast(dim={d}): the partition dimension does not broadcast in a view "
+                           f"(use broadcast_to, a TensorE copy)")
+        shape[d], strides[d] = int(size), 0
+        return self._derived(shape, strides, self.offset, par)
+
+    def expand_dim(self, dim: Any) -> Tile:
+        """A new size-1 dimension at position dim."""
+        shape, strides, par = self._view_parts("expand_dim")
+        d = self._dim(dim, len(shape) + 1, "expand_dim")
+        shape.insert(d, 1)
+        strides.insert(d, 0)
+        return self._derived(shape, strides, self.offset, None if par is None else par + (d <= par))
+
+    def squeeze_dim(self, dim: Any) -> Tile:
+        """The size-1 dimension dim removed."""
+        shape, strides, par = self._view_parts("squeeze_dim")
+        d = self._dim(dim, len(shape), "squeeze_dim")
+        if shape[d] != 1:
+            raise NkiError(f"{self.name}.squeeze_dim(dim={d}): the dimension has size {shape[d]}, not 1")
+        if par is not None and d == par:
+            raise NkiError(f"{self.name}.squeeze_dim(dim={d}): the partition dimension cannot be removed")
+        del shape[d], strides[d]
+        return self._derived(shape, strides, self.offset, None if par is None else par - (d < par))
+
+    def reshape_dim(self, dim: Any, shape: Any) -> Tile:
+        """Dimension dim split into several (one of them may be -1: inferred), row-major."""
+        dims, strides, par = self._view_parts("reshape_dim")
+        d = self._dim(dim, len(dims), "reshape_dim")
+        parts = [int(x) for x in shape]
+        if parts.count(-1) > 1 or any(x == 0 or x < -1 for x in parts):
+            raise NkiError(f"{self.name}.reshape_dim(dim={d}, shape={parts}): sizes must be positive (one -1 at most)")
+        known = math.prod(x for x in parts if x != -1)
+        if -1 in parts:
+            if dims[d] % known:
+                raise NkiError(f"{self.name}.reshape_dim(dim={d}, shape={parts}): {dims[d]} is not divisible by {known}")
+            parts[parts.index(-1)] = dims[d] // known
+        if math.prod(parts) != dims[d]:
+            raise NkiError(f"{self.name}.reshape_dim(dim={d}, shape={parts}): the sizes multiply to "
+                           f"{math.prod(parts)}, the dimension has {dims[d]}")
+        if par is not None and d == par and len(parts) > 1:
+            raise NkiError(f"{self.name}.reshape_dim(dim={d}): the partition dimension of an on-chip tensor cannot "
+                           f"be split")
+        sub = [strides[d] * math.prod(parts[i + 1:]) for i in range(len(parts))]
+        new_par = None if par is None else (par if par < d else par + len(parts) - 1 if par > d else par)
+        return self._derived(dims[:d] + parts + dims[d + 1:], strides[:d] + sub + strides[d + 1:], self.offset,
+                             new_par)
 
     def broadcast_to(self, shape: Any) -> Tile:
         """A (1, F) tile copied to (P, F) partitions (a TensorE matmul against ones on hardware)."""
@@ -343,7 +461,7 @@ class Tile:
         mask[self._box()] = True
         return mask
 
-    def _box(self) -> tuple[slice, ...]:
+    def _box(self) -> tuple[builtins.slice, ...]:  # builtins': Tile.slice is the NkiTensor method
         return tuple(slice(lo, hi) for lo, hi in zip(self.lo, self.hi, strict=True))
 
     @property
@@ -894,3 +1012,15 @@ def hbm_tensor(array: np.ndarray, name: str) -> Tile:
     dtype = as_dtype(array.dtype)
     data = dtype.round(np.asarray(array, dtype=np.float32) if dtype.is_float else np.asarray(array))
     return Allocation(array.shape, dtype, shared_hbm, name, data=data.astype(dtype.storage, copy=False)).tile()
+
+
+# NkiTensor view methods the emulator implements (served to isolated kernels) and the ones it does not.
+VIEW_METHODS = frozenset({"slice", "select", "permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim"})
+VIEW_METHODS_NOT_EMULATED = frozenset({"flatten_dims", "rearrange", "view", "indirect", "vector_select",
+                                       "get_pattern", "is_contiguous", "is_indirect", "reinterpret_cast"})
+
+
+def not_emulated_view_message(name: str) -> str:
+    supported = ", ".join(sorted(VIEW_METHODS | {"ap", "reshape", "broadcast_to"}))
+    return (f"NkiTensor.{name} is part of NKI but not of the speedpatch emulator; tiles offer {supported} "
+            f"(targets/nki/README.md lists what is supported)")

@@ -47,7 +47,8 @@ CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
 API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize,
                    E_nl._MGrid)
 ATTRIBUTES: dict[type, frozenset[str]] = {
-    E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to", "ap"}),
+    E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to", "ap",
+                               *E_tensor.VIEW_METHODS}),
     E_dtypes.DType: frozenset({"name", "itemsize"}),
     E_tensor.Buffer: frozenset({"name"}),
     E_nl.NkiOp: frozenset({"name"}),
@@ -57,7 +58,7 @@ ATTRIBUTES: dict[type, frozenset[str]] = {
                                "psum_partition_size", "sbuf_partition_size"}),
     np.ndarray: frozenset({"shape", "ndim", "size", "T", "reshape"}),
 }
-CALLABLE_ATTRIBUTES = frozenset({"reshape", "broadcast_to", "ap", "mod_alloc", "alloc"})
+CALLABLE_ATTRIBUTES = frozenset({"reshape", "broadcast_to", "ap", "mod_alloc", "alloc", *E_tensor.VIEW_METHODS})
 OPERATORS: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "and_": operator.and_,
@@ -417,8 +418,11 @@ class Server:
             return value if type(value) in (int, str) else str(value)
         if type(obj).__name__ == "_Allocator" and name in ("mod_alloc", "alloc"):
             return _Method(getattr(obj, name))
+        if isinstance(obj, E_tensor.Tile) and name in E_tensor.VIEW_METHODS_NOT_EMULATED:
+            raise AttributeError(E_tensor.not_emulated_view_message(name))
         if allowed is None or name not in allowed:
-            raise AttributeError(f"{_describe(obj)} has no attribute {name!r} available to kernels")
+            offered = f" (it offers {', '.join(sorted(allowed))})" if allowed else ""
+            raise AttributeError(f"{_describe(obj)} has no attribute {name!r} available to kernels{offered}")
         value = getattr(obj, name)
         if name in CALLABLE_ATTRIBUTES:
             return _Method(value)
