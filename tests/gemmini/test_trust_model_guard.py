@@ -3,6 +3,8 @@ model's own entry points stops with a tampering error (exit status 4) instead of
 
 from __future__ import annotations
 
+import subprocess
+
 PROGRAM = r"""
 #include "include/gemmini.h"
 #include "include/gemmini_testutils.h"
@@ -99,3 +101,33 @@ def test_the_host_work_block_table_is_read_only_while_the_program_runs(gemmini_c
     perms = [line.split()[-1] for line in run.output.splitlines() if line.startswith("found in ")]
     assert perms, run.output
     assert all("w" not in p for p in perms), run.output
+
+
+RESTART = r"""
+#include "include/gemmini.h"
+#include "include/gemmini_testutils.h"
+#include <stdint.h>
+int main(void) {
+  long from_main = 0;
+  if (scanf("%ld", &from_main) != 1) return 2;
+  const unsigned long where = (unsigned long)&main + (unsigned long)from_main;
+  gemmini_flush(0);
+  gemmini_fence();
+  *(volatile int *)where = 0; /* the runtime's `initialized` */
+  gemmini_fence();
+  printf("cycles %llu\n", (unsigned long long)read_cycles());
+  return 0;
+}
+"""
+
+
+def test_clearing_the_models_start_up_flag_stops_the_run_as_tampering(gemmini_c, tmp_path):
+    # Cleared, the flag would have the next Gemmini call start the model again (clock and counters from zero)
+    # in the middle of a timed region. Its place relative to main() comes from the symbol table.
+    run = gemmini_c(RESTART)
+    (exe,) = tmp_path.glob("prog*/prog.native")
+    symbols = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    out = run(f"{address['initialized'] - address['main']}\n")
+    assert out.returncode == 4, out.output
+    assert "tampering: the model's start-up flag changed" in out.output and "cycles " not in out.output

@@ -301,6 +301,14 @@ def test_a_kernel_that_swaps_the_harness_output_pointer_is_refused(target, tmp_p
     assert "the harness's registers or stack frames changed" in ev.message, ev.message
 
 
+def test_a_kernel_that_rewrites_its_return_address_is_refused(target, tmp_path):
+    # Returning 10 bytes further into the model's trampoline skips the check of the harness's frames.
+    body = f"  void **ra = (void **)__builtin_frame_address(0) + 1;\n  *ra = (char *)*ra + 10;\n  {LIBRARY_CALL}"
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status == REJECTED, f"{ev.status} {ev.message}"
+    assert "the kernel never returned to the harness" in ev.message, ev.message
+
+
 def test_a_harness_record_that_differs_from_the_models_log_is_refused_with_both_numbers():
     from speedpatch.targets.gemmini.backends.trusted import model_record_problems
 

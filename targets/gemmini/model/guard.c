@@ -164,7 +164,7 @@ void gemmini_model_call_kernel(void (*fn)(const void *, const void *, const void
 /* A kernel that did not return through the trampoline (it rewrote its return address) leaves the call open:
  * every later step of the harness's measurement refuses to go on. */
 static void kernel_closed(const char *where) {
-  if (k_open) gm_guard_tampered("the kernel's return (it did not come back to the harness)", where);
+  if (k_open) gm_guard_tampered("the kernel's return address (the kernel never returned to the harness)", where);
 }
 
 void gemmini_model_region_begin(void) {

@@ -142,8 +142,13 @@ static void on_fault(int sig, siginfo_t *info, void *ctx) {
   _exit(3);
 }
 
+static int model_started(void);
+
 static void init(void) {
   if (initialized) return;
+  /* `initialized` is writable: a program that clears it would have the next call start the model again,
+   * clock and counters from zero, in the middle of a timed region. */
+  if (model_started()) gm_guard_tampered("the model's start-up flag", "a second start");
   in_model = 1;
   gm_reset();
   tm_reset();
@@ -352,9 +357,12 @@ static union {
     uint64_t *keys;
     uint32_t *sizes;
     uint64_t mask;
+    int started; /* the model has started (read-only from then on, see init) */
   } t;
   char page[4096];
 } block_table __attribute__((aligned(4096)));
+
+static int model_started(void) { return block_table.t.started; }
 #define block_keys (block_table.t.keys)
 #define block_sizes (block_table.t.sizes)
 #define block_mask (block_table.t.mask)
@@ -372,6 +380,7 @@ static void load_block_table_file(void);
 
 static void load_block_table(void) {
   load_block_table_file();
+  block_table.t.started = 1;
 #ifndef GEMMINI_MODEL_SPIKE
   const uint64_t size = block_keys ? block_mask + 1 : 0;
   if (size) {
