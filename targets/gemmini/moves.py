@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import product
 
 from speedpatch.model import Kernel
@@ -482,6 +483,156 @@ def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, 
     return out
 
 
+# ---- a cheap analytic cost of tiled_conv's schedule, to offer the promising tiles first ----------------------
+# Per LOOP_CONV_WS (one per output tile and reduction tile, in gemmini_conv_run's order), in cycles:
+#  - compute C: the mesh streams one row per output pixel per (output-channel block, kernel position, input-channel
+#    block), at least T_MESH_MIN_ROWS (4) rows per compute, and the first compute after new weights at least the
+#    DIM weight rows it shifts in (model/functional.c gm_compute);
+#  - loads L: the bias, one 64-byte line per output pixel and output-channel block (first reduction tile only);
+#    the input window, (rows*stride + kernel - 1) x (cols*stride + kernel - 1) pixels of the tile's channels, one
+#    DIM-byte scratchpad row per cycle and at least one line per pixel; the weights, one line per weight row of up
+#    to 64 output channels -- each unless tiled_conv keeps it in place (its reuse rule, below). Weights that do not
+#    fit half the L2 miss on every reload: then at least DRAM_LINE_CYCLES per line;
+#  - stores S: each mvout of up to DIM pixels x DIM channels (last reduction tile only), STORE_CYCLES apiece.
+# LOOP_CONV_WS gates whole stages (a loop's computes wait for all its loads, its stores for all its computes) and
+# two loops share the unit, so loop i+1's loads (after loop i-1's stores) run during loop i's computes. They do not
+# hide completely: the model's load unit also waits on DRAM latency and page walks that this estimate leaves out,
+# so the shorter of the two counts OVERLAP_LEFT of its length: loop i costs max(C_i, N) + OVERLAP_LEFT * min(C_i, N)
+# with N = L_(i+1) + S_(i-1). Checked on gemmini-native against 552 accumulator-filling tiles of the 56x56x64
+# paper conv and 190 of the 28x28x128 / 14x14x256 ones: Spearman 0.79 / 0.78 / 0.64, and the fastest measured
+# tile is among the 8 cheapest estimates on all three (full overlap, 0: 0.55 on the first; none, 1: the fastest
+# tile of the 14x14x256 conv is not among them).
+STORE_CYCLES = 20
+LINE_BYTES = 64
+DRAM_LINE_CYCLES = 8  # timing_params.h: T_LINE_BYTES / T_DRAM_BYTES_PER_CYCLE
+L2_BYTES = 512 * 1024  # timing_params.h: T_L2_KIB
+OVERLAP_LEFT = 0.5
+
+
+def _conv_positions(extent: int, tile: int) -> list[tuple[int, bool, bool]]:
+    """(size, first, last) of the tiles along one dimension, in order."""
+    return [(min(tile, extent - x), x == 0, x + tile >= extent) for x in range(0, extent, tile)]
+
+
+def conv_cost(t: dict[str, int], dims: dict[str, int]) -> int:
+    """Estimated cycles of tiled_conv with tiles t (see above); lower is better."""
+    return _conv_cost(tuple(t[k] for k in CONV_TILES), tuple(dims[k] for k in CONV_DIMS))
+
+
+CONV_DIMS = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
+
+
+@lru_cache(maxsize=4096)
+def _conv_cost(tiles: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    batches, porows, pocols, pochs, krows, kcols, kchs = tiles
+    batch, out_row, out_col, out_ch, in_ch, kdim, stride, dil = shape
+    n_och = -(-out_ch // pochs)
+    n_red = -(-kdim // krows) * -(-kdim // kcols) * -(-in_ch // kchs)
+    n_sp = -(-batch // batches) * -(-out_row // porows) * -(-out_col // pocols)
+    # tiled_conv's reuse rule (gemmini_conv_run): weights stay when input-channel x output-channel x kernel tiles
+    # number <= 2, the input when all but the output-channel tiles do
+    keep_w, keep_in = n_red * n_och <= 2, n_red * n_sp <= 2
+    weights_miss = kdim * kdim * in_ch * out_ch > L2_BYTES // 2
+    reduction = list(product(_conv_positions(kdim, krows), _conv_positions(kdim, kcols),
+                             _conv_positions(in_ch, kchs)))
+    loads, computes, stores = [], [], []
+    for (b, b_first, _), (r, r_first, _), (c, c_first, _) in product(
+            _conv_positions(batch, batches), _conv_positions(out_row, porows), _conv_positions(out_col, pocols)):
+        col_blocks = [min(DIM, c - x) for x in range(0, c, DIM)]
+        feed = b * r * sum(max(i, 4) for i in col_blocks) + max(0, DIM - col_blocks[0])
+        pixels = b * r * c
+        spatial_first = b_first and r_first and c_first
+        for o, o_first, _ in _conv_positions(out_ch, pochs):
+            ob = blocks(o)
+            for (kr, kr_first, kr_last), (kc, kc_first, kc_last), (k, k_first, k_last) in reduction:
+                computes.append(ob * kr * kc * blocks(k) * feed)
+                load = pixels * ob if kr_first and kc_first and k_first else 0
+                if not (keep_in and not o_first):
+                    in_rows = r * stride + kr + (dil - 1) * (kr - 1) - 1
+                    in_cols = c * stride + kc + (dil - 1) * (kc - 1) - 1
+                    load += b * in_rows * in_cols * max(blocks(k), -(-k // LINE_BYTES))
+                if not (keep_w and not spatial_first):
+                    lines = kr * kc * k * -(-o // LINE_BYTES)
+                    load += lines * (DRAM_LINE_CYCLES if weights_miss else 1)
+                loads.append(load)
+                stores.append(STORE_CYCLES * b * r * len(col_blocks) * ob if kr_last and kc_last and k_last else 0)
+    total = float(loads[0] + stores[-1])
+    for i, compute in enumerate(computes):
+        after = loads[i + 1] + (stores[i - 1] if i else 0) if i + 1 < len(loads) else 0
+        total += max(compute, after) + OVERLAP_LEFT * min(compute, after)
+    return int(total)
+
+
+def _conv_sizes(extent: int, step: int) -> list[int]:
+    """Tile sizes worth trying along one dimension: the whole extent, the multiples of step that divide it, and
+    the extent split evenly in two to four, as is and rounded up to step (so no tile is a sliver)."""
+    sizes = {extent} | {d for d in range(step, extent, step) if extent % d == 0}
+    for k in (2, 3, 4):
+        even = -(-extent // k)
+        sizes |= {even, -(-even // step) * step}
+    return sorted(x for x in sizes if 1 <= x <= extent)
+
+
+def conv_good_tiles(dims: dict[str, int], count: int = 8) -> list[dict[str, int]]:
+    """Tiles that fill the accumulator half (at least 3/4 of it, or the whole output), whole kernels where they fit,
+    ranked by conv_cost, cheapest first: the candidates worth measuring before local steps."""
+    found = _conv_good_tiles(tuple(dims[k] for k in CONV_DIMS))
+    return [dict(zip(CONV_TILES, t, strict=True)) for t in found[:count]]
+
+
+@lru_cache(maxsize=64)
+def _conv_good_tiles(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    dims = dict(zip(CONV_DIMS, shape, strict=True))
+    count = 16
+    rows_full = dims["batch"] * dims["out_row"] * dims["out_col"] * blocks(dims["out_ch"])
+    need = min(HALF_ACC_ROWS * 3 // 4, rows_full)
+    kernels = [dims["kdim"]] + [k for k in (1,) if k < dims["kdim"]]
+    found: list[tuple[int, dict[str, int]]] = []
+    for kk in kernels:
+        for b, c, o, k in product(range(1, dims["batch"] + 1), _conv_sizes(dims["out_col"], DIM),
+                                  _conv_sizes(dims["out_ch"], DIM), _conv_sizes(dims["in_ch"], DIM)):
+            per_row = blocks(o) * b * c
+            if per_row > HALF_ACC_ROWS:
+                continue
+            # the most rows that fit; fewer rows only waste accumulator
+            r = min(dims["out_row"], HALF_ACC_ROWS // per_row)
+            t = {"batches": b, "porows": r, "pocols": c, "pochs": o, "krows": kk, "kcols": kk, "kchs": k}
+            while r > 1 and not conv_fits(t, dims):
+                r -= 1
+                t["porows"] = r
+            if per_row * r < need or not conv_fits(t, dims):
+                continue
+            found.append((conv_cost(t, dims), t))
+        if found:
+            break  # smaller kernel tiles only where a whole kernel never fits
+    limits = [dims["batch"], dims["out_row"], dims["out_col"], dims["out_ch"], dims["kdim"], dims["kdim"], dims["in_ch"]]
+
+    def order(x: tuple[int, dict[str, int]]) -> tuple[int, int, int, tuple[int, ...]]:
+        # equal estimates: sizes that divide the problem (no remainder loops), then wider rows (an NHWC row of
+        # the input is one contiguous run of DRAM)
+        sizes = tuple(x[1].values())
+        return x[0], sum(n % v != 0 for n, v in zip(limits, sizes, strict=True)), -x[1]["pocols"], sizes
+
+    found.sort(key=order)
+    # one tile per output shape first (the input-channel tile is a local step away), then the rest by cost
+    seen: set[tuple[int, ...]] = set()
+    first, rest = [], []
+    for _, t in found:
+        shape = (t["batches"], t["porows"], t["pocols"], t["pochs"])
+        (rest if shape in seen else first).append(t)
+        seen.add(shape)
+    return tuple(tuple(t[k] for k in CONV_TILES) for t in (first + rest)[:count])
+
+
+def _conv_fmt(t: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in t.items())
+
+
+def _conv_plain(a: dict[str, str]) -> bool:
+    """The cost and the footprint-filling tiles assume no pooling and no input dilation."""
+    return a["pool_stride"].strip() in FALSE and a["in_dil"].strip() == "1"
+
+
 def _conv_call(a: dict[str, str], tiles: dict[str, int]) -> str:
     vals = dict(a, **{k: str(v) for k, v in tiles.items()})
     return "tiled_conv(" + ", ".join(vals[k] for k in CONV) + ")"
@@ -498,18 +649,33 @@ def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
         return []
     dims = {k: int(v) for k, v in values.items() if v is not None}
     out = []
+    good = conv_good_tiles(dims) if _conv_plain(a) else []
     if call.name == "tiled_conv_auto":
         auto = conv_auto_tiles(dims)
-        for why, t in conv_neighbours(auto, dims)[:6]:
+        for t in good:
+            if t != auto:
+                out.append((f"Replace tiled_conv_auto by tiled_conv with tiles that fill the accumulator half "
+                            f"({_conv_fmt(t)}; estimated {conv_cost(t, dims):,} cycles against "
+                            f"{conv_cost(auto, dims):,} for the automatic tiles): more output channels per tile "
+                            "re-read each input pixel less often, and fewer, larger loops.", _conv_call(a, t)))
+        for why, t in conv_neighbours(auto, dims)[:3]:
             out.append((f"Replace tiled_conv_auto by tiled_conv with explicit tiles ({why}; tiles "
-                        f"{', '.join(f'{k}={v}' for k, v in t.items())}).", _conv_call(a, t)))
+                        f"{_conv_fmt(t)}).", _conv_call(a, t)))
         return out
     tv = {k: eval_int(a[k], defines) for k in CONV_TILES}
     if not all(isinstance(v, int) and v > 0 for v in tv.values()):
         return []
     tiles = {k: int(v) for k, v in tv.items() if v is not None}
-    for why, t in conv_neighbours(tiles, dims):
+    steps = conv_neighbours(tiles, dims)
+    if good:  # the cheapest estimate first: the search measures only the first few moves of a parent
+        steps.sort(key=lambda st: conv_cost(st[1], dims))
+    for why, t in steps:
         out.append((f"Change the convolution tiles: {why}.", _conv_call(a, t)))
+    for t in good:
+        if t != tiles and t not in [c for _, c in steps]:
+            out.append((f"Change the convolution tiles to ones that fill the accumulator half ({_conv_fmt(t)}; "
+                        f"estimated {conv_cost(t, dims):,} cycles against {conv_cost(tiles, dims):,}).",
+                        _conv_call(a, t)))
     return out
 
 
