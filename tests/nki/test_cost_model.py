@@ -455,3 +455,69 @@ def test_spmd_dim_places_programs_on_cores_as_the_nki_docs_show():
 def test_a_grid_over_more_physical_cores_than_a_logical_neuron_core_has_is_refused():
     with pytest.raises(NkiError, match="at most 2"):
         _slice_per_program[nl.nc(4), 2](SPMD_X)
+
+
+# ---- legacy assignments of instruction results --------------------------------------------------------
+
+
+def test_assigning_a_fresh_instruction_result_into_a_tile_is_that_instruction_writing_it():
+    # `t[:, cols] = nl.exp(x)`: the compiler makes t's slice the activation's output; no VectorE copy after it
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+        for j in nl.affine_range(4):
+            t[:, nl.ds(j * 128, 128)] = nl.exp(nl.load(x[:, nl.ds(j * 128, 128)]))
+        nl.store(out, value=t)
+        return out
+
+    x = X[:128, :]
+    np.testing.assert_allclose(k(x), np.exp(x), rtol=1e-6)
+    engines = last_report()["engines"]
+    assert engines["scalar"]["instructions"] == 4
+    assert engines["vector"]["instructions"] == 0
+
+
+def test_a_result_the_kernel_reads_before_assigning_it_is_still_copied():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)
+        e = nl.exp(nl.load(x))
+        s = nl.add(e, 1.0)  # e is read by another instruction first
+        t[...] = e
+        nl.store(out, value=nl.add(t, s))
+        return out
+
+    x = X[:128, :128]
+    np.testing.assert_allclose(k(x), 2 * np.exp(x) + 1, rtol=1e-5)
+    assert last_report()["engines"]["vector"]["instructions"] == 3  # add, copy, add
+
+
+def test_a_gpsimd_result_assigned_into_psum_is_copied_because_gpsimd_cannot_write_psum():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        i_p, i_f = nl.mgrid[0:128, 0:128]
+        acc[...] = nisa.affine_select(i_p >= i_f, nl.load(x), -1.0)
+        nl.store(out, value=acc)
+        return out
+
+    x = X[:128, :128]
+    np.testing.assert_array_equal(k(x), np.where(np.tril(np.ones((128, 128), dtype=bool)), x, -1.0))
+    engines = last_report()["engines"]
+    assert engines["gpsimd"]["instructions"] == 1 and engines["vector"]["instructions"] >= 1
+
+
+def test_a_casting_dma_moves_the_bytes_of_its_hbm_side():
+    # a bf16 tile stored into an fp32 output writes 4 bytes per element to HBM (the required-work floor
+    # counts the output's bytes)
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x, dtype=nl.bfloat16))
+        return out
+
+    k(X[:128, :])
+    assert last_report()["dma_bytes"] == 2 * 128 * 512 * 4

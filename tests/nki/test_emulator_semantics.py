@@ -520,3 +520,77 @@ def test_nki_tensor_methods_not_emulated_are_named_with_what_is_offered():
     with pytest.raises(NkiError, match=r"NkiTensor.flatten_dims is part of NKI but not of the speedpatch emulator.*"
                                        r"reshape_dim"):
         _through_view(X, lambda t: t.flatten_dims(0, 1), (4, 12))
+
+
+# ---- flash-attention constructs: affine_select, fp32 constants, column vectors, jit helpers -------------
+
+
+def test_affine_select_legacy_form_keeps_the_tile_where_the_index_predicate_holds():
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 6), dtype=x.dtype, buffer=nl.shared_hbm)
+        i_p, i_f = nl.mgrid[0:4, 0:6]
+        nl.store(out, value=nisa.affine_select(pred=(2 + i_p >= i_f), on_true_tile=nl.load(x),
+                                               on_false_value=nl.fp32.min))
+        return out
+
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    keep = np.arange(4)[:, None] + 2 >= np.arange(6)[None, :]
+    np.testing.assert_array_equal(k(x), np.where(keep, x, np.finfo(np.float32).min))
+
+
+def test_affine_select_current_form_compares_offset_channel_and_pattern_terms_with_zero():
+    # value = offset + p * channel_multiplier + f * step; keep where value >= 0 (p - f >= 0: lower triangle)
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        res = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.affine_select(dst=res, pattern=[[-1, 4]], offset=0, channel_multiplier=1, on_true_tile=nl.load(x),
+                           on_false_value=0.0, cmp_op=nl.greater_equal)
+        nl.store(out, value=res)
+        return out
+
+    x = np.arange(1, 17, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_array_equal(k(x), np.tril(x))
+
+
+def test_nl_fp32_min_is_the_most_negative_finite_fp32():
+    assert nl.fp32.min == float(np.finfo(np.float32).min)
+
+
+def test_the_modeled_neuron_core_is_gen2_and_generations_are_ordered():
+    assert nisa.get_nc_version() == nisa.nc_version.gen2
+    assert nisa.get_nc_version() < nisa.nc_version.gen3
+
+
+def test_a_column_of_a_tile_can_be_indexed_again_as_a_p_by_1_tile():
+    # t[:, j] is a per-partition vector; NKI kernels index it again as v[:, 0] (a (P, 1) tile)
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        col = t[:, 2]
+        nl.store(out, value=nl.add(col[:, 0], 1.0))
+        return out
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(k(x), x[:, 2:3] + 1.0)
+
+
+def test_a_jit_helper_called_inside_a_kernel_runs_in_the_callers_trace():
+    @jit
+    def helper(t, out_tile):
+        out_tile[...] = nl.exp(t)
+
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        res = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+        helper(nl.load(x), res)
+        nl.store(out, value=res)
+        return out
+
+    x = np.linspace(-1, 1, 128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_allclose(k(x), np.exp(x), rtol=1e-6)
+    report = last_report()
+    assert report["engines"]["scalar"]["instructions"] == 1 and report["engines"]["dma"]["instructions"] == 2

@@ -193,3 +193,34 @@ def test_an_nki_tensor_method_not_emulated_is_named_to_the_isolated_kernel(tmp_p
     ev = target.backend("nki-emulator").evaluate(problem, ctx)
     assert ev.status != OK
     assert "NkiTensor.flatten_dims is part of NKI but not of the speedpatch emulator" in ev.message + ev.log
+
+
+CAUSAL_PROBLEM = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def causal_mask(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:128]
+    t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    t[...] = nisa.affine_select(pred=(i_p >= i_f), on_true_tile=nl.load(x), on_false_value=nl.fp32.min)
+    if nisa.get_nc_version() >= nisa.nc_version.gen3:
+        t[...] = nl.copy(t)  # not on the modeled gen2 core
+    nl.store(out, value=nl.maximum(t, -1e30))
+    return out
+
+
+INPUTS = {"x": ((128, 128), "float32")}
+
+
+def reference(x):
+    return np.where(np.tril(np.ones((128, 128), dtype=bool)), x, -1e30)
+'''
+
+
+def test_affine_select_fp32_constants_and_the_core_version_reach_the_emulator_from_the_kernel_process(
+        tmp_path: Path):
+    evaluate(CAUSAL_PROBLEM, tmp_path)

@@ -341,6 +341,9 @@ class Trace:
         for port in ports:
             self.port_free[port] = end
         self._record(engine, start, end, end + latency_ns, cost_ns, reads, writes)
+        for alloc, region in writes:  # who wrote it last: a fresh result may still be retargeted (ops.retarget_result)
+            alloc.producer = (self, self.instructions, start, end + latency_ns, engine, alloc.reads.last(),
+                              region == alloc.full_region())
         return end
 
     def _ports(self, engine: str, reads: list[Access], writes: list[Access]) -> tuple[str, ...]:

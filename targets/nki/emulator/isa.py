@@ -7,7 +7,7 @@ moving)`, `activation(dst=..., op=..., data=...)`) and the legacy one that retur
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Any
 
 import numpy as np
@@ -103,6 +103,80 @@ def _activation(dst: Tile | None, a: dict[str, Any]) -> Tile:
         values = red(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
         res.write(values.reshape(res.shape) if values.size == np.prod(res.shape) else values)
     return out
+
+
+def affine_select(*args: Any, **kwargs: Any) -> Tile:
+    """on_true_tile where an affine predicate holds, else the scalar on_false_value. GpSimd engine.
+
+    Both documented forms: the legacy `affine_select(pred, on_true_tile, on_false_value, mask=, dtype=)`
+    whose pred is a comparison of index expressions (nl.arange / nl.mgrid, e.g. the causal mask
+    `q_pos >= k_pos` of the flash-attention kernel), and the current `affine_select(dst, pattern, offset,
+    channel_multiplier, on_true_tile, on_false_value, cmp_op=nl.equal)` whose predicate is
+    cmp_op(offset + partition * channel_multiplier + sum(index * step), 0) over the [step, num] pattern
+    (as nisa.iota). The docs give its cost as 150 + N GpSimd cycles for N elements per partition; the
+    model charges the GpSimd streaming rate (N cycles for 32-bit data, at least 100)."""
+    legacy = "pred" in kwargs or (bool(args) and not isinstance(args[0], Tile) and "dst" not in kwargs)
+    if legacy:
+        a = _bind(["pred", "on_true_tile", "on_false_value", "mask", "dtype"], args, kwargs, "affine_select")
+        dst = None
+        data = a["on_true_tile"]
+        if not isinstance(data, Tile):
+            raise NkiError("nisa.affine_select: on_true_tile must be a tile")
+        pred = np.asarray(a["pred"])
+        if pred.dtype != bool:
+            raise NkiError(f"nisa.affine_select: pred must be a comparison of index expressions (nl.arange / "
+                           f"nl.mgrid), got values of type {pred.dtype}")
+        try:
+            pred = np.broadcast_to(pred, data.shape)
+        except ValueError:
+            raise NkiError(f"nisa.affine_select: pred of shape {pred.shape} does not fit on_true_tile "
+                           f"{data.shape}") from None
+    else:
+        dst, rest = _split_dst(args, kwargs, first_is_dst=True)
+        a = _bind(["pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value", "cmp_op", "name"],
+                  rest, kwargs, "affine_select")
+        data = a["on_true_tile"]
+        if not isinstance(data, Tile) or not isinstance(dst, Tile):
+            raise NkiError("nisa.affine_select: dst and on_true_tile must be tiles")
+        pred = _affine_predicate(dst, a)
+    value = np.float32(a["on_false_value"])
+    return ops.elementwise("affine_select", "gpsimd", lambda x: np.where(pred, x, value), [data], dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
+
+
+def _affine_predicate(dst: Tile, a: dict[str, Any]) -> np.ndarray:
+    """cmp_op(affine value, 0) per element of dst, the affine value as in nisa.iota's pseudo code."""
+    try:
+        pairs = [(int(step), int(num)) for step, num in a["pattern"]]
+    except (TypeError, ValueError):
+        raise NkiError(f"nisa.affine_select: pattern must be a list of [step, num] pairs, got {a['pattern']!r}") \
+            from None
+    free = int(np.prod([num for _, num in pairs])) if pairs else 1
+    if free != dst.free_size:
+        raise NkiError(f"nisa.affine_select: the pattern {pairs} covers {free} elements per partition, dst has "
+                       f"{dst.free_size}")
+    values = np.zeros([num for _, num in pairs] or [1], dtype=np.int64)
+    for axis, (step, num) in enumerate(pairs):
+        shape = [1] * len(pairs)
+        shape[axis] = num
+        values = values + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+    channel = np.arange(dst.partitions, dtype=np.int64).reshape(-1, 1) * int(a.get("channel_multiplier") or 0)
+    affine = int(a.get("offset") or 0) + channel + values.reshape(1, -1)
+    cmp = nl.np_binary(a.get("cmp_op") or np.equal)
+    return np.asarray(cmp(affine, 0), dtype=bool).reshape(dst.shape)
+
+
+class nc_version(IntEnum):  # noqa: N801 - NKI's public name
+    """NeuronCore generations (gen2: trn1 / inf2, gen3: trn2, gen4: trn3); ordered, as kernels compare them."""
+
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+def get_nc_version() -> nc_version:
+    """The modeled NeuronCore's generation: gen2, the trn1 NeuronCore-v2 params.py describes."""
+    return nc_version.gen2
 
 
 def tensor_scalar(*args: Any, **kwargs: Any) -> Tile:
@@ -279,10 +353,10 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
 PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
-    "tensor_scalar_reduce", "tensor_tensor_scan",
+    "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
-                           "unknown_engine", "reduce_cmd"})
+                           "unknown_engine", "reduce_cmd", "nc_version"})
 
 
 def __getattr__(name: str) -> Any:

@@ -319,6 +319,16 @@ class _TileSize:
 
 tile_size = _TileSize()
 
+
+class _Fp32:
+    """nl.fp32: FP32 constants. min is the bit pattern 0xff7fffff, the most negative finite fp32 (nki.language.fp32
+    docs), the -infinity stand-in of masked attention scores."""
+
+    min = float(np.finfo(np.float32).min)
+
+
+fp32 = _Fp32()
+
 # ---- loops -------------------------------------------------------------------------------------------
 
 
@@ -482,7 +492,7 @@ def copy_into(dst: Tile, value: Any) -> None:
             raise NkiError("cannot assign a constant to an HBM tensor; write an SBUF tile and nl.store it")
         ops.dma(dst, value, what="assignment")
         return
-    if isinstance(value, Tile) and ops.retarget_load(dst, value):
+    if isinstance(value, Tile) and (ops.retarget_load(dst, value) or ops.retarget_result(dst, value)):
         return
     ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst)
 
@@ -541,7 +551,7 @@ def not_emulated(module: str, name: str) -> AttributeError:
 NOT_EMULATED_ISA = {
     "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_find_index8": "max-8 search",
     "nc_match_replace8": "max-8 search", "max8": "max-8 search", "select_reduce": "predicated reduction",
-    "range_select": "predicated selection", "affine_select": "predicated selection", "local_gather": "GpSimd gather",
+    "range_select": "predicated selection", "local_gather": "GpSimd gather",
     "dma_transpose": "DMA transpose engine (use nl.load_transpose2d)", "tensor_partition_reduce":
     "cross-partition reduction (use nc_matmul with ones)", "scalar_tensor_tensor": "fused three-operand VectorE op",
     "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
@@ -558,7 +568,7 @@ PUBLIC_FUNCTIONS = frozenset({
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })
 PUBLIC_VALUES = frozenset({
-    "mgrid", "tile_size", "par_dim", "sbuf", "psum", "hbm", "shared_hbm", "private_hbm", "float32", "bfloat16",
+    "mgrid", "tile_size", "fp32", "par_dim", "sbuf", "psum", "hbm", "shared_hbm", "private_hbm", "float32", "bfloat16",
     "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32",
     "bool_",
 })

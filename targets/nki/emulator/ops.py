@@ -287,7 +287,10 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     descriptors = elems if transpose_hbm else hbm_side.contiguous_runs(m)
     if chip_side.buffer.kind != "hbm" and elems:
         descriptors = max(descriptors, _active_partitions(chip_side, mask_for(chip_side, mask)))
-    nbytes = elems * src.dtype.itemsize
+    # A casting DMA (nl.load(..., dtype=bf16) of an fp32 tensor, nl.store of a bf16 tile into an fp32 output)
+    # reads and writes different widths; what crosses HBM is the HBM side's dtype, so that is what it moves
+    # (the source's width understated a bf16 tile stored into fp32 output by half, below the output's bytes).
+    nbytes = elems * max(hbm_side.dtype.itemsize, chip_side.dtype.itemsize if chip_side.buffer.kind == "hbm" else 0)
     transfers = max(1, min(P.DMA_ENGINES, descriptors))
     per_transfer = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + descriptors * P.DMA_DESCRIPTOR_NS) / transfers
     semaphore = P.DMA_SEMAPHORE_DESCRIPTORS * P.DMA_DESCRIPTOR_NS  # on every engine, data or not
@@ -342,6 +345,40 @@ def retarget_load(dst: Tile, value: Tile) -> bool:
     value.alloc.deferred_fill = lambda: value.write(values, exact=True)  # if the temp is read after all
     pending((dst,))
     costmodel.current().release(value.alloc)
+    return True
+
+
+# Where each engine may write its output (NeuronCore-v2 engines: the Tensor engine writes PSUM only,
+# GpSimd cannot access PSUM, Vector and Scalar write either).
+_ENGINE_OUTPUTS = {"tensor": ("psum",), "gpsimd": ("sbuf",), "vector": ("sbuf", "psum"), "scalar": ("sbuf", "psum")}
+
+
+def retarget_result(dst: Tile, value: Tile) -> bool:
+    """`dst[...] = <instruction>(...)` in the legacy style: the instruction that just produced the fresh
+    temporary `value` writes dst itself, as the compiler emits it (its output access pattern is dst's),
+    instead of a Vector-engine copy after it. Only when value is that instruction's whole, never-read
+    result, dst is a place its engine can write, and writing dst then breaks no earlier access to dst;
+    False otherwise (the caller copies)."""
+    alloc = value.alloc
+    producer = alloc.producer
+    trace = costmodel.current()
+    if producer is None or producer[0] is not trace or producer[1] != trace.instructions:
+        return False
+    _, _, start, visible, engine, reads_then, whole = producer
+    if value.strides != alloc.strides or value.shape != alloc.shape or value.offset != 0 or value.oob:
+        return False
+    if not whole or alloc.reads.last() != reads_then or alloc.pending_dma is not None:
+        return False
+    if dst.buffer.kind not in _ENGINE_OUTPUTS.get(engine, ()) or math.prod(dst.shape) != math.prod(value.shape):
+        return False
+    if dst.oob or (alloc.slot is not None and alloc.slot.spilled):
+        return False
+    target = dst.access()
+    if trace._ready([], [target]) > start:
+        return False
+    dst.write(value.read().reshape(dst.shape), exact=dst.dtype == value.dtype)
+    target[0].writes.add(target[1], visible)
+    trace.release(alloc)
     return True
 
 

@@ -98,6 +98,8 @@ class Allocation:
         self.slot: Any = None  # the cost model's record of its on-chip space
         self.pending_dma: Any = None  # a load not issued yet: it may still be retargeted (ops.dma)
         self.deferred_fill: Any = None  # fills the storage of a retargeted load if it is read after all
+        self.producer: Any = None  # its last engine write: (trace, instruction number, start, visible, engine,
+        #                            its reads' last end then, whether the whole tensor was written)
         self.region_cache: dict[tuple, costmodel.Region] = {}
         if any(d <= 0 for d in self.shape):
             raise NkiError(f"tensor {self.name!r} has an empty or negative shape {self.shape}")
@@ -226,6 +228,14 @@ class Tile:
         return f"<tile {self.name} {self.shape} {self.dtype!r} in {self.buffer!r}>"
 
     def __getitem__(self, index: Any) -> Tile:
+        if (self.ndim == 1 and self.buffer.kind != "hbm" and self.strides is not None and isinstance(index, tuple)
+                and len([c for c in index if c is not None]) == 2):
+            # a (P,) partition vector (t[:, j] of an on-chip tile) is a (P, 1) tile to NKI: kernels index it
+            # again as v[:, 0] (the flash-attention kernel's l_buffer[:, i] handed to its core)
+            column = Tile(self.alloc, (self.shape[0], 1), self.offset, (self.strides[0], 1), (self.lo[0], 0),
+                          (self.hi[0], 1), oob=self.oob)
+            column._par = 0
+            return column[index]
         comps = _normalize(index, self.ndim, self.name)
         if self.strides is not None:
             view = _strided_index(self, comps)

@@ -37,19 +37,22 @@ NL_FUNCTIONS = frozenset({
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
     "nc_transpose", "reciprocal", "tensor_copy", "tensor_reduce", "tensor_scalar", "tensor_scalar_reduce",
-    "tensor_tensor", "tensor_tensor_scan",
+    "tensor_tensor", "tensor_tensor_scan", "affine_select",
 })
+# nki.isa functions that return a plain value (answered at once, never deferred like the instructions)
+ISA_VALUE_FUNCTIONS = frozenset({"get_nc_version"})
 # API calls that always return a tile: the kernel process sends them without waiting for the answer.
 NL_TILE_FUNCTIONS = frozenset({"copy", "full", "load", "load_transpose2d", "matmul", "ndarray", "ones", "store",
                                "transpose", "where", "zeros", "zeros_like"})
 # Creation functions: where their dtype argument is (shape is the first), for the kernel's own bookkeeping.
 CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
-API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize,
+API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize, E_nl._Fp32,
                    E_nl._MGrid)
 ATTRIBUTES: dict[type, frozenset[str]] = {
     E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to", "ap",
                                *E_tensor.VIEW_METHODS}),
     E_dtypes.DType: frozenset({"name", "itemsize"}),
+    E_nl._Fp32: frozenset({"min"}),
     E_tensor.Buffer: frozenset({"name"}),
     E_nl.NkiOp: frozenset({"name"}),
     E_nl.Reduction: frozenset({"name"}),
@@ -152,7 +155,8 @@ def served_modules() -> dict[str, dict[str, Any]]:
         if name.startswith("_"):
             continue
         is_enum_class = isinstance(value, type) and issubclass(value, enum.Enum) and value is not enum.Enum
-        if name in ISA_FUNCTIONS or isinstance(value, (enum.Enum, E_tensor.Buffer)) or is_enum_class:
+        if name in ISA_FUNCTIONS or name in ISA_VALUE_FUNCTIONS or isinstance(value, (enum.Enum, E_tensor.Buffer)) \
+                or is_enum_class:
             isa[name] = value
     return {"language": language, "isa": isa, "compiler": {"sbuf": compiler.sbuf, "psum": compiler.psum}}
 
@@ -248,7 +252,7 @@ class Server:
         if isinstance(value, enum.Enum):
             return {k: v for k, v in (("name", value.name), ("value", value.value)) if type(v) in (int, str)}
         for kind, names in ATTRIBUTES.items():
-            if isinstance(value, kind) and kind in (E_nl._TileSize, E_tensor.Buffer):
+            if isinstance(value, kind) and kind in (E_nl._TileSize, E_nl._Fp32, E_tensor.Buffer):
                 found = {name: getattr(value, name, None) for name in names}
                 return {k: v for k, v in found.items() if type(v) in (int, float, str)}
         return {}
