@@ -594,3 +594,11 @@ def test_a_jit_helper_called_inside_a_kernel_runs_in_the_callers_trace():
     np.testing.assert_allclose(k(x), np.exp(x), rtol=1e-6)
     report = last_report()
     assert report["engines"]["scalar"]["instructions"] == 1 and report["engines"]["dma"]["instructions"] == 2
+
+
+def test_finfo_and_iinfo_give_the_device_dtype_limits():
+    assert nl.finfo(nl.bfloat16).min == float(ml_dtypes.finfo(ml_dtypes.bfloat16).min)
+    assert nl.finfo(nl.float32).max == float(np.finfo(np.float32).max)
+    assert nl.iinfo(nl.uint8).max == 255 and nl.iinfo(nl.int16).min == -32768
+    with pytest.raises(NkiError, match="not a float type"):
+        nl.finfo(nl.int32)

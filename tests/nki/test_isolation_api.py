@@ -224,3 +224,7 @@ def reference(x):
 def test_affine_select_fp32_constants_and_the_core_version_reach_the_emulator_from_the_kernel_process(
         tmp_path: Path):
     evaluate(CAUSAL_PROBLEM, tmp_path)
+
+
+def test_finfo_limits_reach_the_kernel_process(tmp_path: Path):
+    evaluate(CAUSAL_PROBLEM.replace("on_false_value=nl.fp32.min", "on_false_value=nl.finfo(x.dtype).min"), tmp_path)

@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 from speedpatch.targets.nki.emulator import costmodel, ops
+from speedpatch.targets.nki.emulator import dtypes as _dtypes
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported as nl.<dtype>
+    DType,
+    as_dtype,
     bfloat16,
     bool_,
     float8_e4m3,
@@ -25,6 +28,7 @@ from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported
     int8,
     int16,
     int32,
+    numpy_dtype,
     tfloat32,
     uint8,
     uint16,
@@ -329,6 +333,44 @@ class _Fp32:
 
 fp32 = _Fp32()
 
+
+class _TypeInfo:
+    """What nl.finfo / nl.iinfo return: the limits of a device dtype, as NumPy's finfo / iinfo give them
+    (bf16 and fp8 through ml_dtypes), e.g. nl.finfo(dtype).min as the padding of a max-pool."""
+
+    def __init__(self, info: Any, dtype: DType) -> None:
+        self.dtype = dtype
+        self.bits = int(info.bits)
+        self.min = float(info.min) if dtype.is_float else int(info.min)
+        self.max = float(info.max) if dtype.is_float else int(info.max)
+        if dtype.is_float:
+            self.eps = float(info.eps)
+            self.tiny = float(info.tiny)
+
+
+def _host_type(dtype: Any) -> tuple[DType, Any]:
+    dt = as_dtype(dtype)
+    if dt.name == "tfloat32":
+        return dt, np.float32
+    if dt.name.startswith("float8") and _dtypes.ml_dtypes is not None:
+        return dt, _dtypes.ml_dtypes.float8_e4m3fn if dt.name == "float8_e4m3" else _dtypes.ml_dtypes.float8_e5m2
+    return dt, numpy_dtype(dt)
+
+
+def finfo(dtype: Any) -> _TypeInfo:
+    dt, host = _host_type(dtype)
+    if not dt.is_float:
+        raise NkiError(f"nl.finfo: {dt!r} is not a float type; use nl.iinfo")
+    info = _dtypes.ml_dtypes.finfo(host) if _dtypes.ml_dtypes is not None else np.finfo(host)
+    return _TypeInfo(info, dt)
+
+
+def iinfo(dtype: Any) -> _TypeInfo:
+    dt, host = _host_type(dtype)
+    if dt.is_float:
+        raise NkiError(f"nl.iinfo: {dt!r} is a float type; use nl.finfo")
+    return _TypeInfo(np.iinfo(host), dt)
+
 # ---- loops -------------------------------------------------------------------------------------------
 
 
@@ -564,7 +606,7 @@ NOT_EMULATED_ISA = {
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
     "zeros_like", "shared_constant", "load", "store", "load_transpose2d", "copy", "transpose", "matmul", "where",
-    "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc",
+    "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })
 PUBLIC_VALUES = frozenset({

@@ -32,7 +32,7 @@ from speedpatch.targets.nki.isolation.process import KernelProcess, ProtocolErro
 NL_FUNCTIONS = frozenset({
     "affine_range", "arange", "copy", "device_print", "ds", "full", "load", "load_transpose2d", "matmul",
     "ndarray", "num_programs", "ones", "program_id", "program_ndim", "sequential_range", "static_range", "store",
-    "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc",
+    "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc", "finfo", "iinfo",
 })
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
@@ -47,12 +47,13 @@ NL_TILE_FUNCTIONS = frozenset({"copy", "full", "load", "load_transpose2d", "matm
 # Creation functions: where their dtype argument is (shape is the first), for the kernel's own bookkeeping.
 CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
 API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize, E_nl._Fp32,
-                   E_nl._MGrid)
+                   E_nl._TypeInfo, E_nl._MGrid)
 ATTRIBUTES: dict[type, frozenset[str]] = {
     E_tensor.Tile: frozenset({"shape", "dtype", "ndim", "buffer", "name", "reshape", "broadcast_to", "ap",
                                *E_tensor.VIEW_METHODS}),
     E_dtypes.DType: frozenset({"name", "itemsize"}),
     E_nl._Fp32: frozenset({"min"}),
+    E_nl._TypeInfo: frozenset({"bits", "min", "max", "eps", "tiny", "dtype"}),
     E_tensor.Buffer: frozenset({"name"}),
     E_nl.NkiOp: frozenset({"name"}),
     E_nl.Reduction: frozenset({"name"}),
@@ -252,7 +253,7 @@ class Server:
         if isinstance(value, enum.Enum):
             return {k: v for k, v in (("name", value.name), ("value", value.value)) if type(v) in (int, str)}
         for kind, names in ATTRIBUTES.items():
-            if isinstance(value, kind) and kind in (E_nl._TileSize, E_nl._Fp32, E_tensor.Buffer):
+            if isinstance(value, kind) and kind in (E_nl._TileSize, E_nl._Fp32, E_nl._TypeInfo, E_tensor.Buffer):
                 found = {name: getattr(value, name, None) for name in names}
                 return {k: v for k, v in found.items() if type(v) in (int, float, str)}
         return {}
