@@ -202,7 +202,8 @@ def make_inputs(module: Any, seed: int) -> dict[str, Any]:
         spec = _spec(raw)
         dtype = _dtype(spec.get("dtype", "float32"))
         shape = tuple(spec["shape"])
-        if dtype.kind == "f":
+        # ml_dtypes' bfloat16 / float8 types are floats with NumPy kind "V": by their name
+        if dtype.kind == "f" or dtype.name.startswith(("bfloat", "float")):
             if "low" in spec or "high" in spec:
                 values = rng.uniform(spec.get("low", 0.0), spec.get("high", 1.0), size=shape)
             else:

@@ -184,3 +184,15 @@ def test_make_inputs_may_return_non_tensor_values_too():
 def test_a_wrong_grid_in_the_problem_file_reaches_the_user_as_a_harness_error(tmp_path: Path):
     ev = evaluate(GRID_PROBLEM.replace("GRID = (4,)", "GRID = (4, 0)"), tmp_path)
     assert ev.status != OK and "GRID = (4, 0)" in ev.message and "at least one program" in ev.message
+
+
+def test_bf16_inputs_are_drawn_as_floats_like_fp32_ones():
+    # ml_dtypes' bfloat16 has NumPy kind "V": it used to be drawn as integers in [-8, 8), and a uniform
+    # range with |high| < 1 was a harness error ("high <= 0")
+    problem = types.SimpleNamespace(INPUTS={"x": ((64, 64), "bfloat16"),
+                                            "w": {"shape": (64, 64), "dtype": "bfloat16", "low": -0.05, "high": 0.05}})
+    inputs = runner.make_inputs(problem, 0)
+    x, w = inputs["x"].astype(np.float32), inputs["w"].astype(np.float32)
+    assert str(inputs["x"].dtype) == "bfloat16"
+    assert not np.all(x == np.round(x))  # normal(0, 1) values, not integers
+    assert -0.051 <= w.min() < 0 < w.max() <= 0.051
