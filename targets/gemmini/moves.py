@@ -480,6 +480,11 @@ def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, 
             if key == "krows":
                 cand["kcols"] = min(limits["kcols"], value)
             add(f"{key} {t[key]} -> {value}", cand)
+    # one kernel axis at a time, to one row (column) per loop or the whole kernel: more, smaller reduction loops
+    # whose loads pipeline in finer steps, or fewer
+    for key in ("krows", "kcols"):
+        for value in (1, limits[key]):
+            add(f"{key} {t[key]} -> {value}", dict(t, **{key: value}))
     return out
 
 
@@ -498,10 +503,13 @@ def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, 
 # two loops share the unit, so loop i+1's loads (after loop i-1's stores) run during loop i's computes. They do not
 # hide completely: the model's load unit also waits on DRAM latency and page walks that this estimate leaves out,
 # so the shorter of the two counts OVERLAP_LEFT of its length: loop i costs max(C_i, N) + OVERLAP_LEFT * min(C_i, N)
-# with N = L_(i+1) + S_(i-1). Checked on gemmini-native against 552 accumulator-filling tiles of the 56x56x64
-# paper conv and 190 of the 28x28x128 / 14x14x256 ones: Spearman 0.79 / 0.78 / 0.64, and the fastest measured
-# tile is among the 8 cheapest estimates on all three (full overlap, 0: 0.55 on the first; none, 1: the fastest
-# tile of the 14x14x256 conv is not among them).
+# with N = L_(i+1) + S_(i-1). Checked against tiled_conv runs on gemmini-native's model (December 2026: 594 tiles
+# of the 56x56x64 paper conv, 173 of 28x28x128, 174 of 14x14x256, mostly accumulator-filling ones and the local
+# steps around them): Spearman 0.78 / 0.63 / 0.57; the fastest measured tile is among the 8 cheapest estimates
+# for the last two and 4.5% off it for the first (whose fastest tiles are small loops: 1 x 32 pixels x 64
+# channels). Full overlap (0) ranks the 56x56 sweep with 0.55; none (1) misses the 14x14 conv's fastest tile.
+# What the estimate leaves out and the search measures instead: page walks (one TLB entry shared by the input
+# reader and the output writer), the L2 beyond "weights fit half of it", each loop's fixed latency.
 STORE_CYCLES = 20
 LINE_BYTES = 64
 DRAM_LINE_CYCLES = 8  # timing_params.h: T_LINE_BYTES / T_DRAM_BYTES_PER_CYCLE

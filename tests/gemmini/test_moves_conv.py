@@ -107,3 +107,12 @@ def test_the_first_good_tile_move_is_much_faster_than_the_library_conv(tmp_path:
     library, moved = run(source, "library"), run(first.source, "moved")
     assert library.status == OK and moved.status == OK, (library.message, moved.message)
     assert moved.value * 1.3 < library.value, (moved.value, library.value)  # ~3.32M -> ~2.2M cycles today
+
+
+def test_conv_neighbours_split_one_kernel_axis_at_a_time() -> None:
+    # one kernel row per loop (three loops per output tile, each loading a third of the input window's rows)
+    dims = _dims((4, 56, 56, 64, 64, 3, 1, 1))
+    t = {"batches": 1, "porows": 2, "pocols": 56, "pochs": 64, "krows": 3, "kcols": 3, "kchs": 32}
+    steps = [c for _, c in moves.conv_neighbours(t, dims)]
+    assert dict(t, krows=1) in steps and dict(t, kcols=1) in steps
+    assert all(moves.conv_fits(c, dims) for c in steps)
