@@ -196,3 +196,15 @@ def test_bf16_inputs_are_drawn_as_floats_like_fp32_ones():
     assert str(inputs["x"].dtype) == "bfloat16"
     assert not np.all(x == np.round(x))  # normal(0, 1) values, not integers
     assert -0.051 <= w.min() < 0 < w.max() <= 0.051
+
+
+def test_bf16_inputs_get_the_low_precision_tolerance_even_when_the_reference_computes_in_fp32():
+    import ml_dtypes
+
+    plain = types.SimpleNamespace()
+    fp32 = [np.zeros((2, 2), dtype=np.float32)]
+    bf16_inputs = {"a": np.zeros((2, 2), dtype=ml_dtypes.bfloat16), "n": 3}
+    assert runner.tolerance(plain, fp32, bf16_inputs) == (2e-2, 2e-2)
+    assert runner.tolerance(plain, fp32, {"a": np.zeros((2, 2), dtype=np.float32)}) == (1e-4, 1e-4)
+    declared = types.SimpleNamespace(TOLERANCE={"rtol": 1e-3, "atol": 1e-5})
+    assert runner.tolerance(declared, fp32, bf16_inputs) == (1e-3, 1e-5)

@@ -94,7 +94,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
     required_bytes = required_macs = 0
     for n, (seed, inputs, expected, required_macs) in enumerate(cases):
         label = f"input set {n + 1} (seed {seed})"
-        rtol, atol = runner.tolerance(problem, runner.as_list(expected))
+        rtol, atol = runner.tolerance(problem, runner.as_list(expected), inputs)
         outs = runner.output_buffers(problem)
         with physics.Ledger() as ledger:
             try:
