@@ -602,3 +602,41 @@ def test_finfo_and_iinfo_give_the_device_dtype_limits():
     assert nl.iinfo(nl.uint8).max == 255 and nl.iinfo(nl.int16).min == -32768
     with pytest.raises(NkiError, match="not a float type"):
         nl.finfo(nl.int32)
+
+
+def test_loop_reduce_accumulates_into_the_assignment_target_across_the_loop():
+    # dst[...] = nl.loop_reduce(x, op, loop_indices=[k]) is dst = op(dst, x) (nki.language.loop_reduce docs)
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        best = nl.full((128, 64), -1e30, dtype=nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            t = nl.load(x[i])
+            acc[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i])
+            best[...] = nl.loop_reduce(t, op=nl.maximum, loop_indices=[i])
+        nl.store(out, value=nl.add(acc, best))
+        return out
+
+    x = np.random.default_rng(3).standard_normal((4, 128, 64)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x.sum(axis=0) + x.max(axis=0), rtol=1e-5, atol=1e-5)
+    # two fills (zeros, full), one VectorE instruction per reduction step, the final add
+    assert last_report()["engines"]["vector"]["instructions"] == 2 + 4 * 2 + 1
+
+
+def test_mod_and_fmod_follow_the_divisor_and_the_dividend_sign():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out[0:1, :], value=nl.mod(t, 3.0))
+        nl.store(out[1:2, :], value=nl.fmod(t, 3.0))
+        return out
+
+    x = np.array([[-7.0, -1.0, 4.0, 8.0]], dtype=np.float32)
+    np.testing.assert_array_equal(k(x), [[2.0, 2.0, 1.0, 2.0], [-1.0, -1.0, 1.0, 2.0]])
+
+
+def test_empty_like_allocates_a_tensor_of_the_same_shape_dtype_and_buffer():
+    t = nl.empty_like(nl.ndarray((128, 32), dtype=nl.bfloat16, buffer=nl.sbuf))
+    assert t.shape == (128, 32) and t.dtype == nl.bfloat16 and t.buffer is nl.sbuf

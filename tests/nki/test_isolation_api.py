@@ -228,3 +228,28 @@ def test_affine_select_fp32_constants_and_the_core_version_reach_the_emulator_fr
 
 def test_finfo_limits_reach_the_kernel_process(tmp_path: Path):
     evaluate(CAUSAL_PROBLEM.replace("on_false_value=nl.fp32.min", "on_false_value=nl.finfo(x.dtype).min"), tmp_path)
+
+
+def test_loop_reduce_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def summed(x):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        acc[...] = nl.loop_reduce(nl.load(x[i]), op=np.add, loop_indices=[i])
+    nl.store(out, value=acc)
+    return out
+
+
+INPUTS = {"x": ((4, 128, 64), "float32")}
+
+
+def reference(x):
+    return x.sum(axis=0)
+'''
+    evaluate(problem, tmp_path)

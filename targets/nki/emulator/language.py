@@ -124,6 +124,8 @@ divide = _b("divide", np.divide)
 maximum = _b("maximum", np.maximum, np.max)
 minimum = _b("minimum", np.minimum, np.min)
 power = _b("power", np.power)
+mod = _b("mod", np.mod)  # the remainder with the divisor's sign, as Python's % (nki.language.mod docs)
+fmod = _b("fmod", np.fmod)  # the remainder with the dividend's sign (nki.language.fmod docs)
 equal = _b("equal", lambda a, b: (a == b).astype(np.float32))
 not_equal = _b("not_equal", lambda a, b: (a != b).astype(np.float32))
 greater = _b("greater", lambda a, b: (a > b).astype(np.float32))
@@ -260,6 +262,22 @@ def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **kw: Any) 
 
 def zeros_like(x: Tile, dtype: Any = None, buffer: Any = None, **kw: Any) -> Tile:
     return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, **kw)
+
+
+def empty_like(x: Tile, dtype: Any = None, buffer: Any = None, **kw: Any) -> Tile:
+    """A new uninitialised tensor of x's shape (nki.language.empty_like)."""
+    return ndarray(x.shape, dtype or x.dtype, buffer=buffer or x.buffer, **kw)
+
+
+def loop_reduce(x: Tile, op: Any, loop_indices: Any = None, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+    """nki.language.loop_reduce: `dst[...] = nl.loop_reduce(x, op, loop_indices)` is, per the docs, the same as
+    `dst = nisa.tensor_tensor(data1=dst, data2=x, op=op)` -- the destination is the other operand. The
+    returned view of x carries the reduction; the assignment (copy_into) performs it into its target."""
+    if not isinstance(x, Tile):
+        raise NkiError("nl.loop_reduce: x must be a tile")
+    view = x[tuple(slice(None) for _ in x.shape)]
+    view._loop_reduce = (np_binary(op), dtype, mask)
+    return view
 
 
 # ---- indexing ----------------------------------------------------------------------------------------
@@ -534,6 +552,12 @@ def copy_into(dst: Tile, value: Any) -> None:
             raise NkiError("cannot assign a constant to an HBM tensor; write an SBUF tile and nl.store it")
         ops.dma(dst, value, what="assignment")
         return
+    reduction = value._loop_reduce if isinstance(value, Tile) else None
+    if reduction is not None:  # dst[...] = nl.loop_reduce(x, op): dst = op(dst, x), one VectorE instruction
+        fn, dtype, mask = reduction
+        ops.elementwise("loop_reduce", "vector", fn, [dst, value], dst=dst, dtype=ops.out_dtype(dtype, dst),
+                        mask=mask)
+        return
     if isinstance(value, Tile) and (ops.retarget_load(dst, value) or ops.retarget_result(dst, value)):
         return
     ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst)
@@ -577,8 +601,8 @@ NOT_EMULATED = {
     # bitwise and other rarely used element-wise functions
     "invert": "bitwise op", "bitwise_and": "bitwise op", "bitwise_or": "bitwise op", "bitwise_xor": "bitwise op",
     "left_shift": "bitwise op", "right_shift": "bitwise op", "arctan": "element-wise function", "trunc":
-    "element-wise function", "mod": "element-wise function", "fmod": "element-wise function",
-    "expand_dims": "reshape of on-chip tiles", "loop_reduce": "loop reduction helper",
+    "element-wise function",
+    "expand_dims": "reshape of on-chip tiles",
 }
 
 
@@ -605,7 +629,8 @@ NOT_EMULATED_ISA = {
 # The public nki.language names the emulator implements (for proxies that serve only the public API).
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
-    "zeros_like", "shared_constant", "load", "store", "load_transpose2d", "copy", "transpose", "matmul", "where",
+    "zeros_like", "empty_like", "loop_reduce", "shared_constant", "load", "store", "load_transpose2d", "copy",
+    "transpose", "matmul", "where",
     "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })

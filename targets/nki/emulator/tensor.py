@@ -203,6 +203,7 @@ class Tile:
         self._region: costmodel.Region | None = None
         self._inplace = False  # set by += until the matching __setitem__ of `t[i] += v`
         self._par: int | None = None  # partition axis of the view, when indexing tracked it
+        self._loop_reduce: Any = None  # (op, dtype, mask) of nl.loop_reduce: the assignment reduces into its target
 
     # ---- what kernel code sees ----------------------------------------------------------------
     @property
