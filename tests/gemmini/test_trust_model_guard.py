@@ -131,3 +131,79 @@ def test_clearing_the_models_start_up_flag_stops_the_run_as_tampering(gemmini_c,
     out = run(f"{address['initialized'] - address['main']}\n")
     assert out.returncode == 4, out.output
     assert "tampering: the model's start-up flag changed" in out.output and "cycles " not in out.output
+
+
+FREE_COPY = r"""
+#include "include/gemmini.h"
+#include "include/gemmini_testutils.h"
+#include <stdint.h>
+#include <string.h>
+static char src[1 << 20], dst[1 << 20];
+int main(void) {
+  long from_main = 0;
+  if (scanf("%ld", &from_main) != 1) return 2;
+  volatile int *in_model = (volatile int *)((unsigned long)&main + (unsigned long)from_main);
+  gemmini_flush(0);
+  gemmini_fence();
+  const uint64_t start = read_cycles();
+  if (from_main) *in_model = 1;
+  memcpy(dst, src, sizeof dst);
+  if (from_main) *in_model = 0;
+  const uint64_t end = read_cycles();
+  printf("cycles %llu %d\n", (unsigned long long)(end - start), dst[5]);
+  return 0;
+}
+"""
+
+
+def test_a_copy_made_while_pretending_to_be_the_model_is_still_charged(gemmini_c, tmp_path):
+    # The runtime's `in_model` flag (writable) exempts the model's own copies from the host charge; set by
+    # the program around its memcpy, it made a 1 MiB copy cost 14 cycles instead of 262,165.
+    run = gemmini_c(FREE_COPY)
+    (exe,) = tmp_path.glob("prog*/prog.native")
+    symbols = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    honest, flagged = run("0\n"), run(f"{address['in_model'] - address['main']}\n")
+    assert honest.returncode == 0 and flagged.returncode == 0, honest.output + flagged.output
+    cycles = [int(r.output.split("cycles ")[1].split()[0]) for r in (honest, flagged)]
+    assert cycles[0] > 10_000, cycles  # a 1 MiB copy is charged by its bytes
+    assert cycles[1] >= cycles[0], cycles
+
+
+REDIRECTED_DMA = r"""
+#include "include/gemmini.h"
+#include "include/gemmini_testutils.h"
+#include <stdint.h>
+#include <string.h>
+extern struct { uint64_t host, next_issue, all_done, busy[3]; } T;
+typedef void (*write_fn)(uint64_t addr, const void *src, uint64_t n);
+static void unchecked_write(uint64_t addr, const void *src, uint64_t n) { memcpy((void *)(uintptr_t)addr, src, n); }
+static elem_t zeros[DIM][DIM];
+int main(void) {
+  long from_main = 0;
+  if (scanf("%ld", &from_main) != 1) return 2;
+  *(write_fn *)((unsigned long)&main + (unsigned long)from_main) = unchecked_write; /* the model's dram_write */
+  gemmini_config_ld(DIM);
+  gemmini_mvin(zeros, 0);
+  gemmini_config_st(DIM);
+  gemmini_extended_mvout((uintptr_t)&T, 0, DIM, 1);
+  gemmini_fence();
+  printf("cycles %llu\n", (unsigned long long)read_cycles());
+  return 0;
+}
+"""
+
+
+def test_the_models_dma_cannot_be_pointed_past_its_own_memory_check(gemmini_c, tmp_path):
+    # The model's DRAM write goes through a pointer in writable memory; pointed at a copy without the check,
+    # an mvout would have the model itself write its clock and seal it.
+    run = gemmini_c(REDIRECTED_DMA)
+    (exe,) = tmp_path.glob("prog*/prog.native")
+    symbols = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    address = {line.split()[2]: int(line.split()[0], 16) for line in symbols.splitlines() if len(line.split()) == 3}
+    if "dram_write" not in address:  # natively the model calls its checked writer directly: nothing to redirect
+        assert "host_write" in address or "gm_dram_write" in address, symbols
+        return
+    out = run(f"{address['dram_write'] - address['main']}\n")
+    assert out.returncode == 3 and "aimed at the model's own memory" in out.output, out.output
+    assert "cycles " not in out.output

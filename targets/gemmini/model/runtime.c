@@ -22,6 +22,11 @@ const char *gm_in_loop;
 
 static int initialized;
 static volatile sig_atomic_t in_model;
+/* in_model is writable by the program: set, it would make the program's own memcpy/memset free. The
+ * copy wrappers therefore also require this token, which only the model's instruction dispatch sets and
+ * which cannot be written without the run's secret. */
+static uint64_t model_busy;
+#define MODEL_BUSY_TOKEN (gm_guard_key ^ 0x4d4f44454c425553ULL)
 
 static void load_block_table(void);
 
@@ -197,6 +202,7 @@ void gm_fail(const char *fmt, ...) {
           gm_in_loop ? " inside " : "", gm_in_loop ? gm_in_loop : "", (unsigned long long)gm_insn_no,
           (unsigned long long)gm_cur_funct, (unsigned long long)gm_cur_rs1, (unsigned long long)gm_cur_rs2);
   in_model = 0;
+  model_busy = 0;
   gm_guard_seal(); /* the model stops itself mid-instruction: its own state, not tampering */
   exit(3);
 }
@@ -232,6 +238,7 @@ static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t retur
   }
   if (funct < NUM_FUNCTS && funct != F_LOOP_WS && funct != F_LOOP_CONV_WS) S.executed[funct]++;
   in_model = 1;
+  model_busy = MODEL_BUSY_TOKEN;
   tm_host_begin();
   uint64_t rd = 0;
   switch (funct) {
@@ -261,6 +268,7 @@ static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t retur
   }
   tm_host_end();
   in_model = 0;
+  model_busy = 0;
   gm_in_loop = NULL;
   gm_guard_seal();
   return rd;
@@ -336,11 +344,23 @@ void gemmini_model_memory_fault(uint64_t addr) {
 /* Every accelerator DRAM access is also a DMA piece for the cycle model (timing.c). */
 void gm_dram_read(uint64_t addr, void *dst, uint64_t n) {
   tm_note_dram(addr, n, 0);
+#ifdef GEMMINI_MODEL_SPIKE
   dram_read(addr, dst, n);
+#else
+  /* Natively a direct call: the two pointers are writable memory, and a program that pointed them at a copy
+   * without the own-memory check would have the model itself write (and seal) a forged clock. */
+  (void)dram_read;
+  host_read(addr, dst, n);
+#endif
 }
 void gm_dram_write(uint64_t addr, const void *src, uint64_t n) {
   tm_note_dram(addr, n, 1);
+#ifdef GEMMINI_MODEL_SPIKE
   dram_write(addr, src, n);
+#else
+  (void)dram_write;
+  host_write(addr, src, n);
+#endif
 }
 
 /* ---- host work ---- */
@@ -486,7 +506,8 @@ void *__real_memmove(void *dst, const void *src, size_t n);
 void *__real_memset(void *dst, int value, size_t n);
 
 static void charge_libc(size_t n, unsigned bytes_per_cycle) {
-  if (!in_model && initialized) gm_guard_host_add(T_HOST_CALL_CYCLES + n / bytes_per_cycle);
+  const int models_own = in_model && gm_guard_key && model_busy == MODEL_BUSY_TOKEN;
+  if (!models_own && model_started()) gm_guard_host_add(T_HOST_CALL_CYCLES + n / bytes_per_cycle);
 }
 void *__wrap_memcpy(void *dst, const void *src, size_t n) {
   charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);
