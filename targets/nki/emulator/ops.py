@@ -378,6 +378,8 @@ def retarget_result(dst: Tile, value: Tile) -> bool:
         return False
     if dst.oob or (alloc.slot is not None and alloc.slot.spilled):
         return False
+    if dst.strides is None or dst.minor_stride_bytes() > P.MINOR_STRIDE_PENALTY_BYTES:
+        return False  # the instruction was costed for its contiguous temporary, not a strided or gathered write
     target = dst.access()
     if trace._ready([], [target]) > start:
         return False
