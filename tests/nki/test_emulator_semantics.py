@@ -640,3 +640,16 @@ def test_mod_and_fmod_follow_the_divisor_and_the_dividend_sign():
 def test_empty_like_allocates_a_tensor_of_the_same_shape_dtype_and_buffer():
     t = nl.empty_like(nl.ndarray((128, 32), dtype=nl.bfloat16, buffer=nl.sbuf))
     assert t.shape == (128, 32) and t.dtype == nl.bfloat16 and t.buffer is nl.sbuf
+
+
+def test_dma_copy_accepts_the_descriptor_generation_and_out_of_bounds_modes():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x, dge_mode=nisa.dge_mode.hwdge, oob_mode=nisa.oob_mode.error)
+        nisa.dma_copy(dst=out, src=t, dge_mode=nisa.dge_mode.swdge)
+        return out
+
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(k(x), x)

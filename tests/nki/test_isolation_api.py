@@ -253,3 +253,9 @@ def reference(x):
     return x.sum(axis=0)
 '''
     evaluate(problem, tmp_path)
+
+
+def test_dma_modes_reach_the_kernel_process(tmp_path: Path):
+    evaluate(CAUSAL_PROBLEM.replace("nl.store(out, value=nl.maximum(t, -1e30))",
+                                    "r = nl.maximum(t, -1e30)\n    nisa.dma_copy(dst=out, src=r, dge_mode=nisa.dge_mode.hwdge)"),
+             tmp_path)

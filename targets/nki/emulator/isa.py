@@ -33,6 +33,24 @@ gpsimd_engine = engine.gpsimd
 unknown_engine = engine.unknown
 
 
+class dge_mode(Enum):  # noqa: N801 - NKI's public name
+    """How a DMA's descriptors are generated (nisa.dma_copy(dge_mode=)): accepted; the cost model charges every
+    DMA the same descriptor cost (params.py), software or hardware generated."""
+
+    unknown = 0
+    none = 1
+    swdge = 2
+    hwdge = 3
+
+
+class oob_mode(Enum):  # noqa: N801 - NKI's public name
+    """What an out-of-bounds DMA access does (nisa.dma_copy(oob_mode=)). Without indirect addressing (not
+    emulated) no access is out of bounds but by the kernel's own indices, which the emulator refuses."""
+
+    error = 0
+    skip = 1
+
+
 class reduce_cmd(Enum):  # noqa: N801
     idle = 0
     reset = 1
@@ -246,7 +264,7 @@ def memset(*args: Any, **kwargs: Any) -> Tile:
 
 
 def dma_copy(*args: Any, **kwargs: Any) -> Tile:
-    a = _bind(["dst", "src", "mask", "dge_mode"], args, kwargs, "dma_copy")
+    a = _bind(["dst", "src", "mask", "dge_mode", "oob_mode"], args, kwargs, "dma_copy")
     return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy")
 
 
@@ -356,7 +374,8 @@ PUBLIC_FUNCTIONS = frozenset({
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
-                           "unknown_engine", "reduce_cmd", "nc_version"})
+                           "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",
+                           "oob_mode"})
 
 
 def __getattr__(name: str) -> Any:
