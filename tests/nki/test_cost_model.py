@@ -539,3 +539,26 @@ def test_a_result_assigned_into_a_strided_destination_keeps_its_copy():
     k(X[:128, :256])
     engines = last_report()["engines"]
     assert engines["scalar"]["instructions"] == 2 and engines["vector"]["instructions"] == 2
+
+
+def test_scalar_tensor_tensor_costs_two_passes_even_with_a_psum_operand():
+    # its docs give 2N VectorE cycles (tensor_tensor with one PSUM and one SBUF input is N)
+    def vector_busy(use_stt: bool) -> float:
+        @jit
+        def k(x):
+            out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+            a = nl.load(x)
+            p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(p, nl.load(x[:, 0:128]), a)
+            r = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+            if use_stt:
+                nisa.scalar_tensor_tensor(dst=r, data=p, op0=nl.multiply, operand0=2.0, op1=nl.add, operand1=a)
+            else:
+                nisa.tensor_tensor(dst=r, data1=p, data2=a, op=nl.add)
+            nl.store(out, value=r)
+            return out
+
+        k(X[:128, :])
+        return last_report()["engines"]["vector"]["busy_us"]
+
+    assert vector_busy(True) == pytest.approx(2 * vector_busy(False), rel=1e-3)

@@ -653,3 +653,37 @@ def test_dma_copy_accepts_the_descriptor_generation_and_out_of_bounds_modes():
 
     x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_array_equal(k(x), x)
+
+
+def test_scalar_tensor_tensor_applies_a_scalar_op_then_a_tile_op_with_optional_reversal():
+    @jit
+    def k(x, y):
+        out = nl.ndarray((2, 128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        a, b = nl.load(x), nl.load(y)
+        col = nl.load(x[:, 0:1])
+        r0 = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=r0, data=a, op0=nl.subtract, operand0=col, op1=nl.multiply, operand1=b)
+        r1 = nisa.scalar_tensor_tensor(data=a, op0=nl.subtract, operand0=2.0, reverse0=True, op1=nl.subtract,
+                                       operand1=b, reverse1=True)
+        nl.store(out[0], value=r0)
+        nl.store(out[1], value=r1)
+        return out
+
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((128, 8)).astype(np.float32), rng.standard_normal((128, 8)).astype(np.float32)
+    got = k(x, y)
+    np.testing.assert_allclose(got[0], (x - x[:, 0:1]) * y, rtol=1e-6)
+    np.testing.assert_allclose(got[1], y - (2.0 - x), rtol=1e-6)
+
+
+def test_scalar_tensor_tensor_refuses_data_and_operand1_both_in_psum():
+    @jit
+    def k(x):
+        a = nl.load(x)
+        p = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.psum)
+        q = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.psum)
+        nisa.scalar_tensor_tensor(dst=a, data=p, op0=nl.add, operand0=1.0, op1=nl.add, operand1=q)
+        return x
+
+    with pytest.raises(NkiError, match="cannot both be in PSUM"):
+        k(np.zeros((128, 8), dtype=np.float32))

@@ -161,10 +161,11 @@ def elementwise(
     free = max([dst.free_size] + [t.free_size for t in tiles])
     streamed = [t for t in tiles if t.free_size > 1]  # a (P, 1) operand is read as a per-lane scalar
     streams = len(streamed)
-    if engine == "vector" and streams == 2 and what != "tensor_tensor_scan" and \
+    if engine == "vector" and streams == 2 and what not in ("tensor_tensor_scan", "scalar_tensor_tensor") and \
             {t.buffer.kind for t in streamed} == {"sbuf", "psum"}:
         # two input tiles, one in PSUM and one in SBUF, stream in parallel over the two ports: N cycles,
-        # not 2N (nki.isa.tensor_tensor "Estimated instruction cost"; the scan is 2N in every case)
+        # not 2N (nki.isa.tensor_tensor "Estimated instruction cost"; the scan and scalar_tensor_tensor are 2N in
+        # every case, their docs' cost tables)
         streams = 1
     strided = any(t.minor_stride_bytes() > P.MINOR_STRIDE_PENALTY_BYTES for t in [dst, *tiles])
     itemsize = max([dst.dtype.itemsize] + [t.dtype.itemsize for t in tiles])
