@@ -687,3 +687,34 @@ def test_scalar_tensor_tensor_refuses_data_and_operand1_both_in_psum():
 
     with pytest.raises(NkiError, match="cannot both be in PSUM"):
         k(np.zeros((128, 8), dtype=np.float32))
+
+
+def test_max8_and_find_index8_give_the_top_eight_values_and_their_first_positions():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        top = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.max8(dst=top, src=t)
+        idx = nisa.nc_find_index8(data=t, vals=top)  # legacy form: returns uint32 indices
+        nl.store(out[0], value=top)
+        nl.store(out[1], value=nl.copy(idx, dtype=nl.float32))
+        return out
+
+    x = np.random.default_rng(7).permutation(128 * 40).astype(np.float32).reshape(128, 40)
+    got = k(x)
+    order = np.argsort(-x, axis=1)[:, :8]
+    np.testing.assert_array_equal(got[0], np.take_along_axis(x, order, axis=1))
+    np.testing.assert_array_equal(got[1], order)
+
+
+def test_find_index8_refuses_a_value_absent_from_the_data():
+    @jit
+    def k(x):
+        t = nl.load(x)
+        vals = nl.full((128, 8), -5.0, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_find_index8(data=t, vals=vals)
+        return x
+
+    with pytest.raises(NkiError, match="does not occur in data"):
+        k(np.zeros((128, 16), dtype=np.float32))

@@ -259,3 +259,28 @@ def test_dma_modes_reach_the_kernel_process(tmp_path: Path):
     evaluate(CAUSAL_PROBLEM.replace("nl.store(out, value=nl.maximum(t, -1e30))",
                                     "r = nl.maximum(t, -1e30)\n    nisa.dma_copy(dst=out, src=r, dge_mode=nisa.dge_mode.hwdge)"),
              tmp_path)
+
+
+def test_max8_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def top8(x):
+    out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    top = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.max8(dst=top, src=nl.load(x))
+    nl.store(out, value=top)
+    return out
+
+
+INPUTS = {"x": ((128, 64), "float32")}
+
+
+def reference(x):
+    return -np.sort(-x, axis=1)[:, :8]
+'''
+    evaluate(problem, tmp_path)

@@ -245,6 +245,51 @@ def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
                            dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
 
 
+def max8(*args: Any, **kwargs: Any) -> Tile:
+    """The 8 largest values of each partition, descending, as a (P, 8) tile (nki.isa.max8; both forms). The
+    docs give N engine cycles for N elements per partition: VectorE streaming the source once."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
+    a = _bind(["src", "mask", "dtype"], rest, kwargs, "max8")
+    src = a.get("src")
+    if not isinstance(src, Tile):
+        raise NkiError("nisa.max8: src must be a tile")
+    n = src.free_size
+    if not 8 <= n <= 16384:
+        raise NkiError(f"nisa.max8: src has {n} elements per partition; it must have 8 to 16384")
+
+    def top8(x: Any) -> Any:
+        flat = np.asarray(x, dtype=np.float32).reshape(x.shape[0], -1)
+        return -np.sort(-flat, axis=1)[:, :8]
+
+    return ops.elementwise("max8", "vector", top8, [src], dst=dst, dtype=ops.out_dtype(a.get("dtype"), src),
+                           mask=a.get("mask"))
+
+
+def nc_find_index8(*args: Any, **kwargs: Any) -> Tile:
+    """Per partition, the index of the first occurrence of each of 8 values in data (nki.isa.nc_find_index8; both
+    forms), uint32 unless dtype / dst says uint16. N engine cycles (VectorE) for N data elements per partition.
+    A value absent from data is undefined in the legacy docs (an all-ones sentinel in the current ones): refused."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3)
+    a = _bind(["data", "vals", "mask", "dtype"], rest, kwargs, "nc_find_index8")
+    data, vals = a.get("data"), a.get("vals")
+    if not isinstance(data, Tile) or not isinstance(vals, Tile):
+        raise NkiError("nisa.nc_find_index8: data and vals must be tiles")
+    if vals.free_size != 8:
+        raise NkiError(f"nisa.nc_find_index8: vals must hold 8 values per partition, it holds {vals.free_size}")
+
+    def find(x: Any, v: Any) -> Any:
+        flat = np.asarray(x, dtype=np.float32).reshape(x.shape[0], -1)
+        want = np.asarray(v, dtype=np.float32).reshape(v.shape[0], 8)
+        hits = flat[:, None, :] == want[:, :, None]
+        if not hits.any(axis=2).all():
+            raise NkiError("nisa.nc_find_index8: a value of vals does not occur in data in some partition "
+                           "(undefined on hardware; the emulator refuses it)")
+        return hits.argmax(axis=2).astype(np.float32)
+
+    return ops.elementwise("nc_find_index8", "vector", find, [data, vals], dst=dst,
+                           dtype=a.get("dtype") or (dst.dtype if dst is not None else "uint32"), mask=a.get("mask"))
+
+
 def tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
     a = _bind(["data1", "data2", "op", "dtype", "mask", "engine"], rest, kwargs, "tensor_tensor")
@@ -398,6 +443,7 @@ PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
+    "max8", "nc_find_index8",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",

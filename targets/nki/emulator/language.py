@@ -615,8 +615,8 @@ def not_emulated(module: str, name: str) -> AttributeError:
 
 
 NOT_EMULATED_ISA = {
-    "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_find_index8": "max-8 search",
-    "nc_match_replace8": "max-8 search", "max8": "max-8 search", "select_reduce": "predicated reduction",
+    "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_match_replace8": "max-8 search",
+    "select_reduce": "predicated reduction",
     "range_select": "predicated selection", "local_gather": "GpSimd gather",
     "dma_transpose": "DMA transpose engine (use nl.load_transpose2d)", "tensor_partition_reduce":
     "cross-partition reduction (use nc_matmul with ones)",
