@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,16 @@ def _examples(args: argparse.Namespace) -> list[Path]:
     return files
 
 
-def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _stdout_json(rows: Any) -> None:
+    print(json.dumps(rows))
+
+
+def run_bench(args: argparse.Namespace, out: Console, err: Console,
+              print_json: Callable[[Any], None] = _stdout_json) -> int:
+    """With --json the rows go to print_json: the command line's reserved stdout (cli.main._print_json), since
+    everything else written to file descriptor 1 then goes to stderr."""
     if getattr(args, "paper", False):
-        return run_paper_bench(args, out, err)
+        return run_paper_bench(args, out, err, print_json)
     rows = []
     for path in _examples(args):
         started = time.monotonic()
@@ -77,7 +86,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
             if not args.json:
                 err.print(f"{path.name}: {row.get('status')} {row.get('speedup') or ''}")
     if args.json:
-        print(json.dumps(rows))
+        print_json(rows)
         return 0
     table = Table(title=f"speedpatch bench {args.target} (offline proposer, {args.iterations} iterations)")
     for col in ("example", "baseline", "best", "speedup", "utilization", "search s", "evals/min", "status"):
@@ -131,7 +140,8 @@ def _util(ev: object | None) -> float | None:
     return float(u) if isinstance(u, (int, float)) else None
 
 
-def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
+def run_paper_bench(args: argparse.Namespace, out: Console, err: Console,
+                    print_json: Callable[[Any], None] = _stdout_json) -> int:
     """The Autocomp paper's setup on Gemmini: for each of its problems, the library call as the baseline, the
     unoptimized explicit code as the search's start, the best the (offline) search finds from that start,
     utilization, and the roofline (peak compute vs. the fewest DRAM bytes)."""
@@ -171,6 +181,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
                     "vs_library": (lib.value / best.value) if (lib.correct and lib.value and best and best.value) else None,
                     "vs_start": (first.value / best.value) if (first and first.value and best and best.value) else None,
                     "roof_util": roof.get("roof_util"), "status": record.status,
+                    "reverified": str((best.receipt or {}).get("reverified", "-")) if best else "-",
                     "message": (run_message(record).splitlines() or [""])[0],
                 })
             except UserError as exc:
@@ -180,7 +191,7 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
         if not args.json:
             err.print(f"{base.name}: {row.get('status')}")
     if args.json:
-        print(json.dumps(rows))
+        print_json(rows)
         return 0
 
     def pct(x: object) -> str:
@@ -192,13 +203,20 @@ def run_paper_bench(args: argparse.Namespace, out: Console, err: Console) -> int
     table = Table(title=f"speedpatch bench gemmini --paper (offline proposer, {args.iterations} iterations; "
                         "start = unoptimized explicit code, as in the paper)")
     for col in ("problem", "library", "util", "explicit start", "best found", "util", "vs library", "vs start",
-                "roofline util", "status"):
+                "roofline util", "re-verified", "status"):
         table.add_column(col, overflow="fold")
     for r in rows:
         unit = str(r.get("unit") or "")
         table.add_row(str(r["problem"]), value_text(r.get("library"), unit, "-"), pct(r.get("library_util")),
                       value_text(r.get("start"), unit, "-"), value_text(r.get("best"), unit, "-"), pct(r.get("best_util")),
                       ratio(r.get("vs_library")), ratio(r.get("vs_start")), pct(r.get("roof_util")),
+                      str(r.get("reverified", "-")),
                       str(r.get("status", "")) + (f": {r['message']}" if r.get("message") else ""))
     out.print(table)
+    for kind, prefix in (("GEMMs", "matmul_"), ("convolutions", "conv_")):
+        ratios = [float(r["vs_library"]) for r in rows
+                  if str(r["problem"]).startswith(prefix) and isinstance(r.get("vs_library"), (int, float))]
+        if ratios:
+            geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            out.print(f"{kind}: best found vs library, geomean {geomean:.2f}x over {len(ratios)} problem(s)")
     return 0 if all(r.get("status") == RunStatus.FINISHED for r in rows) else 1

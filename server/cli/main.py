@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -116,7 +116,7 @@ def _print_plain(text: str) -> None:
     sys.stdout.flush()
 
 
-_json_out = sys.stdout  # where --json results go; see _reserve_stdout
+_json_out: TextIO | None = None  # where --json results go once stdout is reserved (else sys.stdout); see below
 
 
 def _reserve_stdout() -> None:
@@ -130,8 +130,9 @@ def _reserve_stdout() -> None:
 
 
 def _print_json(data: Any) -> None:
-    _json_out.write(json.dumps(data) + "\n")
-    _json_out.flush()
+    stream = _json_out or sys.stdout
+    stream.write(json.dumps(data) + "\n")
+    stream.flush()
 
 
 # how a search's end reads to a shell: 1 failed (also printed), 3 interrupted (resumable), 130 cancelled (as Ctrl-C)
@@ -325,7 +326,7 @@ def _print_sandbox(config: Config, console: Console) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from speedpatch.cli.bench import run_bench
 
-    return run_bench(args, out, err)
+    return run_bench(args, out, err, _print_json)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -624,7 +624,8 @@ def _conv_good_tiles(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     found.sort(key=order)
     # one tile per output shape first (the input-channel tile is a local step away), then the rest by cost
     seen: set[tuple[int, ...]] = set()
-    first, rest = [], []
+    first: list[dict[str, int]] = []
+    rest: list[dict[str, int]] = []
     for _, t in found:
         shape = (t["batches"], t["porows"], t["pocols"], t["pochs"])
         (rest if shape in seen else first).append(t)
