@@ -15,6 +15,7 @@ import pytest
 from speedpatch.model import OK, REJECTED
 from speedpatch.targets import get_target
 from speedpatch.targets.base import EvalContext
+from support.gemmini_cheats import record_rewrite
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gemmini"
 QUICK_PATH = EXAMPLES / "matmul_128.c"
@@ -255,33 +256,7 @@ def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with
 # figures to two thirds (same digit count), and rewrites the harness's first-trial figure (a saved register
 # or a stack slot) to match. Before the kernel call was checked this was "correct, 9458 cycles" for the
 # 14,188-cycle library call; the model's own log of each region would refuse it too.
-REWRITE_RECORD = kernel(f"""  static int calls;
-  __builtin_unwind_init();
-  {LIBRARY_CALL}
-  if (calls++ != 1) return;
-  volatile char here = 0;
-  char *p = (char *)&here;
-  unsigned long old = 0, neu = 0;
-  long at = -1;
-  for (long i = 0; i < 8000 && at < 0; i++)
-    if (p[i] == 't' && p[i + 1] == 'r' && p[i + 2] == 'i' && p[i + 3] == 'a' && p[i + 4] == 'l' && p[i + 5] == ' ' &&
-        p[i + 6] == '0') at = i;
-  if (at < 0) return;
-  for (long j = at; j < at + 200; j++) {{
-    char *r = p + j;
-    if (r[0] != 'c' || r[1] != 'y' || r[2] != 'c' || r[3] != 'l' || r[4] != 'e' || r[5] != 's' || r[6] != '=') continue;
-    unsigned long v = 0;
-    int n = 0;
-    while (r[7 + n] >= '0' && r[7 + n] <= '9') v = (v << 3) + (v << 1) + (unsigned long)(r[7 + n++] - '0');
-    if (!old) {{ old = v; neu = (v << 1) / 3; }}
-    if (v != old) continue;
-    unsigned long w = neu;
-    for (int k = n - 1; k >= 0; k--) {{ r[7 + k] = (char)('0' + w % 10); w /= 10; }}
-  }}
-  for (long i = -256; i < at; i += 8) {{
-    unsigned long *q = (unsigned long *)(((unsigned long)p + (unsigned long)i) & ~7UL);
-    if (*q == old) *q = neu;
-  }}""")
+REWRITE_RECORD = kernel(record_rewrite(LIBRARY_CALL))
 
 
 def test_a_kernel_that_rewrites_the_harness_record_on_the_stack_is_refused(target, tmp_path):

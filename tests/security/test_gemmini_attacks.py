@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 from attack import run_attack
+from support.gemmini_cheats import record_rewrite
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
@@ -98,33 +99,7 @@ CHEATS = {
         + kernel(f"  volatile long s = 0;\n  hidden(&s);\n  {LIBRARY_CALL}"),
         ["asm label", "not instrumented"]),
     "the harness's record of trial 0 rewritten by trial 1": (
-        kernel(f"""  static int calls;
-  __builtin_unwind_init();
-  {LIBRARY_CALL}
-  if (calls++ != 1) return;
-  volatile char here = 0;
-  char *p = (char *)&here;
-  unsigned long old = 0, neu = 0;
-  long at = -1;
-  for (long i = 0; i < 8000 && at < 0; i++)
-    if (p[i] == 't' && p[i + 1] == 'r' && p[i + 2] == 'i' && p[i + 3] == 'a' && p[i + 4] == 'l' && p[i + 5] == ' ' &&
-        p[i + 6] == '0') at = i;
-  if (at < 0) return;
-  for (long j = at; j < at + 200; j++) {{
-    char *r = p + j;
-    if (r[0] != 'c' || r[1] != 'y' || r[2] != 'c' || r[3] != 'l' || r[4] != 'e' || r[5] != 's' || r[6] != '=') continue;
-    unsigned long v = 0;
-    int n = 0;
-    while (r[7 + n] >= '0' && r[7 + n] <= '9') v = (v << 3) + (v << 1) + (unsigned long)(r[7 + n++] - '0');
-    if (!old) {{ old = v; neu = (v << 1) / 3; }}
-    if (v != old) continue;
-    unsigned long w = neu;
-    for (int k = n - 1; k >= 0; k--) {{ r[7 + k] = (char)('0' + w % 10); w /= 10; }}
-  }}
-  for (long i = -256; i < at; i += 8) {{
-    unsigned long *q = (unsigned long *)(((unsigned long)p + (unsigned long)i) & ~7UL);
-    if (*q == old) *q = neu;
-  }}"""),
+        kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
 }
 
