@@ -98,23 +98,14 @@ class _Counted(np.ndarray):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         # inputs nested in sequences too (np.concatenate([x[:, h:], x[:, :h]])): a _Counted left inside
         # would dispatch back here for ever
-        plain = [_unwrap(x) for x in args]
-        result = func(*plain, **{k: _unwrap(v) for k, v in kwargs.items()})
+        plain = [_plain(x) for x in args]
+        result = func(*plain, **{k: _plain(v) for k, v in kwargs.items()})
         if func is np.dot and len(args) >= 2 and all(isinstance(x, _Counted) for x in args[:2]):
             _record(plain[0], plain[1], result)
         return result
 
 
 _RECORDED: list[tuple[Any, int]] = []
-
-
-def _unwrap(value: Any) -> Any:
-    """value with every _Counted in it (also inside lists and tuples) as a plain ndarray."""
-    if isinstance(value, _Counted):
-        return np.asarray(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unwrap(v) for v in value)
-    return value
 
 
 def _record(a: np.ndarray, b: np.ndarray, result: Any) -> None:
@@ -140,6 +131,7 @@ def reference_work(reference: Any, inputs: list[Any]) -> tuple[Any, int]:
 
 
 def _plain(value: Any) -> Any:
+    """value with every _Counted in it (also inside lists and tuples) as a plain ndarray."""
     if isinstance(value, _Counted):
         return np.asarray(value)
     if isinstance(value, (tuple, list)):
