@@ -396,6 +396,12 @@ CONV_AUTO = ["batch", "in_row", "in_col", "in_ch", "out_ch", "out_row", "out_col
              "kdim", "wrot", "t_out", "t_in", "t_w1203", "t_w0132", "input", "weights", "bias", "output", "act",
              "scale", "pool_size", "pool_stride", "pool_pad", "type"]
 CONV_TILES = ["batches", "porows", "pocols", "pochs", "krows", "kcols", "kchs"]
+CONV_DIMS = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
+
+
+def conv_limits(dims: dict[str, int]) -> list[int]:
+    """The largest value of each tile size (CONV_TILES order): the problem's own extent."""
+    return [dims["batch"], dims["out_row"], dims["out_col"], dims["out_ch"], dims["kdim"], dims["kdim"], dims["in_ch"]]
 CONV = CONV_AUTO[:17] + CONV_TILES + CONV_AUTO[17:]
 
 
@@ -418,7 +424,7 @@ def conv_fits(t: dict[str, int], dims: dict[str, int]) -> bool:
 def conv_auto_tiles(dims: dict[str, int]) -> dict[str, int]:
     """The tiles tiled_conv_auto picks: upstream's rule, as gemmini_conv_upstream_tiles in gemmini_conv.h writes it
     (shrink the largest size until a tile fits, channels by DIM, columns last; then grow columns, then all)."""
-    most = [dims["batch"], dims["out_row"], dims["out_col"], dims["out_ch"], dims["kdim"], dims["kdim"], dims["in_ch"]]
+    most = conv_limits(dims)
     rows, cols, channels = 1, 2, (3, 6)
     a = list(most)
 
@@ -461,8 +467,7 @@ CONV_TRADES = (("porows", "pochs"), ("pochs", "porows"), ("batches", "pochs"), (
 
 
 def conv_neighbours(t: dict[str, int], dims: dict[str, int]) -> list[tuple[str, dict[str, int]]]:
-    limits = {"batches": dims["batch"], "porows": dims["out_row"], "pocols": dims["out_col"], "pochs": dims["out_ch"],
-              "krows": dims["kdim"], "kcols": dims["kdim"], "kchs": dims["in_ch"]}
+    limits = dict(zip(CONV_TILES, conv_limits(dims), strict=True))
     out: list[tuple[str, dict[str, int]]] = []
 
     def add(why: str, cand: dict[str, int]) -> None:
@@ -526,8 +531,6 @@ def conv_cost(t: dict[str, int], dims: dict[str, int]) -> int:
     """Estimated cycles of tiled_conv with tiles t (see above); lower is better."""
     return _conv_cost(tuple(t[k] for k in CONV_TILES), tuple(dims[k] for k in CONV_DIMS))
 
-
-CONV_DIMS = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
 
 
 @lru_cache(maxsize=4096)
@@ -613,7 +616,7 @@ def _conv_good_tiles(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
             found.append((conv_cost(t, dims), t))
         if found:
             break  # smaller kernel tiles only where a whole kernel never fits
-    limits = [dims["batch"], dims["out_row"], dims["out_col"], dims["out_ch"], dims["kdim"], dims["kdim"], dims["in_ch"]]
+    limits = conv_limits(dims)
 
     def order(x: tuple[int, dict[str, int]]) -> tuple[int, int, int, tuple[int, ...]]:
         # equal estimates: sizes that divide the problem (no remainder loops), then wider rows (an NHWC row of
@@ -652,8 +655,7 @@ def conv_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, str]]:
     if len(call.args) != len(names):
         return []
     a = dict(zip(names, call.args, strict=True))
-    keys = ("batch", "out_row", "out_col", "out_ch", "in_ch", "kdim", "stride", "k_dil")
-    values = {k: eval_int(a[k], defines) for k in keys}
+    values = {k: eval_int(a[k], defines) for k in CONV_DIMS}
     if not all(isinstance(v, int) and v > 0 for v in values.values()):
         return []
     dims = {k: int(v) for k, v in values.items() if v is not None}
