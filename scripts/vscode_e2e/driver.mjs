@@ -114,7 +114,23 @@ async function expandRoot(page, name) {
   step(`expand workspace folder ${name}`);
   const exact = new RegExp(`^${escapeRegExp(name)}$`, 'i');
   const row = page.locator('.explorer-folders-view .monaco-list-row[aria-level="1"]', { hasText: exact }).first();
-  await row.waitFor({ state: 'visible', timeout: 30000 });
+  // A loaded machine may restore another side-bar view or render the tree before the workspace's folders are
+  // resolved: say what the Explorer shows, bring it forward (then reload the window), and wait again.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await row.waitFor({ state: 'visible', timeout: 15000 });
+      break;
+    } catch (error) {
+      const shown = await texts(page, '.explorer-folders-view .monaco-list-row').catch(() => []);
+      step(`the Explorer shows ${JSON.stringify(shown)} (attempt ${attempt})`);
+      if (attempt === 3) throw error;
+      if (attempt === 2) {
+        await palette(page, 'Developer: Reload Window');
+        await page.locator('.monaco-workbench').waitFor({ timeout: STARTUP_TIMEOUT });
+      }
+      await palette(page, 'View: Show Explorer');
+    }
+  }
   const deadline = Date.now() + 30000;
   while ((await row.getAttribute('aria-expanded')) !== 'true') {
     if (Date.now() > deadline) throw new Error(`the workspace folder ${name} did not expand in the Explorer`);
@@ -442,6 +458,9 @@ async function main() {
   } catch (error) {
     failure = error;
     console.log(`FAILED: ${error instanceof Error ? error.stack : error}`);
+    // CI keeps only this output, not the artifacts: the visible page's text says most about what went wrong.
+    const shown = normalise(await page.locator('body').innerText().catch(() => ''));
+    console.log(`page text at the failure: ${shown.slice(0, 2000)}`);
     await page.screenshot({ path: path.join(ARTIFACTS, 'failure.png') }).catch(() => undefined);
     fs.writeFileSync(path.join(ARTIFACTS, 'page.txt'), normalise(await page.locator('body').innerText().catch(() => '')));
     // The extension's own log helps most: show it and keep a second screenshot with it open.
