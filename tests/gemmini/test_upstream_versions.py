@@ -1,7 +1,8 @@
 """Programs written against older versions of the Gemmini library compile and compute what those versions
 did: gemmini_config_ex with 2, 4 or 5 arguments (and gemmini_extended_config_ex with 7 or 8),
 gemmini_extended_config_st with 10, tiled_matmul_auto with 12, 19, 22, 23 or 25, tiled_matmul with 26,
-gemmini_loop_ws with 19 or 20, tiled_conv_auto with 19 or 26, tiled_conv with 33; and IGELU (activation 3)
+gemmini_loop_ws with 19 or 20, tiled_conv_auto with 19 or 26, tiled_conv with 33, tiled_conv_dw_auto with
+18; and IGELU (activation 3)
 on a configuration with normalizations. Each form is checked on a program of our own against a reference the
 program computes on the core (IGELU against values worked out by hand); what an older form asked for that is
 not implemented stops with an error that says so."""
@@ -380,6 +381,64 @@ def test_an_older_tiled_conv_auto_refuses_relu6(gemmini_c) -> None:
     result = run(gemmini_c, CONV.replace("@CALL@", call))
     assert result.returncode == 3, result.output
     assert "tiled_conv_auto (26 arguments)" in result.output and "activation 2 was RELU6" in result.output
+
+
+# Depthwise: each channel convolved with its own 3x3 filter, weights [channel][krow][kcol], NHWC.
+DW_CONV = r"""
+#define BATCH 2
+#define IN_DIM 9
+#define CH 5
+#define KDIM 3
+#define STRIDE 2
+#define PAD 1
+#define OUT_DIM 5
+static elem_t In[BATCH][IN_DIM][IN_DIM][CH], W[CH][KDIM][KDIM], Out[BATCH][OUT_DIM][OUT_DIM][CH];
+static acc_t Bias[CH];
+int main() {
+  for (int i = 0; i < BATCH * IN_DIM * IN_DIM * CH; i++) (&In[0][0][0][0])[i] = (elem_t)rnd(-30, 30);
+  for (int i = 0; i < CH * KDIM * KDIM; i++) (&W[0][0][0])[i] = (elem_t)rnd(-30, 30);
+  for (int i = 0; i < CH; i++) Bias[i] = rnd(-1000, 1000);
+  gemmini_flush(0);
+  @CALL@;
+  gemmini_fence();
+  for (int b = 0; b < BATCH; b++)
+    for (int orow = 0; orow < OUT_DIM; orow++)
+      for (int ocol = 0; ocol < OUT_DIM; ocol++)
+        for (int ch = 0; ch < CH; ch++) {
+          long long sum = Bias[ch];
+          for (int kr = 0; kr < KDIM; kr++)
+            for (int kc = 0; kc < KDIM; kc++) {
+              int irow = orow * STRIDE + kr - PAD, icol = ocol * STRIDE + kc - PAD;
+              if (irow < 0 || icol < 0 || irow >= IN_DIM || icol >= IN_DIM) continue;
+              sum += In[b][irow][icol][ch] * W[ch][kr][kc];
+            }
+          elem_t want = readout(sum, 0.5f, 1);
+          if (Out[b][orow][ocol][ch] != want) { printf("mismatch at %d %d %d %d\n", b, orow, ocol, ch); return 1; }
+        }
+  printf("ok\n");
+  return 0;
+}
+"""
+
+DW_P = "(elem_t *)In, (elem_t *)W, Bias, (elem_t *)Out"
+DW_FORMS = {
+    "19 (current, rectangular)": f"tiled_conv_dw_auto(BATCH, IN_DIM, IN_DIM, CH, OUT_DIM, OUT_DIM, STRIDE, PAD, KDIM, "
+                                 f"{DW_P}, RELU, 0.5, 0, 0, 0, WS)",
+    "18 (square, relu6_shift)": f"tiled_conv_dw_auto(BATCH, IN_DIM, CH, OUT_DIM, STRIDE, PAD, KDIM, {DW_P}, RELU, "
+                                "0.5, 0, 1, 0, 0, WS)",
+}
+
+
+@pytest.mark.parametrize("form", list(DW_FORMS))
+def test_each_depthwise_conv_argument_list_computes_the_convolution(gemmini_c, form: str) -> None:
+    assert run_ok(gemmini_c, DW_CONV.replace("@CALL@", DW_FORMS[form])).strip() == "ok"
+
+
+def test_the_older_depthwise_conv_refuses_relu6(gemmini_c) -> None:
+    call = f"tiled_conv_dw_auto(BATCH, IN_DIM, CH, OUT_DIM, STRIDE, PAD, KDIM, {DW_P}, 2, 0.5, 1, 1, 0, 0, WS)"
+    result = run(gemmini_c, DW_CONV.replace("@CALL@", call))
+    assert result.returncode == 3, result.output
+    assert "tiled_conv_dw_auto (18 arguments)" in result.output and "activation 2 was RELU6" in result.output
 
 
 # ---- IGELU (activation 3) --------------------------------------------------------------------------------

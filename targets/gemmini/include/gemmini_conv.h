@@ -718,4 +718,29 @@ static inline void tiled_conv_dw_auto(int batch_size, int in_row_dim, int in_col
   }
 }
 
+/* tiled_conv_dw_auto by argument count (the current list, rectangular, has 19). The older list (18:
+ * batch_size, in_dim, channels, out_dim, stride, padding, kernel_dim, input, weights, bias, output, act, scale,
+ * relu6_shift, pool_size, pool_stride, pool_padding, type; gemmini-rocc-tests conv_dw.c of the RELU6 era) has
+ * square images and RELU6's shift; activation 2 was RELU6 then, so only NO_ACTIVATION and RELU are taken. */
+static inline void gemmini_legacy_tiled_conv_dw_auto(int batch_size, int in_dim, int channels, int out_dim, int stride,
+                                                     int padding, int kernel_dim, const elem_t *input,
+                                                     const elem_t *weights, const acc_t *bias, elem_t *output,
+                                                     int act, acc_scale_t scale, int pool_size, int pool_stride,
+                                                     int pool_padding, enum tiled_matmul_type_t tiled_conv_type) {
+  if (act != NO_ACTIVATION && act != RELU)
+    gemmini_library_error("tiled_conv_dw_auto (18 arguments)",
+                          "only NO_ACTIVATION and RELU are implemented for this older argument list "
+                          "(activation 2 was RELU6 in the library versions that had it)");
+  tiled_conv_dw_auto(batch_size, in_dim, in_dim, channels, out_dim, out_dim, stride, padding, kernel_dim, input,
+                     weights, bias, output, act, scale, pool_size, pool_stride, pool_padding, tiled_conv_type);
+}
+
+#define tiled_conv_dw_auto_with_19_args(...) tiled_conv_dw_auto(__VA_ARGS__)
+#define tiled_conv_dw_auto_with_18_args(batch_size, in_dim, channels, out_dim, stride, padding, kernel_dim, input,   \
+                                        weights, bias, output, act, scale, relu6_shift, pool_size, pool_stride,      \
+                                        pool_padding, type)                                                          \
+  gemmini_legacy_tiled_conv_dw_auto(batch_size, in_dim, channels, out_dim, stride, padding, kernel_dim, input,      \
+                                    weights, bias, output, act, scale, pool_size, pool_stride, pool_padding, type)
+#define tiled_conv_dw_auto(...) GEMMINI_BY_ARITY(tiled_conv_dw_auto, __VA_ARGS__)
+
 #endif /* SPEEDPATCH_GEMMINI_CONV_H */
