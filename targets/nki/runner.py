@@ -293,6 +293,13 @@ def compare(actual: Any, expected: Any, rtol: float, atol: float) -> str:
         label = f"output {i}" if len(exps) > 1 else "output"
         if a.shape != e.shape:
             return f"{label} has shape {a.shape}, expected {e.shape}"
+        # The reference's dtype is the output's precision (capped at 4 bytes: the device has no fp64/int64).
+        # A narrower output is lower precision than the problem's, and halves the output's DMA and the
+        # required-bytes floor; the low-precision tolerance of bf16 inputs would let it pass.
+        if a.dtype.itemsize < min(e.dtype.itemsize, 4):
+            return (f"{label} is {a.dtype} ({a.dtype.itemsize} bytes per element), the reference returns {e.dtype} "
+                    f"({e.dtype.itemsize} bytes): a narrower output is lower precision than the problem's (return "
+                    f"the reference's dtype, or make the reference return the output precision the problem wants)")
         a64, e64 = a.astype(np.float64), e.astype(np.float64)
         if np.max(np.abs(e64), initial=0.0) <= atol:
             raise HarnessError(f"the reference {label} is all ~0 (<= atol {atol}); such a check proves nothing")

@@ -361,6 +361,39 @@ def reference(aT, b):
     assert "Tensor engine did 0 multiply-accumulates" in ev.message and "16384" in ev.message, ev.message
 
 
+
+def test_an_output_narrower_than_the_references_dtype_is_not_correct(tmp_path, honest):
+    # bf16 inputs give the low-precision tolerance (2e-2), so a bf16 output of an fp32 sum passed the value
+    # check and, moving half the output bytes, was reported 12% faster (27.1 vs 30.9 us) before the dtype check.
+    problem = """import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        for j in nl.affine_range(4):
+            rs, cs = nl.ds(i * 128, 128), nl.ds(j * 512, 512)
+            nl.store(out[rs, cs], value=nl.add(nl.load(a[rs, cs]), nl.load(b[rs, cs]), dtype=nl.float32))
+    return out
+
+
+INPUTS = {"a": ((256, 2048), "bfloat16"), "b": ((256, 2048), "bfloat16")}
+
+
+def reference(a, b):
+    return a.astype(np.float32) + b.astype(np.float32)
+"""
+    honest_ev = evaluate(problem, tmp_path, problem=problem, kernel="add")
+    assert honest_ev.status == OK, honest_ev.message
+    narrow = problem.replace("dtype=nl.float32, buffer", "dtype=nl.bfloat16, buffer").replace(
+        "dtype=nl.float32))", "dtype=nl.bfloat16))")
+    ev = evaluate(narrow, tmp_path, problem=problem, kernel="add")
+    assert ev.status != OK, f"accepted at {ev.value} us (fp32 output: {honest_ev.value} us)"
+    assert "output is bfloat16 (2 bytes per element), the reference returns float32 (4 bytes)" in ev.message, ev.message
+
 def test_without_bubblewrap_the_kernel_still_runs_apart_and_holds_no_data(tmp_path, honest):
     plain = evaluate(PROBLEM, tmp_path, settings={"isolation": "process"})
     assert plain.status == OK and plain.value == honest.value, plain.message
