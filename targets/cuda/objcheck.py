@@ -210,20 +210,43 @@ COMPILER_LOCAL = re.compile(r"^\.L|^\.text|^fatbinData$|^_GLOBAL__sub_I_|^__nv_|
                             r"^_ZL\d+__fatDeviceText$|^__fatbinwrap|^__sti____cudaRegisterAll")
 
 
-def init_array_bytes(obj: Path, timeout: float = 30) -> int | None:
-    """Size of the object's constructor tables (.init_array, .ctors): code that runs before main."""
+def sections(obj: Path, timeout: float = 30) -> list[tuple[str, int, str]] | None:
+    """The object's sections as (name, size, flags), from `readelf -S -W` (None when it cannot be read)."""
     readelf = shutil.which("readelf")
     if readelf is None:
         return None
     code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
     if code != 0:
         return None
-    total = 0
+    found = []
     for line in out.splitlines():
-        m = re.search(r"\]\s+(\.init_array|\.ctors|\.preinit_array)\S*\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+        m = re.search(r"\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([A-Za-z]*)", line)
         if m:
-            total += int(m.group(2), 16)
-    return total
+            found.append((m.group(1), int(m.group(2), 16), m.group(3)))
+    return found
+
+
+def table_bytes(obj: Path, pattern: str, timeout: float = 30) -> int | None:
+    """Total size of the object's sections whose name matches `pattern` (None when unreadable)."""
+    table = sections(obj, timeout)
+    return None if table is None else sum(size for name, size, _ in table if re.fullmatch(pattern, name))
+
+
+CONSTRUCTORS = r"\.(?:init_array|ctors|preinit_array)(?:\..*)?"
+DESTRUCTORS = r"\.(?:fini_array|dtors)(?:\..*)?"
+
+
+def init_array_bytes(obj: Path, timeout: float = 30) -> int | None:
+    """Size of the object's constructor tables (.init_array, .ctors): code that runs before main."""
+    return table_bytes(obj, CONSTRUCTORS, timeout)
+
+
+def code_outside_text(obj: Path, timeout: float = 30) -> list[str]:
+    """Executable sections not named .text*: `.init`/`.fini` pieces run before/after main, spliced into the
+    program's own _init/_fini, and no honest solution puts code anywhere but .text (nvcc and gcc use
+    .text, .text.startup, .text.unlikely, .text.<function>)."""
+    return sorted({name for name, _, flags in sections(obj, timeout) or []
+                   if "X" in flags and not re.fullmatch(r"\.text(?:\..*)?", name)})
 
 
 HOST_INSTRUCTIONS = re.compile(r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{2} )*\s*(syscall|sysenter|int\s+\$0x80|rdtscp?|rdpid)\b",
@@ -484,6 +507,16 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
     if cand_init is not None and base_init is not None and cand_init > base_init:
         result.findings.append(Finding("object", f"the solution has a static constructor ({cand_init - base_init} bytes "
                                        "of .init_array beyond the harness's): code that runs before main is not allowed",
+                                       line, 0))
+    cand_fini, base_fini = table_bytes(candidate, DESTRUCTORS, timeout), table_bytes(harness_only, DESTRUCTORS, timeout)
+    if cand_fini is not None and base_fini is not None and cand_fini > base_fini:
+        result.findings.append(Finding("object", f"the solution has a static destructor ({cand_fini - base_fini} bytes "
+                                       "of .fini_array beyond the harness's): code that runs after main is not allowed",
+                                       line, 0))
+    outside = code_outside_text(candidate, timeout)
+    if outside:
+        result.findings.append(Finding("object", f"the solution puts code in section {', '.join(outside)} (only .text "
+                                       "is allowed: .init/.fini code runs before or after main, outside launch)",
                                        line, 0))
     instructions = host_instructions(candidate, timeout)
     if instructions is None:

@@ -11,7 +11,7 @@ import pytest
 from speedpatch.model import NOT_MEASURED, REJECTED
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 
-from .conftest import CU_EXAMPLES, EXAMPLES, MATMUL_FP16, context, needs_nvcc
+from .conftest import CU_EXAMPLES, EXAMPLES, MATMUL, MATMUL_FP16, context, needs_nvcc
 
 pytestmark = [pytest.mark.slow, needs_nvcc]
 
@@ -82,3 +82,29 @@ def test_standard_library_templates_and_solution_templates_pass_and_link(tmp_pat
     ev = evaluate(tmp_path, with_solution(path, LIBRARY_USE), path, compile_cache)
     assert ev.status == NOT_MEASURED, ev.message + ev.log[-2000:]
     assert (tmp_path / "work" / "build" / "bench").is_file()  # linked, with the candidate's symbols localized
+
+
+OUTSIDE_LAUNCH_KERNEL = """__global__ void mm(const float* A, const float* B, float* C, int n) {
+  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  if (r < n && c < n) { float acc = 0.0f; for (int k = 0; k < n; ++k) acc += A[r * n + k] * B[k * n + c]; C[r * n + c] = acc; }
+}
+void launch(const float* const* in, float* out) { mm<<<dim3(N / 16, N / 16), dim3(16, 16)>>>(in[0], in[1], out, N); }
+"""
+# Code that runs outside launch without a constructor table: a function placed in the program's .init
+# (spliced into _init, run before main) or a destructor (.fini_array, run after main). Before the check on
+# executable sections and destructor tables, both compiled and linked as an honest solution.
+OUTSIDE_LAUNCH = {
+    "code in the .init section": ('__attribute__((section(".init"), used)) static void early() { volatile int x = 1; x += 1; }\n',
+                                  "section .init"),
+    "a destructor attribute": ("__attribute__((destructor)) static void late() { volatile int y = 1; y += 1; }\n",
+                               "static destructor"),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE_LAUNCH))
+def test_code_that_runs_before_or_after_main_without_a_constructor_table_is_rejected(tmp_path: Path, compile_cache: Path,
+                                                                                     name: str) -> None:
+    before, named = OUTSIDE_LAUNCH[name]
+    ev = evaluate(tmp_path, with_solution(MATMUL, before + OUTSIDE_LAUNCH_KERNEL), MATMUL, compile_cache)
+    assert ev.status == REJECTED, f"{name}: {ev.status} {ev.message}"
+    assert named in ev.message, ev.message
