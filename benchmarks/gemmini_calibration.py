@@ -250,13 +250,11 @@ def gemm_resident_panel(shape: tuple[int, int, int]) -> int:
 
 
 def gemm_loop_tiles(shape: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Hand-chosen LOOP_WS tiles: J as wide as the accumulator half allows (wider mvouts reuse A), I to fill
-    it, K as deep as the scratchpad half allows."""
-    it, jt, kt = (d // 16 for d in shape)
-    tj = min(jt, 16)
-    ti = max(1, min(it, 32 // tj))
-    tk = min(kt, 8192 // 16 // (ti + tj))
-    return ti, tj, tk
+    """Hand-chosen LOOP_WS tiles: J wide, I to fill the accumulator half, K as deep as the scratchpad half
+    allows (the rule the offline moves offer too)."""
+    from speedpatch.targets.gemmini.moves import wide_tiles
+
+    return wide_tiles(shape)
 
 
 def gemm_source(kind: str, shape: tuple[int, int, int]) -> str:

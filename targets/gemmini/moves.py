@@ -188,6 +188,18 @@ def neighbours(tiles: tuple[int, int, int], dims: tuple[int, int, int] | None) -
     return out
 
 
+def wide_tiles(dims: tuple[int, int, int]) -> tuple[int, int, int]:
+    """LOOP_WS tiles wide in J: up to 16 column blocks (two block rows of I still fill the accumulator half),
+    I to fill the rest of it, K as deep as the scratchpad half holds. Each A block the loop moves in then
+    feeds tile_J columns, and each mvout row is 16 x tile_J wide, so A is re-read Jb / tile_J times instead
+    of Jb / tiled_matmul_auto's tile_J (its rule grows the biggest dimension first, usually I)."""
+    Ib, Jb, Kb = (blocks(d) for d in dims)
+    tj = min(Jb, HALF_ACC_ROWS // DIM // 2)
+    ti = max(1, min(Ib, HALF_ACC_ROWS // DIM // tj))
+    tk = max(1, min(Kb, HALF_SPAD_ROWS // DIM // (ti + tj)))
+    return ti, tj, tk
+
+
 def good_tiles(dims: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     """A few shapes that use the whole accumulator half (ti*tj = 32 blocks) with a medium K tile: the
     region where the model's reuse/overlap trade-off is usually best."""
@@ -290,7 +302,12 @@ def matmul_moves(call: Call, defines: dict[str, str]) -> list[tuple[str, Rewrite
                                 f"accumulator {'double-buffered' if acc_double else 'used whole'}) with constant loop "
                                 "bounds, so the core spends few cycles per instruction and each B block stays in the "
                                 "PEs for a whole column of A blocks.", s))
-        for t in neighbours(auto, dims)[:3]:
+        wide = wide_tiles(dims)
+        if wide != auto and matmul_fits(*wide):
+            out.append((f"Keep the LOOP_WS hardware loop but give tiled_matmul tiles wide in J, {_fmt(wide)}, "
+                        f"instead of the automatic {_fmt(auto)}: each A block moved in then feeds "
+                        f"{wide[1]} column blocks, so A is read from memory fewer times.", _tiled_matmul(a, wide)))
+        for t in [t for t in neighbours(auto, dims) if t != wide][:3]:
             out.append((f"Replace tiled_matmul_auto by tiled_matmul with explicit tiles {_fmt(t)} instead of the "
                         f"automatic {_fmt(auto)}.", _tiled_matmul(a, t)))
         return out
