@@ -6,8 +6,11 @@ definitions; `load_inline(...)` of the CUDA sources; a `ModelNew` whose methods 
 Rejected, with the line: any name or attribute that reaches code by a string or reflection (eval, exec,
 compile, __import__, importlib, getattr/setattr/delattr, globals/locals/vars, dunder attributes, open),
 other imports (os, sys, ctypes, subprocess, threading...), torch internals that change the measurement
-(torch.cuda streams/events/graphs/synchronize, torch.backends (allow_tf32), torch._C, torch.ops,
-torch.library, torch.compile/jit), assignments to anything but local names and `self.` attributes
+(torch.cuda streams/events/graphs/synchronize, the device-generic torch.Stream/Event/accelerator and
+get_device_module, torch.backends (allow_tf32), torch._C, torch.ops, torch.library, torch.compile/jit,
+process-wide module hooks and function modes, which run inside the baseline's and reference's calls too),
+a torch module or function used as a value (`t = torch` would carry every later path past the check; only
+types such as dtypes and classes may be values), assignments to anything but local names and `self.` attributes
 (monkeypatching the runner, torch or the timer), `global`/`nonlocal`, and try/except (a fallback to the
 reference op when the kernel fails).
 
@@ -18,6 +21,7 @@ dispatches (TorchDispatchMode) and rejects any outside allocation, views and cop
 from __future__ import annotations
 
 import ast
+import re
 
 from speedpatch.targets.base import Finding
 
@@ -32,7 +36,18 @@ ALLOWED_DUNDERS = {"__init__", "__name__"}
 # torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
 FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",
                    "torch.fx", "torch.hub", "torch.load", "torch.save", "torch.manual_seed", "torch.autograd",
-                   "torch.utils.cpp_extension.load", "torch.distributed", "torch.multiprocessing")
+                   "torch.utils.cpp_extension.load", "torch.distributed", "torch.multiprocessing",
+                   # device-generic streams and events, and torch.cuda itself by another name
+                   "torch.Stream", "torch.Event", "torch.accelerator", "torch.get_device_module", "torch.xpu",
+                   "torch.mps", "torch.mtia",
+                   # process-wide hooks and modes: they run inside the baseline's and the reference's calls too
+                   "torch.nn.modules", "torch.overrides")
+# A torch path used as a value (not called, not the base of a longer path): only types. A module or function
+# kept in a variable (`t = torch`, `f = torch.nn.functional`, `def forward(self, x, m=torch)`) would take
+# every later path through it past the check above.
+TORCH_VALUE = re.compile(r"^torch(?:\.\w+)*\.(?:[A-Z]\w*|u?int\d*|float\d*\w*|half|double|bfloat16|bool|long|short|"
+                         r"cfloat|cdouble|complex\d+|q?u?int\d+|dtype|device|contiguous_format|channels_last\w*|preserve_format|"
+                         r"strided|inf|nan|pi|e)$")
 FORBIDDEN_TORCH_PREFIXES = ("torch._", "torch.set_", "torch.use_deterministic")
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
@@ -92,16 +107,27 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                         add(node, f"assigns to `{ast.unparse(sub)}`: only local names and `self.` attributes may "
                                   "be assigned (no patching of torch, the runner or the timer)")
                         break
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
+        # a path through an imported name counts too (`from torch import Stream`, then `Stream()`)
+        if isinstance(node, ast.Attribute) or (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+                                               and node.id in aliases):
             path = _dotted(node)
             head, _, rest = path.partition(".")
             full = (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
-            if full.startswith("torch") and full not in ALLOWED_TORCH_CUDA and (
+            if not full.startswith("torch"):
+                continue
+            if full not in ALLOWED_TORCH_CUDA and (
                     any(full == p or full.startswith(p + ".") for p in FORBIDDEN_TORCH)
                     or full.startswith(FORBIDDEN_TORCH_PREFIXES)):
                 add(node, f"uses `{full}`: streams, events, backend switches and torch internals change the "
                           "measurement, not the kernel")
+            parent = parents.get(node)
+            used_as_value = not ((isinstance(parent, ast.Attribute) and parent.value is node)
+                                 or (isinstance(parent, ast.Call) and parent.func is node))
+            if used_as_value and not TORCH_VALUE.match(full):
+                add(node, f"uses `{full}` as a value (kept in a variable, passed or returned): a solution names torch's "
+                          "modules and functions where it calls them, so the check above sees every path")
     unique = {(f.line, f.column, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.column))
 

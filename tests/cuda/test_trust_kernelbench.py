@@ -66,6 +66,35 @@ def test_an_aliased_torch_is_still_torch() -> None:
     assert any("uses `torch.backends.cuda.matmul.allow_tf32`" in m for m in found), found
 
 
+
+# Red-team finds: each passed the syntax tree before. A side stream makes the runner's events (recorded on the
+# current stream) time nothing; a global module hook or a process-wide setting runs inside the baseline's call.
+@pytest.mark.parametrize(("forward", "named"), [
+    ("t = torch\n        s = t.cuda.Stream()\n        return x", "uses `torch` as a value"),
+    ("f = torch.nn.functional\n        return f.relu(x)", "uses `torch.nn.functional` as a value"),
+    ("s = torch.Stream(device='cuda')\n        return x", "uses `torch.Stream`"),
+    ("torch.accelerator.synchronize()\n        return x", "uses `torch.accelerator.synchronize`"),
+    ("torch.get_device_module('cuda').synchronize()\n        return x", "uses `torch.get_device_module`"),
+    ("e = torch.Event(device='cuda')\n        return x", "uses `torch.Event`"),
+    ("torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o)\n        return x",
+     "uses `torch.nn.modules.module.register_module_forward_hook`"),
+])
+def test_streams_hooks_and_torch_kept_in_a_variable_are_rejected(forward: str, named: str) -> None:
+    assert any(named in m for m in findings_for(forward)), findings_for(forward)
+
+
+def test_a_torch_name_imported_from_torch_is_checked_as_its_path() -> None:
+    found = [f.message for f in pycheck.check("from torch import set_float32_matmul_precision as p\n" + SOLUTION.replace(
+        HONEST_FORWARD, "p('medium')\n        return relu.relu_cuda(x)"))]
+    assert any("uses `torch.set_float32_matmul_precision`" in m for m in found), found
+
+
+def test_types_dtypes_and_memory_formats_may_be_values() -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, "y = x.to(torch.float32).contiguous(memory_format=torch.contiguous_format)\n"
+                            "        assert isinstance(y, torch.Tensor) and y.dtype in (torch.float, torch.half)\n"
+                            "        return relu.relu_cuda(y)")
+    assert pycheck.check(code) == []
+
 def test_a_fallback_to_the_reference_op_is_rejected() -> None:
     found = findings_for("try:\n            return relu.relu_cuda(x)\n        except RuntimeError:\n"
                          "            return x.clamp(min=0)")
