@@ -219,6 +219,10 @@ def call(torch: Any, model: Any, inputs: list[Any]) -> Any:
 
 def mismatch(torch: Any, got: Any, want: Any) -> str:
     """Why `got` is not the reference output `want` within the tolerance of its dtype; "" when it is."""
+    if isinstance(got, torch.Tensor) and type(got) is not torch.Tensor:
+        # torch ops keep a subclass's type, so the comparison below would call its own methods (`bad.sum()`)
+        return (f"output is a {type(got).__name__}, a subclass of torch.Tensor: its methods would answer this "
+                "comparison; return a plain tensor")
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
         return f"output shape {getattr(got, 'shape', type(got))} != reference {tuple(want.shape)}"
     tol = tolerance(want.dtype)

@@ -33,6 +33,10 @@ FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr"
                    "os", "sys", "subprocess", "ctypes", "builtins", "shutil", "socket", "threading",
                    "multiprocessing", "inspect", "gc", "signal", "pickle", "marshal", "io", "pathlib"}
 ALLOWED_DUNDERS = {"__init__", "__name__"}
+# Tensor subclasses: the runner compares the output with torch ops, which keep a subclass's type and call its
+# methods (`bad.sum()`), so an output of the solution's own tensor class could pass any comparison.
+TENSOR_CLASSES = {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+SUBCLASSING = {"as_subclass", "_make_subclass", "_make_wrapper_subclass"}
 # torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
 FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",
                    "torch.fx", "torch.hub", "torch.load", "torch.save", "torch.manual_seed", "torch.autograd",
@@ -95,6 +99,13 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr not in ALLOWED_DUNDERS:
                 add(node, f"uses the attribute `{node.attr}`: reflection on objects, modules or frames")
+            elif node.attr in SUBCLASSING:
+                add(node, f"uses `{node.attr}`: a tensor of a class of the solution's could answer the runner's comparison")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _dunder(node.name):
+            add(node, f"defines `{node.name}`: a solution's objects may not change how Python or torch treat them "
+                      "(a tensor that answers the runner's comparison, a finalizer, a context that swallows errors)")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _dunder(node.id):
+            add(node, f"defines `{node.id}`: a solution's objects may not change how Python or torch treat them")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             add(node, "`global`/`nonlocal` state outlives a call: results could be cached across calls")
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
@@ -109,6 +120,14 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                         break
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                path = _dotted(base)
+                head, _, rest = path.partition(".")
+                full = (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
+                if full in TENSOR_CLASSES:
+                    add(node, f"subclasses `{full}`: a tensor subclass's methods run inside the runner's comparison "
+                              "(an output whose sum() says 0 would pass any check)")
         # a path through an imported name counts too (`from torch import Stream`, then `Stream()`)
         if isinstance(node, ast.Attribute) or (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
                                                and node.id in aliases):
@@ -130,6 +149,10 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                           "modules and functions where it calls them, so the check above sees every path")
     unique = {(f.line, f.column, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.column))
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and name not in ALLOWED_DUNDERS
 
 
 def _own_state(node: ast.AST) -> bool:

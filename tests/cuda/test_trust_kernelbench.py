@@ -95,6 +95,24 @@ def test_types_dtypes_and_memory_formats_may_be_values() -> None:
                             "        return relu.relu_cuda(y)")
     assert pycheck.check(code) == []
 
+
+# An output of the solution's own tensor class: the runner's comparison (isclose, ~, |, .sum()) keeps the
+# subclass, so `def sum(self): return 0` would make any output pass; dunders (__torch_function__, __eq__,
+# __exit__ returning True, __del__) change how Python or torch treat the solution's objects.
+@pytest.mark.parametrize(("before", "forward", "named"), [
+    ("class Liar(torch.Tensor):\n    def sum(self, *args, **kwargs):\n        return 0\n",
+     "return torch.empty_like(x).as_subclass(Liar)", "subclasses `torch.Tensor`"),
+    ("", "return torch.empty_like(x).as_subclass(type(x))", "uses `as_subclass`"),
+    ("class Wrap:\n    @classmethod\n    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True\n",
+     "return relu.relu_cuda(x)", "defines `__torch_function__`"),
+    ("class Quiet:\n    __exit__ = lambda self, *exc: True\n", "return relu.relu_cuda(x)", "defines `__exit__`"),
+])
+def test_tensor_subclasses_and_dunder_definitions_are_rejected(before: str, forward: str, named: str) -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, forward).replace("class ModelNew", before + "\n\nclass ModelNew")
+    found = [f.message for f in pycheck.check(code)]
+    assert any(named in m for m in found), found
+
+
 def test_a_fallback_to_the_reference_op_is_rejected() -> None:
     found = findings_for("try:\n            return relu.relu_cuda(x)\n        except RuntimeError:\n"
                          "            return x.clamp(min=0)")
@@ -134,3 +152,21 @@ def test_the_runner_sees_a_reference_op_called_as_a_tensor_method() -> None:
     x = [torch.randn(1024, device="cuda")]
     assert kernelbench_runner.foreign_ops(Cheat(), x) == ["aten::relu"]
     assert kernelbench_runner.foreign_ops(Honest(), x) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="torch is not installed on this machine (the runner's comparison runs on the GPU host)")
+def test_the_runner_refuses_an_output_of_a_tensor_subclass() -> None:
+    import torch
+
+    sys.path.insert(0, str(EXAMPLES.parents[1] / "targets" / "cuda"))
+    import kernelbench_runner
+
+    class Liar(torch.Tensor):
+        def sum(self, *args, **kwargs):  # what the comparison counts its differing elements with
+            return 0
+
+    want = torch.ones(8)
+    assert kernelbench_runner.mismatch(torch, torch.ones(8), want) == ""
+    why = kernelbench_runner.mismatch(torch, torch.full((8,), 5.0).as_subclass(Liar), want)
+    assert "subclass of torch.Tensor" in why, why
