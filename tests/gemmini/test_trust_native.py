@@ -81,6 +81,22 @@ def test_a_verdict_forged_on_every_descriptor_is_refused(target, tmp_path):
     assert "nonce" in ev.message or "harness" in ev.message
 
 
+
+def test_the_secret_is_not_left_in_libcs_stdin_buffer(target, tmp_path):
+    # `stdout` is data a kernel may name (printing), and in glibc stdout->_chain is stdin: with a buffered
+    # stdin its buffer still held "speedpatch-secret nonce=... seed=..." while every kernel ran (red-team find;
+    # a verdict forged with that nonce is still refused: the model vouches only for the harness's).
+    body = ("  const FILE *in = stdout->_chain;\n  const char *p = in->_IO_buf_base;\n"
+            "  long n = p ? (long)(in->_IO_buf_end - p) : 0;\n"
+            "  for (long i = 0; i + 6 <= n; i++)\n"
+            "    if (p[i] == 'n' && p[i + 1] == 'o' && p[i + 2] == 'n' && p[i + 3] == 'c' && p[i + 4] == 'e' && p[i + 5] == '=')\n"
+            '      printf("found %.60s\\n", p + i);\n'
+            '  printf("stdin buffer of %ld bytes\\n", n);\n'
+            f"  {LIBRARY_CALL}")
+    ev = evaluate(target, tmp_path, kernel(body))
+    assert ev.status == OK, ev.message
+    assert "stdin buffer of" in ev.log and "found nonce=" not in ev.log, ev.log[-800:]
+
 def test_a_correct_kernel_that_prints_more_than_4_mb_is_still_measured(target, tmp_path):
     body = f'  for (int i = 0; i < 120000; i++) printf("log line %06d of a chatty kernel\\n", i);\n  {LIBRARY_CALL}'
     ev = evaluate(target, tmp_path, kernel(body))

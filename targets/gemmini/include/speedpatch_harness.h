@@ -150,6 +150,9 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_open(struct speedpatc
   const char *text = getenv("SPEEDPATCH_RESULT_FD");
   char buf[256];
   unsigned long long seed = 0;
+  /* Unbuffered: a buffered stdin keeps the whole line in libc's buffer, which the kernel reaches without any
+   * address arithmetic (stdout->_chain is stdin in glibc, and stdout is data a kernel may name). */
+  setvbuf(stdin, NULL, _IONBF, 0);
   if (text == NULL || *text == '\0' || fgets(buf, sizeof buf, stdin) == NULL ||
       sscanf(buf, "speedpatch-secret nonce=%39s seed=%llu trials=%u", v->nonce, &seed, &v->trials) != 3) {
     printf("speedpatch: this harness was built for gemmini-native's verdict channel (secret on stdin, "
