@@ -32,7 +32,34 @@ struct gemmini_conv_args {
   /* Max pooling of the outputs (upstream's: a pool_stride of 0 means none, and then size 1, stride 1,
    * padding 0 and pool_out = out): the store unit pools as the results leave the accumulator. */
   int pool_size, pool_stride, pool_padding, pool_out_row_dim, pool_out_col_dim;
+  /* Upstream's layout flags (the loop unit's, LoopConv.scala; addresses as Spike's functional model):
+   * wrot180 convolves with the kernel rotated by 180 degrees (kernel position (kr, kc) takes the weights of
+   * (kdim-1-kr, kdim-1-kc)); trans_input_3120 reads the input as [in_ch][row][col][batch];
+   * trans_output_1203 writes the output as [orow][ocol][batch][out_ch]; trans_weight_1203 reads the weights
+   * as [in_ch][krow][kcol][out_ch], trans_weight_0132 as [krow][kcol][out_ch][in_ch]. */
+  bool wrot180, trans_output_1203, trans_input_3120, trans_weight_1203, trans_weight_0132;
 };
+
+/* The element of the (undilated) input, of the weights and of the output at the given coordinates, in the
+ * layouts the flags select. */
+static inline elem_t gemmini_conv_input_at(const struct gemmini_conv_args *c, int b, int irow, int icol, int ich) {
+  if (c->trans_input_3120)
+    return c->input[(((size_t)ich * c->in_row_dim + irow) * c->in_col_dim + icol) * c->batch_size + b];
+  return c->input[(((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_stride + ich];
+}
+
+static inline elem_t gemmini_conv_weight_at(const struct gemmini_conv_args *c, int krow, int kcol, int ich, int och) {
+  const size_t kd = (size_t)c->kernel_dim;
+  if (c->trans_weight_1203) return c->weights[(((size_t)ich * kd + krow) * kd + kcol) * c->out_channels + och];
+  if (c->trans_weight_0132) return c->weights[(((size_t)krow * kd + kcol) * c->out_channels + och) * c->in_channels + ich];
+  return c->weights[(((size_t)krow * kd + kcol) * c->in_channels + ich) * c->weight_stride + och];
+}
+
+static inline size_t gemmini_conv_output_index(const struct gemmini_conv_args *c, int b, int orow, int ocol, int och) {
+  if (c->trans_output_1203)
+    return (((size_t)orow * c->out_col_dim + ocol) * c->batch_size + b) * c->out_channels + och;
+  return (((size_t)b * c->pool_out_row_dim + orow) * c->pool_out_col_dim + ocol) * c->out_stride + och;
+}
 
 static inline bool gemmini_conv_pooled(const struct gemmini_conv_args *c) {
   return c->pool_size != 1 || c->pool_stride != 1 || c->pool_padding != 0;
@@ -80,15 +107,14 @@ static inline elem_t gemmini_conv_cpu_pixel(const struct gemmini_conv_args *c, i
       const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
       const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
       if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
-      const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_stride;
-      const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->weight_stride + och;
-      for (int ich = 0; ich < c->in_channels; ich++) sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->weight_stride];
+      const int wr = c->wrot180 ? kd - 1 - kr : kr, wc = c->wrot180 ? kd - 1 - kc : kc;
+      for (int ich = 0; ich < c->in_channels; ich++)
+        sum += (int64_t)gemmini_conv_input_at(c, b, irow, icol, ich) * (int64_t)gemmini_conv_weight_at(c, wr, wc, ich, och);
     }
   return gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
 }
 
 static inline void gemmini_conv_cpu(const struct gemmini_conv_args *c) {
-  const int kd = c->kernel_dim;
   if (gemmini_conv_pooled(c)) { /* max over each window; window pixels outside the output count as 0 */
     for (int b = 0; b < c->batch_size; b++)
       for (int porow = 0; porow < c->pool_out_row_dim; porow++)
@@ -103,29 +129,15 @@ static inline void gemmini_conv_cpu(const struct gemmini_conv_args *c) {
                 const elem_t e = inside ? gemmini_conv_cpu_pixel(c, b, orow, ocol, och) : 0;
                 if (e > best) best = e;
               }
-            c->output[(((size_t)b * c->pool_out_row_dim + porow) * c->pool_out_col_dim + pocol) * c->out_stride + och] =
-                best;
+            c->output[gemmini_conv_output_index(c, b, porow, pocol, och)] = best;
           }
     return;
   }
   for (int b = 0; b < c->batch_size; b++)
     for (int orow = 0; orow < c->out_row_dim; orow++)
       for (int ocol = 0; ocol < c->out_col_dim; ocol++)
-        for (int och = 0; och < c->out_channels; och++) {
-          int64_t sum = c->bias ? c->bias[och] : 0;
-          for (int kr = 0; kr < kd; kr++)
-            for (int kc = 0; kc < kd; kc++) {
-              const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
-              const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
-              if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
-              const elem_t *in = c->input + (((size_t)b * c->in_row_dim + irow) * c->in_col_dim + icol) * c->in_stride;
-              const elem_t *w = c->weights + ((size_t)(kr * kd + kc) * c->in_channels) * c->weight_stride + och;
-              for (int ich = 0; ich < c->in_channels; ich++)
-                sum += (int64_t)in[ich] * (int64_t)w[(size_t)ich * c->weight_stride];
-            }
-          c->output[(((size_t)b * c->out_row_dim + orow) * c->out_col_dim + ocol) * c->out_stride + och] =
-              gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
-        }
+        for (int och = 0; och < c->out_channels; och++)
+          c->output[gemmini_conv_output_index(c, b, orow, ocol, och)] = gemmini_conv_cpu_pixel(c, b, orow, ocol, och);
 }
 
 /* One output tile (b0.., orow0.., ocol0.., och0..), all its reduction tiles. */
@@ -286,6 +298,28 @@ static inline bool gemmini_conv_pooled_tiles_fit(const struct gemmini_conv_args 
   return gemmini_conv_loop_tiles_fit(&u, c->stride, c->kernel_dilation);
 }
 
+/* The footprint with the layout flags: trans_input_3120 keeps the input in the scratchpad as blocks of DIM
+ * batches per input channel (LoopConv's trans_input_3120 addressing), trans_weight_0132 the weights as blocks
+ * of DIM input channels per output channel, so a tile that fits in the NHWC layout may not. */
+static inline bool gemmini_conv_layout_tiles_fit(const struct gemmini_conv_args *c, const struct gemmini_conv_tiles *t) {
+  struct gemmini_conv_tiles u = *t;
+  if (gemmini_conv_pooled(c)) {
+    u.porows = t->porows * c->pool_stride + c->pool_size - 1;
+    u.pocols = t->pocols * c->pool_stride + c->pool_size - 1;
+    if (u.porows > 255 || u.pocols > 255) return false;
+  }
+  size_t spad_rows, acc_rows;
+  gemmini_conv_loop_footprint(&u, c->stride, c->kernel_dilation, &spad_rows, &acc_rows);
+  const size_t irows = (size_t)gemmini_conv_loop_in_dim(u.porows, c->stride, u.krows, c->kernel_dilation);
+  const size_t icols = (size_t)gemmini_conv_loop_in_dim(u.pocols, c->stride, u.kcols, c->kernel_dilation);
+  const size_t input_rows = c->trans_input_3120 ? (size_t)gemmini_conv_blocks(u.batches) * u.kchs * irows * icols
+                                                : (size_t)gemmini_conv_blocks(u.kchs) * u.batches * irows * icols;
+  const size_t weight_rows = c->trans_weight_0132 ? (size_t)gemmini_conv_blocks(u.kchs) * u.krows * u.kcols * u.pochs
+                                                  : (size_t)gemmini_conv_blocks(u.pochs) * u.krows * u.kcols * u.kchs;
+  (void)spad_rows;
+  return acc_rows <= GEMMINI_HALF_ACC_ROWS && input_rows + weight_rows <= GEMMINI_HALF_SPAD_ROWS;
+}
+
 /* One tile (output b0.., orow0.., ocol0.., och0..; reduction krow0.., kcol0.., kch0..) as one LOOP_CONV_WS.
  * With pooling, orow0/ocol0 and the tile's rows/columns count pool outputs, as upstream's tiled_conv does: the
  * loop computes the convolution outputs under the tile's pool windows (the pool padding trimmed: plpad..pdpad)
@@ -322,29 +356,42 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
   const bool last = krow0 + t->krows >= kd && kcol0 + t->kcols >= kd && kch0 + t->kchs >= c->in_channels;
   /* A missing bias is a non-null dummy with no_bias set: the loop then moves zeros into the accumulator. */
   const acc_t *bias = !first ? NULL : (c->bias ? c->bias + och0 : (const acc_t *)(uintptr_t)1);
-  elem_t *out = last ? c->output + (((size_t)b0 * c->pool_out_row_dim + orow0) * c->pool_out_col_dim + ocol0) *
-                                       c->out_stride + och0
-                     : NULL;
+  /* The tile's first element of each operand, in the operand's layout (the loop unit adds tile-local
+   * offsets with the whole tensor's strides). With wrot180, kernel rows krow0.. of the input meet the
+   * weights of rows kd-krow0-nkr.. (the loop reverses them within the tile). */
+  elem_t *out = !last ? NULL : c->output + gemmini_conv_output_index(c, b0, orow0, ocol0, och0);
+  const int in_row = irow + upad, in_col = icol + lpad;
   const elem_t *in = !load_input ? NULL
-                                  : c->input + (((size_t)b0 * c->in_row_dim + (irow + upad)) * c->in_col_dim +
-                                                (icol + lpad)) * c->in_stride + kch0;
-  const elem_t *w = !load_weights ? NULL
-                                  : c->weights + (((size_t)krow0 * kd + kcol0) * c->in_channels + kch0) *
-                                                     c->weight_stride + och0;
+                     : c->trans_input_3120
+                         ? c->input + (((size_t)kch0 * c->in_row_dim + in_row) * c->in_col_dim + in_col) * c->batch_size + b0
+                         : c->input + (((size_t)b0 * c->in_row_dim + in_row) * c->in_col_dim + in_col) * c->in_stride + kch0;
+  const int wkrow0 = c->wrot180 ? kd - krow0 - nkr : krow0, wkcol0 = c->wrot180 ? kd - kcol0 - nkc : kcol0;
+  size_t w_at = (((size_t)wkrow0 * kd + wkcol0) * c->in_channels + kch0) * c->weight_stride + och0;
+  if (c->trans_weight_1203) w_at = (((size_t)kch0 * kd + wkrow0) * kd + wkcol0) * c->out_channels + och0;
+  if (c->trans_weight_0132) w_at = (((size_t)wkrow0 * kd + wkcol0) * c->out_channels + och0) * c->in_channels + kch0;
+  const elem_t *w = !load_weights ? NULL : c->weights + w_at;
   gemmini_loop_conv_ws(c->batch_size, c->in_row_dim, c->in_col_dim, c->in_channels, c->out_channels, c->out_row_dim,
                        c->out_col_dim, c->pool_out_row_dim, c->pool_out_col_dim, c->stride, c->padding, kd,
                        c->kernel_dilation, c->pool_size, c->pool_stride, c->pool_padding, nb, npr, npc, nochs, nkr,
                        nkc, nichs, lpad, rpad, upad, dpad, plpad, prpad, pupad, pdpad, nr, ncols, w, out, bias, in,
-                       c->bias == NULL, !gemmini_conv_pooled(c), false, false, false, c->act, false, false, false,
-                       false, 1, c->in_stride, c->weight_stride, c->out_stride, false, a_spad_id, b_spad_id);
+                       c->bias == NULL, !gemmini_conv_pooled(c), false, c->wrot180, false, c->act,
+                       c->trans_output_1203, c->trans_weight_1203, c->trans_weight_0132, c->trans_input_3120, 1,
+                       c->in_stride, c->weight_stride, c->out_stride, false, a_spad_id, b_spad_id);
 }
 
 static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool trans_output_1203, bool trans_input_3120,
                                bool trans_weight_1203, bool trans_weight_0132, int pool_size, int pool_stride,
                                int pool_padding) {
+  (void)wrot180, (void)trans_input_3120;
   if (input_dilation != 1) gemmini_library_error("tiled_conv", "input_dilation other than 1 is not implemented");
-  if (wrot180 || trans_output_1203 || trans_input_3120 || trans_weight_1203 || trans_weight_0132)
-    gemmini_library_error("tiled_conv", "transposed/rotated layouts are not implemented");
+  if (trans_weight_1203 && trans_weight_0132)
+    gemmini_library_error("tiled_conv", "trans_weight_1203 and trans_weight_0132 cannot both be set");
+  if (trans_input_3120 && trans_weight_0132)
+    gemmini_library_error("tiled_conv", "trans_input_3120 and trans_weight_0132 cannot both be set (the array "
+                                        "cannot transpose both operands in the WS dataflow)");
+  if (trans_output_1203 && pool_stride != 0 && !(pool_size == 1 && pool_stride == 1 && pool_padding == 0))
+    gemmini_library_error("tiled_conv", "pooling with trans_output_1203 is not implemented (the pooled store "
+                                        "writes the NHWC layout)");
   if (pool_stride != 0 && (pool_size < 1 || pool_size > 3 || pool_stride > 3 || pool_padding < 0 || pool_padding > 3))
     gemmini_library_error("tiled_conv", "pooling needs pool_size 1..3, pool_stride 0..3 and pool_padding 0..3 "
                                         "(the store unit's pooling fields are 2 bits wide)");
@@ -362,12 +409,14 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
                      trans_weight_0132, pool_size, pool_stride, pool_padding);
   const bool no_pool = pool_stride == 0 || (pool_size == 1 && pool_stride == 1 && pool_padding == 0);
   const int psize = no_pool ? 1 : pool_size, pstride = no_pool ? 1 : pool_stride, ppad = no_pool ? 0 : pool_padding;
-  const struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
+  struct gemmini_conv_args c = {batch_size, in_row_dim, in_col_dim, in_channels, out_channels,
                                       out_row_dim, out_col_dim, stride, kernel_dilation, padding, kernel_dim,
                                       input, weights, bias, output, act, scale, in_channels, out_channels,
                                       out_channels, psize, pstride, ppad,
                                       no_pool ? out_row_dim : (out_row_dim + 2 * ppad - psize) / pstride + 1,
                                       no_pool ? out_col_dim : (out_col_dim + 2 * ppad - psize) / pstride + 1};
+  c.wrot180 = wrot180, c.trans_output_1203 = trans_output_1203, c.trans_input_3120 = trans_input_3120;
+  c.trans_weight_1203 = trans_weight_1203, c.trans_weight_0132 = trans_weight_0132;
   if (!no_pool && (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1 || c.pool_out_col_dim > 255))
     gemmini_library_error("tiled_conv", "the pooled output must have 1..255 columns and at least one row");
   if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
@@ -390,9 +439,17 @@ static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const str
   if (gemmini_conv_pooled(c) ? !gemmini_conv_pooled_tiles_fit(c, t)
                               : !gemmini_conv_loop_tiles_fit(t, c->stride, c->kernel_dilation))
     gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad / accumulator");
+  if ((c->trans_input_3120 || c->trans_weight_0132) && !gemmini_conv_layout_tiles_fit(c, t))
+    gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad in the trans_input_3120 / "
+                                        "trans_weight_0132 layout");
   /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
-  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, false, false);
-  gemmini_extended_config_st((size_t)c->out_stride * sizeof(elem_t), c->act, c->scale);
+  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, c->trans_input_3120, c->trans_weight_0132);
+  /* A 1203 output's consecutive pixels of a row are batch_size * out_channels elements apart (as upstream's
+   * tiled_conv sets the store stride); the loop unit's input-transposed (3120) pixels and 0132 weights reach
+   * the array transposed, which the A/B transpose bits undo. */
+  gemmini_extended_config_st((size_t)(c->trans_output_1203 ? c->batch_size * c->out_channels : c->out_stride) *
+                                 sizeof(elem_t),
+                             c->act, c->scale);
   /* With keep_tiles, like upstream's tiled_conv (gemmini-rocc-tests include/gemmini.h): when the weight
    * tiles (input tiles) number at most two, each gets a scratchpad half of its own (id 1 for the first, 2 for
    * the other), is moved in by the first loop that needs it and stays there: later loops pass NULL. Other
@@ -599,6 +656,25 @@ static inline void tiled_conv_auto(int batch_size, int in_row_dim, int in_col_di
   struct gemmini_conv_tiles t;
   gemmini_conv_upstream_tiles(batch_size, in_channels, out_channels, out_row_dim, out_col_dim, kernel_dim, stride,
                               kernel_dilation, pool_size, pool_stride, pool_padding, &t);
+  if (trans_input_3120 || trans_weight_0132) {
+    /* Our rule, not upstream's: shrink the largest of batches, rows, columns and channels (channels by DIM)
+     * until the tile fits in these layouts too. */
+    struct gemmini_conv_args c;
+    memset(&c, 0, sizeof c);
+    c.stride = stride, c.kernel_dilation = kernel_dilation, c.pool_size = 1, c.pool_stride = 1;
+    c.trans_input_3120 = trans_input_3120, c.trans_weight_0132 = trans_weight_0132;
+    if (pool_stride != 0 && !(pool_size == 1 && pool_stride == 1 && pool_padding == 0))
+      c.pool_size = pool_size, c.pool_stride = pool_stride, c.pool_padding = pool_padding;
+    int *sizes[5] = {&t.batches, &t.porows, &t.pocols, &t.kchs, &t.pochs};
+    while (!gemmini_conv_layout_tiles_fit(&c, &t)) {
+      int **largest = NULL;
+      for (int i = 0; i < 5; i++)
+        if (*sizes[i] > 1 && (largest == NULL || *sizes[i] > **largest)) largest = &sizes[i];
+      if (largest == NULL) break; /* tiled_conv says what does not fit */
+      const bool channels = *largest == &t.kchs || *largest == &t.pochs;
+      **largest = channels && **largest > DIM ? (**largest - 1) / DIM * DIM : **largest - 1;
+    }
+  }
   tiled_conv(batch_size, in_row_dim, in_col_dim, in_channels, out_channels, out_row_dim, out_col_dim, stride,
              input_dilation, kernel_dilation, padding, kernel_dim, wrot180, trans_output_1203, trans_input_3120,
              trans_weight_1203, trans_weight_0132, t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols,
