@@ -718,3 +718,43 @@ def test_find_index8_refuses_a_value_absent_from_the_data():
 
     with pytest.raises(NkiError, match="does not occur in data"):
         k(np.zeros((128, 16), dtype=np.float32))
+
+
+# ---- nl.mgrid: dense grids (nki.language.mgrid) -----------------------------------------------------------
+
+
+def test_mgrid_axes_have_the_dense_grid_shape():
+    grid = nl.mgrid[0:4, 0:3, 0:2]
+    assert all(nl.dense_shape(axis) == (4, 3, 2) for axis in grid)
+    assert nl.dense_shape(3 * grid.x + grid.y) == (4, 3, 2)
+    assert nl.dense_shape(nl.arange(4)[:, None]) is None  # nl.arange is an open axis, as before
+
+
+def test_an_iota_of_free_grid_axes_fills_every_partition_of_the_grid():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 4, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        g = nl.mgrid[0:128, 0:4, 0:3]
+        idx = nisa.iota(3 * g.x + g.y, dtype=nl.float32)  # the vision select-and-scatter kernel's form
+        nl.store(out, value=nl.add(nl.load(x), idx))
+        return out
+
+    x = np.random.default_rng(3).standard_normal((128, 4, 3)).astype(np.float32)
+    window = np.arange(12, dtype=np.float32).reshape(1, 4, 3)  # 3 * y + z, the same in every partition
+    np.testing.assert_array_equal(k(x), x + window)
+
+
+def test_axes_of_differently_shaped_grids_index_together():
+    # the legacy matmul tutorial: ip from mgrid[0:P, 0:P] with ib from mgrid[0:P, 0:F] in one index
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, _ = nl.mgrid[0:128, 0:128]
+        _, ib = nl.mgrid[0:128, 0:64]
+        t = nl.load(x[ip, 64 + ib])
+        nl.store(out[ip, ib], value=t)
+        return out
+
+    x = np.random.default_rng(4).standard_normal((128, 128)).astype(np.float32)
+    np.testing.assert_array_equal(k(x), x[:, 64:])
+    assert last_report()["dma_descriptors"] <= 2 * 128  # strided boxes, not a gather of 8192 elements

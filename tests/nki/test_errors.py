@@ -157,22 +157,3 @@ def test_legacy_neuronxcc_kernel_with_output_arguments_runs_in_the_emulator(eval
     assert ev.status == OK, ev.message
     assert ev.feedback["engines"]["scalar"]["instructions"] == 2
 
-
-def test_an_iota_of_free_grid_axes_only_says_how_to_give_it_every_partition():
-    # NKI's nl.mgrid is dense; the emulator's axes are open, so iota(3 * g.x + g.y) has one partition here
-    import numpy as np
-    from speedpatch.targets.nki.emulator import isa as nisa
-    from speedpatch.targets.nki.emulator import language as nl
-    from speedpatch.targets.nki.emulator.errors import NkiError
-    from speedpatch.targets.nki.emulator.jit import jit
-
-    @jit
-    def k(x):
-        out = nl.ndarray((128, 4, 3), dtype=x.dtype, buffer=nl.shared_hbm)
-        g = nl.mgrid[0:128, 0:4, 0:3]
-        idx = nisa.iota(3 * g.x + g.y, dtype=nl.float32)
-        nl.store(out, value=nl.add(nl.load(x), idx))
-        return out
-
-    with pytest.raises(NkiError, match=r"nisa.iota of an index expression without the partition index.*0 \* <grid>.p"):
-        k(np.zeros((128, 4, 3), dtype=np.float32))

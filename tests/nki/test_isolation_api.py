@@ -284,3 +284,28 @@ def reference(x):
     return -np.sort(-x, axis=1)[:, :8]
 '''
     evaluate(problem, tmp_path)
+
+
+def test_an_iota_of_free_mgrid_axes_fills_every_partition_in_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def window_index(x):
+    out = nl.ndarray((128, 4, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+    window = nl.mgrid[0:128, 0:4, 0:3]
+    idx = nisa.iota(3 * window.x + window.y, dtype=nl.float32)
+    nl.store(out, value=nl.add(nl.load(x), idx))
+    return out
+
+
+INPUTS = {"x": ((128, 4, 3), "float32")}
+
+
+def reference(x):
+    return x + np.arange(12, dtype=np.float32).reshape(1, 4, 3)
+'''
+    evaluate(problem, tmp_path)

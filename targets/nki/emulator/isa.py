@@ -344,6 +344,14 @@ def iota(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
     a = _bind(["expr", "dtype", "mask"], rest, kwargs, "iota")
     values = np.asarray(a["expr"], dtype=np.float32)
+    grid = nl.dense_shape(a["expr"])
+    if grid is not None and values.shape != grid:
+        # an expression of nl.mgrid axes has the grid's dense shape (nki.language.mgrid): iota(3 * g.x + g.y)
+        # fills every partition of the grid, not one
+        try:
+            values = np.broadcast_to(values, grid)
+        except ValueError:
+            pass
     if values.ndim == 1:
         values = values[:, None]
     return ops.elementwise("iota", "gpsimd", lambda: values, [], dst=dst, dtype=a.get("dtype") or "int32",

@@ -318,12 +318,58 @@ class _Grid:
         return self.axes[3]
 
 
+class GridIndex(np.ndarray):
+    """One axis of an nl.mgrid grid, and any index arithmetic on it: an open-grid array (i_p (128, 1), i_f
+    (1, 512)) that remembers the dense grid it belongs to. NKI's grids are dense (the nki.language.mgrid
+    docs: "a dense (or fleshed out) mesh-grid ... each returned argument has the same shape"), yet an NKI
+    index names the axis it iterates, so axes of differently shaped grids combine (the matmul tutorial
+    indexes rhs[ki * P + ip, ni * F + ib] with ip from mgrid[0:P, 0:P] and ib from mgrid[0:P, 0:F]); as
+    open grids they do, and indexing stays a strided box. The dense shape matters where an expression
+    gives a tile its shape: nisa.iota(3 * g.x + g.y) fills every partition of the grid."""
+
+    grid_shape: tuple[int, ...] | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.grid_shape = getattr(obj, "grid_shape", None)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        shapes = [x.grid_shape for x in inputs if isinstance(x, GridIndex) and x.grid_shape is not None]
+        plain = [x.view(np.ndarray) if isinstance(x, GridIndex) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, GridIndex) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method != "__call__" or not isinstance(result, np.ndarray) or not shapes:
+            return result
+        try:  # expressions of two grids: the grid both span (None when they do not broadcast)
+            grid: tuple[int, ...] | None = np.broadcast_shapes(*shapes, result.shape)
+        except ValueError:
+            grid = None
+        out = result.view(GridIndex)
+        out.grid_shape = grid
+        return out
+
+
+def dense_shape(expr: Any) -> tuple[int, ...] | None:
+    """The dense grid shape of an index expression made from nl.mgrid axes (None for anything else)."""
+    return expr.grid_shape if isinstance(expr, GridIndex) else None
+
+
 class _MGrid:
-    """nl.mgrid[0:128, 0:512] -> open index grids (i_p with shape (128, 1), i_f with shape (1, 512))."""
+    """nl.mgrid[0:128, 0:512] -> the grid's axes as GridIndex arrays (open for indexing, dense for shapes)."""
 
     def __getitem__(self, key: Any) -> _Grid:
         keys = key if isinstance(key, tuple) else (key,)
-        return _Grid(tuple(np.ogrid[keys]) if len(keys) > 1 else (np.arange(keys[0].start or 0, keys[0].stop),))
+        for k in keys:
+            if not isinstance(k, slice) or isinstance(k.step, complex):
+                raise NkiError(f"nl.mgrid takes slices such as nl.mgrid[0:128, 0:512] (complex steps are not "
+                               f"supported), got {k!r}")
+        if len(keys) == 1:
+            return _Grid((np.arange(keys[0].start or 0, keys[0].stop, keys[0].step or 1),))
+        axes = [np.asarray(a).view(GridIndex) for a in np.ogrid[keys]]
+        shape = np.broadcast_shapes(*(a.shape for a in axes))
+        for a in axes:
+            a.grid_shape = shape
+        return _Grid(tuple(axes))
 
 
 mgrid = _MGrid()

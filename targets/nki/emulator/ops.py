@@ -109,14 +109,9 @@ def _partition_aligned(values: list[Any], operands: Sequence[Any]) -> list[Any]:
 def check_partitions(tiles: Sequence[Tile], what: str) -> None:
     parts = {t.partitions for t in tiles if t.shape}
     if len(parts) > 1:
-        hint = ""
-        if any(t.alloc.name == "iota" and t.partitions == 1 for t in tiles):
-            # nl.mgrid is an open grid here (NKI's is dense): an expression of its free axes only has 1 partition
-            hint = ("; the 1-partition operand is nisa.iota of an index expression without the partition index "
-                    "(in the emulator nl.mgrid axes are open grids, in NKI dense ones): add 0 * <grid>.p to it")
         raise NkiError(
             f"{what}: operands have different partition sizes {sorted(parts)}; engines cannot broadcast "
-            f"across partitions (only along the free dimension, e.g. a (P, 1) operand){hint}"
+            f"across partitions (only along the free dimension, e.g. a (P, 1) operand)"
         )
 
 
