@@ -4,9 +4,10 @@ rotated by 180 degrees), the input as [in_ch][row][col][batch] (3120), the outpu
 (1203), the weights as [in_ch][krow][kcol][out_ch] (1203) or [krow][kcol][out_ch][in_ch] (0132). Each is checked
 on a program of our own against a convolution the program computes on the core from the logical tensors, on the
 hardware loop with tiles that split batches, rows, columns, kernel rows and both channel counts (so every tile's
-operand pointers are exercised), with tiled_conv_auto's tiles, and on the library's CPU path. What the library
-still does not do (input dilation) or what the hardware cannot (both operands transposed, a transposed output
-pooled) stops with an error that names it."""
+operand pointers are exercised), with tiled_conv_auto's tiles, and on the library's CPU path. Input dilation (2,
+with stride 1, as upstream's loop unit does it) is checked the same way. What the hardware cannot do (both
+operands transposed, a transposed output pooled, dilation above 2 or with a stride) stops with an error that
+names it."""
 
 from __future__ import annotations
 
@@ -32,10 +33,13 @@ PROGRAM = r"""
 #define ICH 20
 #define OCH 19
 #define KDIM 3
-#define STRIDE 2
-#define PAD 1
-#define OUT_ROWS 5
-#define OUT_COLS 4
+#define STRIDE @STRIDE@
+#define PAD @PAD@
+#define DIL @DIL@
+#define DIL_ROWS (IN_ROWS + (DIL - 1) * (IN_ROWS - 1))
+#define DIL_COLS (IN_COLS + (DIL - 1) * (IN_COLS - 1))
+#define OUT_ROWS ((DIL_ROWS + 2 * PAD - KDIM) / STRIDE + 1)
+#define OUT_COLS ((DIL_COLS + 2 * PAD - KDIM) / STRIDE + 1)
 
 static elem_t In[BATCH][IN_ROWS][IN_COLS][ICH], W[KDIM][KDIM][ICH][OCH];  /* logical tensors */
 static elem_t in_mem[BATCH * IN_ROWS * IN_COLS * ICH], w_mem[KDIM * KDIM * ICH * OCH];
@@ -56,10 +60,12 @@ static int check(const char *what) {
           for (int kr = 0; kr < KDIM; kr++)
             for (int kc = 0; kc < KDIM; kc++)
               for (int ich = 0; ich < ICH; ich++) {
+                /* coordinates in the dilated image: DIL-1 zeros between two input pixels */
                 int irow = orow * STRIDE + kr - PAD, icol = ocol * STRIDE + kc - PAD;
-                if (irow < 0 || icol < 0 || irow >= IN_ROWS || icol >= IN_COLS) continue;
+                if (irow < 0 || icol < 0 || irow >= DIL_ROWS || icol >= DIL_COLS) continue;
+                if (irow % DIL != 0 || icol % DIL != 0) continue;
                 int wr = ROT ? KDIM - 1 - kr : kr, wc = ROT ? KDIM - 1 - kc : kc;
-                sum += In[b][irow][icol][ich] * W[wr][wc][ich][och];
+                sum += In[b][irow / DIL][icol / DIL][ich] * W[wr][wc][ich][och];
               }
           elem_t want = sum > 127 ? 127 : (sum < 0 ? 0 : (elem_t)sum);  /* ReLU, scale 1 */
           size_t at = OUT_1203 ? ((size_t)(orow * OUT_COLS + ocol) * BATCH + b) * OCH + och
@@ -96,18 +102,18 @@ int main() {
   for (int o = 0; o < OCH; o++) Bias[o] = rnd(-40, 40);
   gemmini_flush(0);
   /* tiles: 1 batch, 2 rows, 3 columns, 16 output channels; 2 kernel rows, 2 kernel columns, 16 input channels */
-  tiled_conv(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, 1, 1, PAD, KDIM, ROT, OUT_1203, IN_3120,
+  tiled_conv(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, DIL, 1, PAD, KDIM, ROT, OUT_1203, IN_3120,
              W_1203, W_0132, 1, 2, 3, 16, 2, 2, 16, in_mem, w_mem, Bias, out_mem, RELU, ACC_SCALE_IDENTITY, 0, 0, 0,
              WS);
   gemmini_fence();
   if (check("tiled_conv, small tiles")) return 1;
   for (size_t i = 0; i < sizeof out_mem; i++) out_mem[i] = 99;
-  tiled_conv_auto(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, 1, 1, PAD, KDIM, ROT, OUT_1203,
+  tiled_conv_auto(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, DIL, 1, PAD, KDIM, ROT, OUT_1203,
                   IN_3120, W_1203, W_0132, in_mem, w_mem, Bias, out_mem, RELU, ACC_SCALE_IDENTITY, 0, 0, 0, WS);
   gemmini_fence();
   if (check("tiled_conv_auto")) return 1;
   for (size_t i = 0; i < sizeof out_mem; i++) out_mem[i] = 99;
-  tiled_conv_auto(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, 1, 1, PAD, KDIM, ROT, OUT_1203,
+  tiled_conv_auto(BATCH, IN_ROWS, IN_COLS, ICH, OCH, OUT_ROWS, OUT_COLS, STRIDE, DIL, 1, PAD, KDIM, ROT, OUT_1203,
                   IN_3120, W_1203, W_0132, in_mem, w_mem, Bias, out_mem, RELU, ACC_SCALE_IDENTITY, 0, 0, 0, CPU);
   if (check("CPU")) return 1;
   printf("ok\n");
@@ -118,8 +124,8 @@ int main() {
 FLAGS = ("ROT", "OUT_1203", "IN_3120", "W_1203", "W_0132")
 
 
-def program(*on: str) -> str:
-    text = PROGRAM
+def program(*on: str, stride: int = 2, pad: int = 1, dilation: int = 1) -> str:
+    text = PROGRAM.replace("@STRIDE@", str(stride)).replace("@PAD@", str(pad)).replace("@DIL@", str(dilation))
     for flag in FLAGS:
         text = text.replace(f"@{flag}@", "true" if flag in on else "false")
     return text
@@ -160,8 +166,22 @@ def test_a_pooled_transposed_output_is_refused(gemmini_c) -> None:
     assert "pooling with trans_output_1203 is not implemented" in result.output
 
 
-def test_input_dilation_still_stops_with_an_error_naming_it(gemmini_c) -> None:
-    text = program().replace("STRIDE, 1, 1, PAD, KDIM, ROT", "STRIDE, 2, 1, PAD, KDIM, ROT", 1)
-    result = gemmini_c(text)()
+@pytest.mark.parametrize(("pad", "flags"), [(1, ()), (-1, ()), (0, ("ROT",)), (2, ("OUT_1203", "W_0132"))],
+                         ids=["pad1", "negative-pad", "pad0-rot180", "pad2-1203-0132"])
+def test_an_input_dilated_convolution_matches_the_core_reference(gemmini_c, pad: int, flags: tuple[str, ...]) -> None:
+    # conv_with_input_dilation*.c: dilation 2 and stride 1 on the loop unit (its input_dilated bit, C_stride 2),
+    # windows that start or end between two input pixels included (odd paddings).
+    result = gemmini_c(program(*flags, stride=1, pad=pad, dilation=2))()
+    assert result.returncode == 0, result.output
+    assert result.output.strip().endswith("ok")
+
+
+@pytest.mark.parametrize(("stride", "dilation", "message"), [
+    (2, 2, "input_dilation needs stride 1 on Gemmini"),
+    (1, 3, "input_dilation above 2 is only implemented on the CPU"),
+])
+def test_an_input_dilation_the_loop_unit_cannot_do_is_refused(gemmini_c, stride: int, dilation: int,
+                                                              message: str) -> None:
+    result = gemmini_c(program(stride=stride, dilation=dilation))()
     assert result.returncode == 3, result.output
-    assert "input_dilation other than 1 is not implemented" in result.output
+    assert message in result.output

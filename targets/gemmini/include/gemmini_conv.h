@@ -38,7 +38,16 @@ struct gemmini_conv_args {
    * trans_output_1203 writes the output as [orow][ocol][batch][out_ch]; trans_weight_1203 reads the weights
    * as [in_ch][krow][kcol][out_ch], trans_weight_0132 as [krow][kcol][out_ch][in_ch]. */
   bool wrot180, trans_output_1203, trans_input_3120, trans_weight_1203, trans_weight_0132;
+  /* Input dilation: the image is read as if input_dilation-1 zero rows/columns stood between its pixels
+   * (upstream's; the loop unit does 2, with stride 1, the CPU path any). Padding and the input coordinates
+   * below are in that dilated image, in_row_dim/in_col_dim stay the stored (undilated) sizes. */
+  int input_dilation;
 };
+
+static inline int gemmini_conv_dilated_dim(const struct gemmini_conv_args *c, int dim) {
+  const int d = c->input_dilation > 1 ? c->input_dilation : 1;
+  return dim + (d - 1) * (dim - 1);
+}
 
 /* The element of the (undilated) input, of the weights and of the output at the given coordinates, in the
  * layouts the flags select. */
@@ -106,10 +115,15 @@ static inline elem_t gemmini_conv_cpu_pixel(const struct gemmini_conv_args *c, i
     for (int kc = 0; kc < kd; kc++) {
       const int irow = orow * c->stride + kr * c->kernel_dilation - c->padding;
       const int icol = ocol * c->stride + kc * c->kernel_dilation - c->padding;
-      if (irow < 0 || irow >= c->in_row_dim || icol < 0 || icol >= c->in_col_dim) continue;
+      if (irow < 0 || irow >= gemmini_conv_dilated_dim(c, c->in_row_dim) || icol < 0 ||
+          icol >= gemmini_conv_dilated_dim(c, c->in_col_dim))
+        continue;
+      const int d = c->input_dilation > 1 ? c->input_dilation : 1;
+      if (irow % d != 0 || icol % d != 0) continue; /* a zero between two input pixels */
       const int wr = c->wrot180 ? kd - 1 - kr : kr, wc = c->wrot180 ? kd - 1 - kc : kc;
       for (int ich = 0; ich < c->in_channels; ich++)
-        sum += (int64_t)gemmini_conv_input_at(c, b, irow, icol, ich) * (int64_t)gemmini_conv_weight_at(c, wr, wc, ich, och);
+        sum += (int64_t)gemmini_conv_input_at(c, b, irow / d, icol / d, ich) *
+               (int64_t)gemmini_conv_weight_at(c, wr, wc, ich, och);
     }
   return gemmini_cpu_acc_to_elem(sum, c->scale, c->act);
 }
@@ -349,9 +363,19 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
   const int icol = (ocol < 0 ? 0 : ocol) * c->stride + kcol0 * c->kernel_dilation - c->padding;
   const int irows = gemmini_conv_loop_in_dim(nr, c->stride, nkr, c->kernel_dilation);
   const int icols = gemmini_conv_loop_in_dim(ncols, c->stride, nkc, c->kernel_dilation);
-  const int upad = irow < 0 ? -irow : 0, lpad = icol < 0 ? -icol : 0;
-  const int dpad = irow + irows > c->in_row_dim ? irow + irows - c->in_row_dim : 0;
-  const int rpad = icol + icols > c->in_col_dim ? icol + icols - c->in_col_dim : 0;
+  const int drows = gemmini_conv_dilated_dim(c, c->in_row_dim), dcols = gemmini_conv_dilated_dim(c, c->in_col_dim);
+  int upad = irow < 0 ? -irow : 0, lpad = icol < 0 ? -icol : 0;
+  int dpad = irow + irows > drows ? irow + irows - drows : 0;
+  int rpad = icol + icols > dcols ? icol + icols - dcols : 0;
+  const bool dilated = c->input_dilation == 2;
+  if (dilated) {
+    /* The window's first and last rows (columns) read must be input pixels, not the zeros between them: a
+     * window that starts or ends on a zero pads it instead (as upstream's tiled_conv does). */
+    upad += upad == 0 && irow % 2 != 0;
+    lpad += lpad == 0 && icol % 2 != 0;
+    dpad += dpad == 0 && (irow + irows) % 2 != 1;
+    rpad += rpad == 0 && (icol + icols) % 2 != 1;
+  }
   const bool first = krow0 == 0 && kcol0 == 0 && kch0 == 0;
   const bool last = krow0 + t->krows >= kd && kcol0 + t->kcols >= kd && kch0 + t->kchs >= c->in_channels;
   /* A missing bias is a non-null dummy with no_bias set: the loop then moves zeros into the accumulator. */
@@ -360,7 +384,7 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
    * offsets with the whole tensor's strides). With wrot180, kernel rows krow0.. of the input meet the
    * weights of rows kd-krow0-nkr.. (the loop reverses them within the tile). */
   elem_t *out = !last ? NULL : c->output + gemmini_conv_output_index(c, b0, orow0, ocol0, och0);
-  const int in_row = irow + upad, in_col = icol + lpad;
+  const int in_row = (irow + upad) >> dilated, in_col = (icol + lpad) >> dilated;
   const elem_t *in = !load_input ? NULL
                      : c->trans_input_3120
                          ? c->input + (((size_t)kch0 * c->in_row_dim + in_row) * c->in_col_dim + in_col) * c->batch_size + b0
@@ -374,7 +398,7 @@ static inline void gemmini_conv_loop_tile(const struct gemmini_conv_args *c, con
                        c->out_col_dim, c->pool_out_row_dim, c->pool_out_col_dim, c->stride, c->padding, kd,
                        c->kernel_dilation, c->pool_size, c->pool_stride, c->pool_padding, nb, npr, npc, nochs, nkr,
                        nkc, nichs, lpad, rpad, upad, dpad, plpad, prpad, pupad, pdpad, nr, ncols, w, out, bias, in,
-                       c->bias == NULL, !gemmini_conv_pooled(c), false, c->wrot180, false, c->act,
+                       c->bias == NULL, !gemmini_conv_pooled(c), false, c->wrot180, dilated, c->act,
                        c->trans_output_1203, c->trans_weight_1203, c->trans_weight_0132, c->trans_input_3120, 1,
                        c->in_stride, c->weight_stride, c->out_stride, false, a_spad_id, b_spad_id);
 }
@@ -383,7 +407,7 @@ static inline void gemmini_conv_check(int input_dilation, bool wrot180, bool tra
                                bool trans_weight_1203, bool trans_weight_0132, int pool_size, int pool_stride,
                                int pool_padding) {
   (void)wrot180, (void)trans_input_3120;
-  if (input_dilation != 1) gemmini_library_error("tiled_conv", "input_dilation other than 1 is not implemented");
+  if (input_dilation < 1) gemmini_library_error("tiled_conv", "input_dilation must be at least 1");
   if (trans_weight_1203 && trans_weight_0132)
     gemmini_library_error("tiled_conv", "trans_weight_1203 and trans_weight_0132 cannot both be set");
   if (trans_input_3120 && trans_weight_0132)
@@ -417,6 +441,11 @@ static inline struct gemmini_conv_args gemmini_conv_prepare(
                                       no_pool ? out_col_dim : (out_col_dim + 2 * ppad - psize) / pstride + 1};
   c.wrot180 = wrot180, c.trans_output_1203 = trans_output_1203, c.trans_input_3120 = trans_input_3120;
   c.trans_weight_1203 = trans_weight_1203, c.trans_weight_0132 = trans_weight_0132;
+  c.input_dilation = input_dilation;
+  if (tiled_conv_type != CPU && input_dilation > 2)
+    gemmini_library_error("tiled_conv", "input_dilation above 2 is only implemented on the CPU (as upstream)");
+  if (tiled_conv_type != CPU && input_dilation > 1 && stride > 1)
+    gemmini_library_error("tiled_conv", "input_dilation needs stride 1 on Gemmini (as upstream)");
   if (!no_pool && (c.pool_out_row_dim < 1 || c.pool_out_col_dim < 1 || c.pool_out_col_dim > 255))
     gemmini_library_error("tiled_conv", "the pooled output must have 1..255 columns and at least one row");
   if (tiled_conv_type == OS) gemmini_library_error("tiled_conv", "only the WS dataflow is implemented for convolutions");
@@ -443,7 +472,9 @@ static inline void gemmini_conv_run(const struct gemmini_conv_args *c, const str
     gemmini_library_error("tiled_conv", "tiles do not fit half of the scratchpad in the trans_input_3120 / "
                                         "trans_weight_0132 layout");
   /* Consecutive output pixels read input pixels `stride` rows apart in the scratchpad. */
-  gemmini_extended_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, c->stride, c->trans_input_3120, c->trans_weight_0132);
+  /* With input dilation, one compute covers every other output pixel of a row: C_stride = input_dilation. */
+  gemmini_extended3_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, ACC_SCALE_IDENTITY, c->input_dilation, c->stride,
+                              c->trans_input_3120, c->trans_weight_0132, false);
   /* A 1203 output's consecutive pixels of a row are batch_size * out_channels elements apart (as upstream's
    * tiled_conv sets the store stride); the loop unit's input-transposed (3120) pixels and 0132 weights reach
    * the array transposed, which the A/B transpose bits undo. */
@@ -545,6 +576,9 @@ static inline void gemmini_tiled_conv_core(int batch_size, int in_row_dim, int i
     gemmini_conv_cpu(&c);
     return;
   }
+  if (input_dilation != 1 || wrot180 || trans_output_1203 || trans_input_3120 || trans_weight_1203 || trans_weight_0132)
+    gemmini_library_error("gemmini_tiled_conv_core", "input dilation and the transposed/rotated layouts are only "
+                                                      "implemented on the hardware-loop path (tiled_conv)");
   if (gemmini_conv_pooled(&c))
     gemmini_library_error("gemmini_tiled_conv_core", "pooling is not implemented on the core-issued path "
                                                       "(tiled_conv / tiled_conv_auto pool)");
