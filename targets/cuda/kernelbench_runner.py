@@ -90,7 +90,11 @@ ALLOWED_OPS = frozenset(f"aten::{op}" for op in (
 FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cutlass|nccl|nvrtc)\w*|^dl(?:open|sym|vsym|mopen)$"
                             r"|^pthread_create$|^cudaStream(?:Create|BeginCapture)\w*|^cudaEvent\w*|^cudaGraph\w*"
                             r"|^cudaLaunchHostFunc$|^cu[A-Z]\w*|^f?open(?:64)?$|^fopen\w*|^system$|^popen$|^fork$|^exec[lv]\w*"
-                            r"|^getenv$|^PyRun_\w+|^Py_CompileString\w*|^PyEval_EvalCode\w*|^_ZNSt6thread\w+")
+                            r"|^getenv$|^PyRun_\w+|^Py_CompileString\w*|^PyEval_EvalCode\w*|^_ZNSt6thread\w+"
+                            # a stream of c10's pool or the caller's own: the runner's events, recorded on the current
+                            # stream, would not see the work; raw system calls and page protection
+                            r"|17getStreamFromPool|20setCurrentCUDAStream|21getStreamFromExternal"
+                            r"|^cudaStreamAddCallback$|^syscall$|^mprotect$|^p?write(?:v|64)?$")
 
 
 def extension_symbols(folder: str) -> list[str]:

@@ -170,3 +170,29 @@ def test_the_runner_refuses_an_output_of_a_tensor_subclass() -> None:
     assert kernelbench_runner.mismatch(torch, torch.ones(8), want) == ""
     why = kernelbench_runner.mismatch(torch, torch.full((8,), 5.0).as_subclass(Liar), want)
     assert "subclass of torch.Tensor" in why, why
+
+
+def _runner():
+    sys.path.insert(0, str(EXAMPLES.parents[1] / "targets" / "cuda"))
+    import kernelbench_runner
+
+    return kernelbench_runner
+
+
+@pytest.mark.parametrize("symbol", [
+    "_ZN3c104cuda17getStreamFromPoolEba",  # c10::cuda::getStreamFromPool(bool, signed char): a pool stream
+    "_ZN3c104cuda17getStreamFromPoolEia",  # the (int priority, DeviceIndex) overload of newer torch
+    "_ZN3c104cuda20setCurrentCUDAStreamENS0_10CUDAStreamE",
+    "cudaStreamAddCallback", "syscall", "mprotect", "write",
+])
+def test_an_extension_that_imports_a_side_stream_or_raw_system_calls_is_foreign(symbol: str) -> None:
+    # Red-team find: a kernel launched on a c10 pool stream runs outside the runner's current-stream events.
+    assert _runner().FOREIGN_SYMBOL.search(symbol)
+
+
+@pytest.mark.parametrize("symbol", [
+    "_ZN3c104cuda20getCurrentCUDAStreamEa", "cudaLaunchKernel", "__cudaRegisterFunction", "pthread_mutex_lock",
+    "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs", "fwrite",
+])
+def test_what_an_honest_extension_imports_is_not_foreign(symbol: str) -> None:
+    assert not _runner().FOREIGN_SYMBOL.search(symbol)
