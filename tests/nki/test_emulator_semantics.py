@@ -758,3 +758,81 @@ def test_axes_of_differently_shaped_grids_index_together():
     x = np.random.default_rng(4).standard_normal((128, 128)).astype(np.float32)
     np.testing.assert_array_equal(k(x), x[:, 64:])
     assert last_report()["dma_descriptors"] <= 2 * 128  # strided boxes, not a gather of 8192 elements
+
+
+# ---- nisa.tensor_partition_reduce (GpSimd) ---------------------------------------------------------------
+
+
+def test_tensor_partition_reduce_adds_across_partitions_in_the_legacy_form():
+    @jit
+    def k(x):
+        out = nl.ndarray((1, 32, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        b = nisa.tensor_partition_reduce(np.add, nl.load(x))  # the docs' example 1: (128, 32, 4) -> (1, 32, 4)
+        nl.store(out, value=b)
+        return out
+
+    x = np.random.default_rng(5).standard_normal((128, 32, 4)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_partition_reduce_takes_the_maximum_into_a_destination_and_the_mean():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 1, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        top = nl.ndarray((1, 64), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(top, nl.maximum, t)
+        nl.store(out[0], value=top)
+        nl.store(out[1], value=nisa.tensor_partition_reduce(nl.mean, t))
+        return out
+
+    x = np.random.default_rng(6).standard_normal((96, 64)).astype(np.float32)
+    got = k(x)
+    np.testing.assert_array_equal(got[0, 0], x.max(axis=0))
+    np.testing.assert_allclose(got[1, 0], x.mean(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_partition_reduce_of_a_block_tile_reduces_its_partition_axis():
+    @jit
+    def k(x):
+        out = nl.ndarray((2, 1, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        blocks = nl.ndarray((2, nl.par_dim(16), 8), dtype=x.dtype, buffer=nl.sbuf)
+        for b in nl.affine_range(2):
+            blocks[b] = nl.load(x[b])
+        nl.store(out, value=nisa.tensor_partition_reduce(nl.add, blocks))  # (b, p, f) -> (b, 1, f)
+        return out
+
+    x = np.random.default_rng(8).standard_normal((2, 16, 8)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_partition_reduce_ors_integer_bit_patterns():
+    @jit
+    def k(x):
+        out = nl.ndarray((1, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.tensor_partition_reduce(np.bitwise_or, nl.load(x)))
+        return out
+
+    x = (1 << np.random.default_rng(9).integers(0, 20, size=(128, 16))).astype(np.int32)  # one bit each
+    x[:, 3] = 0
+    np.testing.assert_array_equal(k(x), np.bitwise_or.reduce(x, axis=0, keepdims=True))
+
+
+@pytest.mark.parametrize(("op", "where", "message"), [
+    (nl.subtract, "sbuf", "not one of its reduction operators"),
+    (np.bitwise_and, "sbuf", "needs integer data"),
+    (nl.add, "psum", "reads and writes SBUF only"),
+])
+def test_tensor_partition_reduce_refuses_other_ops_float_bitwise_and_psum(op, where, message):
+    @jit
+    def k(x):
+        t = nl.load(x)
+        if where == "psum":
+            p = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=t)
+            t = p
+        nisa.tensor_partition_reduce(op, t)
+        return x
+
+    with pytest.raises(NkiError, match=message):
+        k(np.zeros((128, 16), dtype=np.float32))

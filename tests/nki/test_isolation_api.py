@@ -309,3 +309,27 @@ def reference(x):
     return x + np.arange(12, dtype=np.float32).reshape(1, 4, 3)
 '''
     evaluate(problem, tmp_path)
+
+
+def test_tensor_partition_reduce_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def column_sums(x):
+    out = nl.ndarray((1, 256), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.tensor_partition_reduce(np.add, nl.load(x)))
+    return out
+
+
+INPUTS = {"x": ((128, 256), "float32")}
+
+
+def reference(x):
+    return x.sum(axis=0, keepdims=True)
+'''
+    ev = evaluate(problem, tmp_path)
+    assert ev.feedback["engines"]["gpsimd"]["instructions"] == 1

@@ -309,6 +309,59 @@ def tensor_reduce(*args: Any, **kwargs: Any) -> Tile:
                           what="tensor_reduce")
 
 
+def _partition_reducer(op: Any, data: Tile) -> Any:
+    """The NumPy reduction along axis `axis` for a tensor_partition_reduce op (its docs: add, max, mean /
+    average, bitwise_or, bitwise_and, bitwise_xor; the bitwise ones on integer data only)."""
+    name = getattr(op, "name", None) or getattr(op, "__name__", "")
+    table = {"add": np.sum, "sum": np.sum, "maximum": np.max, "max": np.max, "amax": np.max, "mean": np.mean,
+             "average": np.mean}
+    bitwise = {"bitwise_or": np.bitwise_or, "bitwise_and": np.bitwise_and, "bitwise_xor": np.bitwise_xor}
+    if name in table and (op is getattr(nl, name, None) or op is getattr(np, name, None)):
+        return table[name]
+    if name in bitwise and op is bitwise[name]:
+        if data.dtype.is_float:
+            raise NkiError(f"nisa.tensor_partition_reduce: {name} needs integer data, {data.name!r} is "
+                           f"{data.dtype!r}")
+        ufunc = bitwise[name]
+        return lambda v, axis, keepdims: ufunc.reduce(v.astype(np.int64), axis=axis, keepdims=keepdims)
+    raise NkiError(f"nisa.tensor_partition_reduce: op {op!r} is not one of its reduction operators (nl.add, "
+                   f"nl.maximum, nl.mean, np.bitwise_or, np.bitwise_and, np.bitwise_xor)")
+
+
+def tensor_partition_reduce(*args: Any, **kwargs: Any) -> Tile:
+    """Reduce across the partitions of data on the GpSimd engine (nki.isa.tensor_partition_reduce; both forms:
+    `dst = tensor_partition_reduce(op, data, mask=, dtype=)` and `tensor_partition_reduce(dst, op, data)`).
+    A (128, 32, 4) tile reduces to (1, 32, 4); a block tile (b, p, f...) to (b, 1, f...), its partition
+    axis reduced. GpSimd cannot access PSUM ([ARCH]), so data and dst are SBUF tiles.
+
+    Cost: the docs give none. Each of the 8 GpSimd cores holds 16 partitions and reads their elements with
+    16 lanes ([ARCH]), so streaming the input once takes N cycles for N elements per partition (32-bit;
+    2 or 4 per cycle for 16 / 8-bit types): the model charges that pass, the engine's usual streaming rate
+    (ops.engine_cost_ns), and not the combination of the cores' partial results -- a floor, never a
+    figure below what the data's size allows."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    a = _bind(["op", "data", "mask", "dtype", "name"], rest, kwargs, "tensor_partition_reduce")
+    data = a.get("data")
+    if not isinstance(data, Tile):
+        raise NkiError("nisa.tensor_partition_reduce: data must be a tile")
+    for t, role in ((data, "data"), (dst, "dst")):
+        if isinstance(t, Tile) and t.buffer.kind != "sbuf":
+            raise NkiError(f"nisa.tensor_partition_reduce: {role} {t.name!r} is in {t.buffer.name}; the GpSimd "
+                           f"engine reads and writes SBUF only (copy a PSUM tile to SBUF first)")
+    reduce = _partition_reducer(a.get("op"), data)
+    axis = data.par_axis
+    out_shape = tuple(1 if i == axis else n for i, n in enumerate(data.shape))
+    if dst is None:
+        shape = tuple(nl.par_dim(1) if i == axis else n for i, n in enumerate(out_shape))
+        dst = nl.ndarray(shape, a.get("dtype") or data.dtype, buffer=sbuf, name="tensor_partition_reduce")
+    elif dst.partitions != 1 or int(np.prod(dst.shape)) != int(np.prod(out_shape)):
+        raise NkiError(f"nisa.tensor_partition_reduce: dst {dst.shape} must hold one partition of data's free "
+                       f"elements, {out_shape} for data {data.shape}")
+    return ops.elementwise("tensor_partition_reduce", "gpsimd",
+                           lambda v: np.reshape(reduce(v, axis=axis, keepdims=True), dst.shape), [data], dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
+
+
 def tensor_copy(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
     a = _bind(["src", "mask", "dtype", "engine"], rest, kwargs, "tensor_copy")
@@ -451,7 +504,7 @@ PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
-    "max8", "nc_find_index8",
+    "max8", "nc_find_index8", "tensor_partition_reduce",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",
