@@ -514,6 +514,11 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
                                        "of .fini_array beyond the harness's): code that runs after main is not allowed",
                                        line, 0))
     outside = code_outside_text(candidate, timeout)
+    if ".note.GNU-stack" in outside:
+        outside.remove(".note.GNU-stack")
+        result.findings.append(Finding("object", "the solution asks for an executable stack (.note.GNU-stack marked "
+                                       "executable): machine code built in an array could run, where no check of the "
+                                       "object sees it", line, 0))
     if outside:
         result.findings.append(Finding("object", f"the solution puts code in section {', '.join(outside)} (only .text "
                                        "is allowed: .init/.fini code runs before or after main, outside launch)",

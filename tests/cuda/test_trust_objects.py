@@ -108,3 +108,17 @@ def test_code_that_runs_before_or_after_main_without_a_constructor_table_is_reje
     ev = evaluate(tmp_path, with_solution(MATMUL, before + OUTSIDE_LAUNCH_KERNEL), MATMUL, compile_cache)
     assert ev.status == REJECTED, f"{name}: {ev.status} {ev.message}"
     assert named in ev.message, ev.message
+
+
+def test_an_executable_stack_is_rejected(tmp_path: Path, compile_cache: Path) -> None:
+    # Host code may call through function pointers, so with an executable stack, bytes in a local array (a
+    # system call, a clock read) run without any instruction of the object showing them.
+    jit = ("void launch(const float* const* in, float* out) {\n"
+           "  unsigned char code[] = {0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3};  // mov eax, 42; ret\n"
+           "  volatile int v = ((int (*)())(void*)code)(); (void)v;\n"
+           "  mm<<<dim3(N / 16, N / 16), dim3(16, 16)>>>(in[0], in[1], out, N);\n}\n")
+    kernel = OUTSIDE_LAUNCH_KERNEL[:OUTSIDE_LAUNCH_KERNEL.index("void launch")]
+    source = with_solution(MATMUL, 'asm(".section .note.GNU-stack,\\"x\\",@progbits\\n.previous");\n' + kernel + jit)
+    ev = evaluate(tmp_path, source, MATMUL, compile_cache)
+    assert ev.status == REJECTED, f"{ev.status} {ev.message}"
+    assert "executable stack" in ev.message, ev.message
