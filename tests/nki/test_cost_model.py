@@ -577,3 +577,25 @@ def test_tensor_partition_reduce_is_charged_to_gpsimd_one_pass_over_the_input():
     assert engines["gpsimd"]["instructions"] == 1
     assert engines["gpsimd"]["busy_us"] == pytest.approx(512 / params.GPSIMD_GHZ / 1000, abs=1e-3)  # 3 decimals
     assert engines["vector"]["instructions"] == 0 and engines["tensor"]["instructions"] == 0
+
+
+def test_dma_transpose_is_charged_to_the_dma_engines_one_descriptor_per_element():
+    # nisa.dma_transpose runs on the DMA engines; a transposed access has no contiguous run beyond one element
+    @jit
+    def k(x):
+        out = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.dma_transpose(x))
+        return out
+
+    @jit
+    def load_t(x):
+        out = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load_transpose2d(x))
+        return out
+
+    k(X[:128, :64])
+    report = last_report()
+    assert all(report["engines"][e]["instructions"] == 0 for e in ("tensor", "vector", "scalar", "gpsimd"))
+    assert report["dma_descriptors"] == 128 * 64 + 64  # the transpose's elements, then the store's 64 rows
+    load_t(X[:128, :64])
+    assert last_report()["latency_us"] == report["latency_us"]  # the same DMA as nl.load_transpose2d

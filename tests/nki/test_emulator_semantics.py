@@ -836,3 +836,70 @@ def test_tensor_partition_reduce_refuses_other_ops_float_bitwise_and_psum(op, wh
 
     with pytest.raises(NkiError, match=message):
         k(np.zeros((128, 16), dtype=np.float32))
+
+
+# ---- nisa.dma_transpose --------------------------------------------------------------------------------
+
+
+def test_dma_transpose_of_a_2d_hbm_tile_in_the_legacy_form():
+    @jit
+    def k(x):
+        out = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.dma_transpose(x))  # (128, 64) in HBM -> (64, 128) in SBUF
+        return out
+
+    x = np.random.default_rng(10).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(k(x), x.T)
+
+
+def test_dma_transpose_permutes_3d_and_4d_tiles_as_documented():
+    @jit
+    def k3(x):
+        out = nl.ndarray((4, 8, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, 8, 16), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=nl.load(x), axes=(2, 1, 0))  # SBUF -> SBUF
+        nl.store(out, value=t)
+        return out
+
+    @jit
+    def k4(x):
+        out = nl.ndarray((5, 3, 4, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((5, 3, 4, 2), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(t, x)
+        nl.store(out, value=t)
+        return out
+
+    rng = np.random.default_rng(11)
+    x3 = rng.standard_normal((16, 8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(k3(x3), np.transpose(x3, (2, 1, 0)))
+    x4 = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(k4(x4), np.transpose(x4, (3, 1, 2, 0)))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("axes", r"axes \(0, 2, 1\) are not supported"),
+    ("shape", r"dst shape \(64, 64\) != \(64, 128\)"),
+    ("psum", "it must be in HBM or SBUF"),
+    ("hwdge", "dge_mode=hwdge. needs src.shape"),
+    ("indices", "indirect gather transpose"),
+])
+def test_dma_transpose_refuses_other_axes_shapes_psum_sources_and_hwdge_misfits(call, message):
+    @jit
+    def k(x):
+        if call == "axes":
+            nisa.dma_transpose(x.reshape((128, 8, 8)), axes=(0, 2, 1))
+        elif call == "shape":
+            nisa.dma_transpose(dst=nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.sbuf), src=x)
+        elif call == "psum":
+            p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=nl.load(x))
+            nisa.dma_transpose(p)
+        elif call == "hwdge":
+            nisa.dma_transpose(dst=nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.sbuf), src=x,
+                               dge_mode=nisa.dge_mode.hwdge)
+        else:
+            nisa.dma_transpose(dst=nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.sbuf), src=x, indices=x)
+        return x
+
+    with pytest.raises(NkiError, match=message):
+        k(np.zeros((128, 64), dtype=np.float32))

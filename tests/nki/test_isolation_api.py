@@ -333,3 +333,28 @@ def reference(x):
 '''
     ev = evaluate(problem, tmp_path)
     assert ev.feedback["engines"]["gpsimd"]["instructions"] == 1
+
+
+def test_dma_transpose_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def transpose(x):
+    out = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+INPUTS = {"x": ((128, 64), "float32")}
+
+
+def reference(x):
+    return np.ascontiguousarray(x.T)
+'''
+    evaluate(problem, tmp_path)

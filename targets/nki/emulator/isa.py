@@ -15,6 +15,7 @@ from speedpatch.targets.nki.emulator import language as nl
 from speedpatch.targets.nki.emulator import ops
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
 from speedpatch.targets.nki.emulator.tensor import Tile, sbuf
 
 
@@ -392,6 +393,60 @@ def dma_copy(*args: Any, **kwargs: Any) -> Tile:
     return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy")
 
 
+# nki.isa.dma_transpose: the permutation for each source rank (axis i of the result is axis axes[i] of src)
+DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def dma_transpose(*args: Any, **kwargs: Any) -> Tile:
+    """src transposed by the DMA engines (nki.isa.dma_transpose; both forms: `t = dma_transpose(src, axes=,
+    mask=, dtype=)` into a new SBUF tile, and `dma_transpose(dst, src, axes=, dge_mode=, oob_mode=)`). The
+    permutation is fixed by the rank, as documented: 2-D (1, 0), 3-D (2, 1, 0), 4-D (3, 1, 2, 0); src is in
+    HBM or SBUF. Charged as a DMA whose every element is its own descriptor (ops.dma, as
+    nl.load_transpose2d): a transposed access has no contiguous run longer than one element. The indirect
+    (gather) transpose with indices= is not emulated."""
+    legacy = "dst" not in kwargs and (len(args) == 1 or (not args and "src" in kwargs))
+    if legacy:
+        a = _bind(["src", "axes", "mask", "dtype", "dge_mode", "oob_mode", "priority", "name"], args, kwargs,
+                  "dma_transpose")
+        dst = None
+    else:
+        a = _bind(["dst", "src", "axes", "dge_mode", "oob_mode", "priority", "name", "mask", "dtype"], args, kwargs,
+                  "dma_transpose")
+        dst = a["dst"]
+    if a.get("indices") is not None:
+        raise NotEmulatedError("nisa.dma_transpose(indices=...) (the indirect gather transpose) is part of NKI but "
+                               "not of the speedpatch emulator; transpose without indices")
+    unknown = set(a) - {"dst", "src", "axes", "mask", "dtype", "dge_mode", "oob_mode", "priority", "name", "indices"}
+    if unknown:
+        raise NkiError(f"nisa.dma_transpose: unexpected argument(s) {sorted(unknown)}")
+    src = a.get("src")
+    if not isinstance(src, Tile) or (dst is not None and not isinstance(dst, Tile)):
+        raise NkiError("nisa.dma_transpose: src (and dst) must be tiles")
+    if src.buffer.kind not in ("hbm", "sbuf"):
+        raise NkiError(f"nisa.dma_transpose: src {src.name!r} is in {src.buffer.name}; it must be in HBM or SBUF")
+    axes = DMA_TRANSPOSE_AXES.get(src.ndim)
+    if axes is None:
+        raise NkiError(f"nisa.dma_transpose: src is {src.ndim}-D {src.shape}; it transposes 2-D, 3-D and 4-D tiles")
+    given = a.get("axes")
+    if given is not None and tuple(int(x) for x in given) != axes:
+        raise NkiError(f"nisa.dma_transpose: axes {tuple(given)} are not supported for a {src.ndim}-D source; the "
+                       f"supported axes are (1, 0), (2, 1, 0) and (3, 1, 2, 0), here {axes}")
+    mode = a.get("dge_mode")
+    if mode is dge_mode.hwdge and not (src.shape[0] == 16 and src.shape[-1] % 128 == 0 and src.dtype.itemsize == 2):
+        raise NkiError(f"nisa.dma_transpose(dge_mode=hwdge) needs src.shape[0] == 16, src.shape[-1] a multiple of "
+                       f"128 and a 2-byte dtype; src is {src.shape} {src.dtype!r}")
+    if mode is dge_mode.swdge:
+        raise NkiError("nisa.dma_transpose: dge_mode=swdge is the indirect transpose (with indices); a direct "
+                       "transpose takes dge_mode unknown or hwdge")
+    shape = tuple(src.shape[i] for i in axes)
+    if dst is None:
+        dst = nl.ndarray(shape, a.get("dtype") or src.dtype, buffer=sbuf, name="dma_transpose")
+    elif tuple(dst.shape) != shape:
+        raise NkiError(f"nisa.dma_transpose: dst shape {tuple(dst.shape)} != {shape}, src {tuple(src.shape)} "
+                       f"permuted by {axes}")
+    return ops.dma(dst, src, mask=a.get("mask"), what="nisa.dma_transpose", permute=axes)
+
+
 def iota(*args: Any, **kwargs: Any) -> Tile:
     """Values of an index expression (e.g. nl.arange(128)[:, None] * 4 + nl.arange(8)[None, :])."""
     dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
@@ -504,7 +559,7 @@ PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
-    "max8", "nc_find_index8", "tensor_partition_reduce",
+    "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",

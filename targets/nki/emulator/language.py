@@ -664,7 +664,6 @@ NOT_EMULATED_ISA = {
     "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_match_replace8": "max-8 search",
     "select_reduce": "predicated reduction",
     "range_select": "predicated selection", "local_gather": "GpSimd gather",
-    "dma_transpose": "DMA transpose engine (use nl.load_transpose2d)",
     "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
     "sequence_bounds": "sequence bounds", "nc_matmul_mx": "MX-format matmul", "quantize_mx": "MX-format quantization",
     "exponential": "fused exponential", "dropout": "on-device random numbers", "rand2": "on-device random numbers",

@@ -252,10 +252,14 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
 
 
 def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
-        defer: bool = False) -> Tile:
+        defer: bool = False, permute: tuple[int, ...] | None = None) -> Tile:
     """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
     instruction is issued when the result is first used -- or, for `t[...] = nl.load(..)`, retargeted to
-    write t directly (copy_into), as the compiler does: no extra SBUF copy."""
+    write t directly (copy_into), as the compiler does: no extra SBUF copy. transpose_hbm (a 2-D transpose)
+    or permute (axis i of dst is axis permute[i] of src: nisa.dma_transpose) reorder the elements on the
+    way; every element is then its own contiguous run, one descriptor each (as nl.load_transpose2d)."""
+    if transpose_hbm:
+        permute = (1, 0)
     for t, role in ((dst, "destination"), (src, "source")):
         if not isinstance(t, Tile):
             raise NkiError(f"{what}: {role} must be a kernel tensor or tile, got {type(t).__name__}")
@@ -270,8 +274,8 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
             )
     src_mask = mask_for(src, mask)
     values = src.read(src_mask)
-    if transpose_hbm:
-        values = values.T
+    if permute is not None:
+        values = np.transpose(values, permute)
     if values.size != math.prod(dst.shape):
         raise NkiError(f"{what}: source shape {src.shape} and destination shape {dst.shape} differ in size")
     if values.shape != tuple(dst.shape):
@@ -285,7 +289,7 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     hbm_mask = src_mask if hbm_side is src else mask_for(dst, mask)
     m = np.broadcast_to(np.asarray(hbm_mask, dtype=bool), hbm_side.shape) if hbm_mask is not None else None
     elems = hbm_side.valid_count if m is None else int(np.count_nonzero(m & hbm_side.valid_mask()))
-    descriptors = elems if transpose_hbm else hbm_side.contiguous_runs(m)
+    descriptors = elems if permute is not None else hbm_side.contiguous_runs(m)
     if chip_side.buffer.kind != "hbm" and elems:
         descriptors = max(descriptors, _active_partitions(chip_side, mask_for(chip_side, mask)))
     # A casting DMA (nl.load(..., dtype=bf16) of an fp32 tensor, nl.store of a bf16 tile into an fp32 output)
