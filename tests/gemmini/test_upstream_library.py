@@ -246,3 +246,40 @@ int main() {
   return 0;
 }
 """)
+
+
+def test_ACC_SCALE_saturates_to_elem_t_like_the_accumulators_mvout(gemmini_c) -> None:
+    # Upstream's default params header saturates ACC_SCALE to int8's range; mvin_mvout_acc_zero_stride.c assigns
+    # ACC_SCALE(acc value) to an elem_t and compares it with what mvout read out of the accumulator.
+    run_ok(gemmini_c, r"""
+static acc_t In[DIM] row_align_acc(1);
+static elem_t Out[DIM][DIM] row_align(1);
+int main() {
+  for (int j = 0; j < DIM; j++) In[j] = (j % 2 ? 1 : -1) * (j * 40000 + 3);
+  gemmini_flush(0);
+  gemmini_config_ld(0);  /* every row reads the same DRAM row */
+  gemmini_config_ex(WS, NO_ACTIVATION, 0);
+  gemmini_config_st(DIM * sizeof(elem_t));
+  gemmini_mvin(In, (uint32_t)1 << (ADDR_LEN - 1));
+  gemmini_mvout(Out, (uint32_t)1 << (ADDR_LEN - 1));
+  gemmini_fence();
+  for (int i = 0; i < DIM; i++)
+    for (int j = 0; j < DIM; j++) {
+      elem_t gold = ACC_SCALE(In[j], ACC_SCALE_IDENTITY);
+      if (Out[i][j] != gold || gold != scaled(In[j], 1.0f)) { printf("at %d %d: %d %d\n", i, j, Out[i][j], gold); return 1; }
+    }
+  if (ACC_SCALE(300, 0.5f) != 127 || ACC_SCALE(-301, 0.25f) != -75 || ACC_SCALE(5, 0.5f) != 2) return 2;
+  return 0;
+}
+""")
+
+
+def test_ROUND_NEAR_EVEN_rounds_ties_to_even_in_its_own_type(gemmini_c) -> None:
+    run_ok(gemmini_c, r"""
+int main() {
+  if (ROUND_NEAR_EVEN(2.5f) != 2.0f || ROUND_NEAR_EVEN(3.5f) != 4.0f || ROUND_NEAR_EVEN(-2.5f) != -2.0f) return 1;
+  if (ROUND_NEAR_EVEN(2.6) != 3.0 || ROUND_NEAR_EVEN(-0.4) != 0.0) return 2;
+  if (sizeof(ROUND_NEAR_EVEN(1.5f)) != sizeof(float) || sizeof(ROUND_NEAR_EVEN(1.5)) != sizeof(double)) return 3;
+  return 0;
+}
+""")

@@ -52,11 +52,20 @@ typedef uint32_t acc_scale_t_bits;
                    ((((shift) > 1) && (((x) & ((1LL << ((shift) - 1)) - 1)) != 0)) | (((x) >> (shift)) & 1)))) \
                : (x))
 
-/* Float scale, round half to even (default rounding mode), saturate. */
+/* Round half to even, in the argument's own floating type (upstream's params header has this helper). */
+#define ROUND_NEAR_EVEN(x)                                                                           \
+  ({                                                                                                 \
+    const __typeof__(x) x_ = (x);                                                                    \
+    (__typeof__(x))(sizeof(x_) == sizeof(float) ? nearbyintf((float)x_) : nearbyint((double)x_));   \
+  })
+
+/* The accumulator read-out's scale as the default int8 configuration's params header defines it: float
+ * scale, round half to even (the default rounding mode), saturated to elem_t's range (the mvout saturates
+ * too, and test programs compare an ACC_SCALE result assigned to elem_t against the mvout's output). */
 #define ACC_SCALE(x, scale)                                                                          \
   ({                                                                                                 \
     float y = nearbyintf((float)(x) * (float)(scale));                                               \
-    y >= 2147483648.0f ? INT_MAX : (y < -2147483648.0f ? INT_MIN : (acc_t)y);                        \
+    y > 127.0f ? 127 : (y < -128.0f ? -128 : (acc_t)y);                                              \
   })
 #define MVIN_SCALE(x, scale)                                                                         \
   ({                                                                                                 \
