@@ -599,3 +599,24 @@ def test_dma_transpose_is_charged_to_the_dma_engines_one_descriptor_per_element(
     assert report["dma_descriptors"] == 128 * 64 + 64  # the transpose's elements, then the store's 64 rows
     load_t(X[:128, :64])
     assert last_report()["latency_us"] == report["latency_us"]  # the same DMA as nl.load_transpose2d
+
+
+def test_an_indirect_dma_waits_for_its_index_tile():
+    # the gather's DMA reads the index tile, so it starts only once the index load has landed (1.3 us later);
+    # the same kernel with a static index overlaps the two loads
+    def run(indirect: bool) -> dict:
+        @jit
+        def k(data, idx):
+            out = nl.ndarray((64, 512), dtype=data.dtype, buffer=nl.shared_hbm)
+            i_p = nl.arange(64)[:, None]
+            idx_tile = nl.load(idx[i_p])
+            rows = idx_tile[i_p, 0] if indirect else i_p
+            nl.store(out, value=nl.load(data[rows, nl.arange(512)[None, :]]))
+            return out
+
+        k(X[:128, :], np.arange(64, dtype=np.int32))
+        return last_report()
+
+    gathered, static = run(True), run(False)
+    assert gathered["latency_us"] - static["latency_us"] >= params.DMA_LATENCY_NS / 1000
+    assert gathered["engines"]["vector"]["instructions"] == 0  # DMAs only, no engine copies

@@ -903,3 +903,104 @@ def test_dma_transpose_refuses_other_axes_shapes_psum_sources_and_hwdge_misfits(
 
     with pytest.raises(NkiError, match=message):
         k(np.zeros((128, 64), dtype=np.float32))
+
+
+# ---- indirect DMA: HBM tensors indexed with SBUF index tiles (legacy nl.load / nl.store docs) ----------------
+
+
+def _gather_rows(data, idx):
+    out = nl.ndarray((64, 512), dtype=data.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(64)[:, None]
+    i_f = nl.arange(512)[None, :]
+    idx_tile = nl.load(idx[i_p])  # indices have to be in SBUF
+    nl.store(out, value=nl.load(data[idx_tile[i_p, 0], i_f]))
+    return out
+
+
+def test_an_indirect_load_gathers_the_rows_an_index_tile_names():
+    rng = np.random.default_rng(12)
+    data = rng.standard_normal((128, 512)).astype(np.float32)
+    idx = rng.integers(0, 128, size=64).astype(np.int32)  # repeats and any order
+    np.testing.assert_array_equal(jit(_gather_rows)(data, idx), data[idx])
+
+
+def test_an_indirect_load_with_an_iota_index_tile():
+    @jit
+    def k(data):
+        out = nl.ndarray((64, 512), dtype=data.dtype, buffer=nl.shared_hbm)
+        idx_tile = nisa.iota(2 * nl.arange(64)[:, None], dtype=nl.int32)
+        nl.store(out, value=nl.load(data[idx_tile, nl.arange(512)[None, :]]))
+        return out
+
+    data = np.random.default_rng(13).standard_normal((128, 512)).astype(np.float32)
+    np.testing.assert_array_equal(k(data), data[0::2])
+
+
+def test_an_indirect_store_scatters_rows_to_the_indexed_positions():
+    @jit
+    def k(data, idx):
+        out = nl.ndarray((128, 512), dtype=data.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(64)[:, None]
+        i_f = nl.arange(512)[None, :]
+        idx_tile = nl.load(idx[i_p])
+        nl.store(out[idx_tile[i_p, 0], i_f], value=nl.load(data[i_p, i_f]))
+        return out
+
+    rng = np.random.default_rng(14)
+    data = rng.standard_normal((64, 512)).astype(np.float32)
+    idx = rng.permutation(128)[:64].astype(np.int32)
+    np.testing.assert_array_equal(k(data, idx)[idx], data)
+
+
+def test_an_out_of_bounds_index_fails_the_dma_without_showing_the_value_or_is_skipped_with_oob_skip():
+    @jit
+    def k(data, idx, skip):
+        out = nl.ndarray((4, 8), dtype=data.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(4)[:, None]
+        i_f = nl.arange(8)[None, :]
+        t = nl.full((4, 8), -1.0, dtype=data.dtype, buffer=nl.sbuf)
+        idx_tile = nl.load(idx[i_p])
+        mode = nisa.oob_mode.skip if skip else nisa.oob_mode.error
+        nisa.dma_copy(dst=t, src=data[idx_tile[i_p, 0], i_f], oob_mode=mode)
+        nl.store(out, value=t)
+        return out
+
+    data = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    idx = np.array([3, 977, 0, 15], dtype=np.int32)
+    with pytest.raises(NkiError, match="holds a value outside the tensor") as info:
+        k(data, idx, False)
+    assert "977" not in str(info.value)  # the index is data: never in a message a kernel can read
+    got = k(data, idx, True)
+    np.testing.assert_array_equal(got[[0, 2, 3]], data[[3, 0, 15]])
+    np.testing.assert_array_equal(got[1], -1.0)  # the skipped row is left as it was
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("float", "indices must be integers"),
+    ("on_chip", "only possible on an HBM tensor"),
+])
+def test_indirect_indexing_refuses_float_index_tiles_and_on_chip_data(case, message):
+    @jit
+    def k(data):
+        i_p = nl.arange(8)[:, None]
+        if case == "float":
+            idx_tile = nisa.iota(i_p, dtype=nl.float32)
+            nl.load(data[idx_tile, nl.arange(8)[None, :]])
+        else:
+            idx_tile = nisa.iota(i_p, dtype=nl.int32)
+            t = nl.load(data)
+            nl.copy(t[idx_tile, nl.arange(8)[None, :]])
+        return data
+
+    with pytest.raises(NkiError, match=message):
+        k(np.zeros((8, 8), dtype=np.float32))
+
+
+def test_tensor_indirection_is_refused_as_a_trainium3_feature():
+    @jit
+    def k(data):
+        nl.load(data).indirect(0)
+        return data
+
+    with pytest.raises(NkiError, match=r"NeuronCore-v4\+ \(Trainium3\) only"):
+        k(np.zeros((8, 8), dtype=np.float32))

@@ -358,3 +358,31 @@ def reference(x):
     return np.ascontiguousarray(x.T)
 '''
     evaluate(problem, tmp_path)
+
+
+GATHER_PROBLEM = '''import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def gather(data, idx):
+    out = nl.ndarray((128, 256), dtype=data.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    idx_tile = nl.load(idx[i_p])
+    nl.store(out, value=nl.load(data[idx_tile[i_p, 0], nl.arange(256)[None, :]]))
+    return out
+
+
+def make_inputs(rng):
+    return {"data": rng.standard_normal((128, 256)).astype(np.float32),
+            "idx": rng.permutation(128).astype(np.int32)}
+
+
+def reference(data, idx):
+    return data[idx]
+'''
+
+
+def test_an_indirect_dma_gather_runs_in_the_kernel_process(tmp_path: Path):
+    evaluate(GATHER_PROBLEM, tmp_path)

@@ -45,8 +45,9 @@ class dge_mode(Enum):  # noqa: N801 - NKI's public name
 
 
 class oob_mode(Enum):  # noqa: N801 - NKI's public name
-    """What an out-of-bounds DMA access does (nisa.dma_copy(oob_mode=)). Without indirect addressing (not
-    emulated) no access is out of bounds but by the kernel's own indices, which the emulator refuses."""
+    """What an out-of-bounds DMA access does (nisa.dma_copy(oob_mode=)): error (the default) fails the DMA,
+    skip moves nothing for the out-of-bounds elements of an indirect view (data[idx_tile, i_f]); elements
+    out of bounds by the kernel's own static indices stay an error."""
 
     error = 0
     skip = 1
@@ -390,7 +391,8 @@ def memset(*args: Any, **kwargs: Any) -> Tile:
 
 def dma_copy(*args: Any, **kwargs: Any) -> Tile:
     a = _bind(["dst", "src", "mask", "dge_mode", "oob_mode"], args, kwargs, "dma_copy")
-    return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy")
+    return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy",
+                   oob_skip=a.get("oob_mode") is oob_mode.skip)
 
 
 # nki.isa.dma_transpose: the permutation for each source rank (axis i of the result is axis axes[i] of src)

@@ -252,14 +252,21 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
 
 
 def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
-        defer: bool = False, permute: tuple[int, ...] | None = None) -> Tile:
+        defer: bool = False, permute: tuple[int, ...] | None = None, oob_skip: bool = False) -> Tile:
     """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
     instruction is issued when the result is first used -- or, for `t[...] = nl.load(..)`, retargeted to
     write t directly (copy_into), as the compiler does: no extra SBUF copy. transpose_hbm (a 2-D transpose)
     or permute (axis i of dst is axis permute[i] of src: nisa.dma_transpose) reorder the elements on the
-    way; every element is then its own contiguous run, one descriptor each (as nl.load_transpose2d)."""
+    way; every element is then its own contiguous run, one descriptor each (as nl.load_transpose2d).
+    An indirect view (an HBM tensor indexed with SBUF index tiles) makes the DMA read its index tiles too;
+    oob_skip (nisa.dma_copy(oob_mode=skip)) moves nothing for its out-of-bounds elements."""
     if transpose_hbm:
         permute = (1, 0)
+    if oob_skip:
+        for side in (src, dst):
+            if isinstance(side, Tile) and side._indirect and side.oob:
+                valid = side.valid_mask()
+                mask = valid if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), side.shape) & valid
     for t, role in ((dst, "destination"), (src, "source")):
         if not isinstance(t, Tile):
             raise NkiError(f"{what}: {role} must be a kernel tensor or tile, got {type(t).__name__}")
@@ -301,6 +308,7 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     semaphore = P.DMA_SEMAPHORE_DESCRIPTORS * P.DMA_DESCRIPTOR_NS  # on every engine, data or not
     trace = costmodel.current()
     src_access = src.access()
+    index_reads = [t.access() for side in (src, dst) for t in side._indirect]  # indirect DMA: its index tiles
 
     def issue(extra_writes: tuple[Tile, ...] = ()) -> None:
         if dst.alloc.pending_dma is not None:
@@ -310,7 +318,7 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
         trace.dma_bytes += nbytes
         trace.dma_descriptors += descriptors
         trace.issue_dma(transfers * per_transfer + P.DMA_ENGINES * semaphore, per_transfer + semaphore,
-                        transfers, [src_access],
+                        transfers, [src_access, *index_reads],
                         [(dst.alloc, dst.region())] + [t.access() for t in extra_writes],
                         latency_ns=P.DMA_LATENCY_NS)
 

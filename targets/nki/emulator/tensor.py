@@ -204,6 +204,7 @@ class Tile:
         self._inplace = False  # set by += until the matching __setitem__ of `t[i] += v`
         self._par: int | None = None  # partition axis of the view, when indexing tracked it
         self._loop_reduce: Any = None  # (op, dtype, mask) of nl.loop_reduce: the assignment reduces into its target
+        self._indirect: tuple[Tile, ...] = ()  # SBUF index tiles of an indirect DMA view (read by the DMA)
 
     # ---- what kernel code sees ----------------------------------------------------------------
     @property
@@ -229,6 +230,9 @@ class Tile:
         return f"<tile {self.name} {self.shape} {self.dtype!r} in {self.buffer!r}>"
 
     def __getitem__(self, index: Any) -> Tile:
+        comps_in = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(c, Tile) for c in comps_in):
+            return self._indirect_view(comps_in)
         if (self.ndim == 1 and self.buffer.kind != "hbm" and self.strides is not None and isinstance(index, tuple)
                 and len([c for c in index if c is not None]) == 2):
             # a (P,) partition vector (t[:, j] of an on-chip tile) is a (P, 1) tile to NKI: kernels index it
@@ -245,6 +249,47 @@ class Tile:
         pos, oob = index_positions(self.pos, tuple(comps), self.name)
         view = Tile(self.alloc, pos.shape, pos=pos, oob=oob or self.oob)
         view._par = _gather_par_axis(comps, self.par_axis, pos.ndim)
+        return view
+
+    def _indirect_view(self, comps: tuple[Any, ...]) -> Tile:
+        """An HBM tensor indexed with tile values: the indirect DMA of the legacy nl.load / nl.store docs
+        ("Also supports indirect DMA access with dynamic index values": data[idx_tile, i_f] with idx_tile an
+        SBUF tile of integer row indices, e.g. loaded from HBM or made by nisa.iota). The index tiles' values
+        pick the elements; the DMA that moves the view also reads the index tiles (it waits for them). An
+        index outside the axis fails the DMA (oob_mode=error) or, with nisa.dma_copy(oob_mode=skip), moves
+        nothing for that element; the message never shows the value (it is data)."""
+        if self.buffer.kind != "hbm":
+            raise NkiError(f"indexing {self.name!r} with tile values (indirect DMA) is only possible on an HBM "
+                           f"tensor (nl.load(data[idx_tile, i_f]), nl.store); index on-chip tiles with ints, "
+                           f"slices, nl.ds or nl.arange")
+        others_are_arrays = any(isinstance(c, np.ndarray) for c in comps)
+        tiles: list[Tile] = []
+        plain: list[Any] = []
+        for c in comps:
+            if isinstance(c, Tile):
+                if c.buffer.kind != "sbuf":
+                    raise NkiError(f"the index tile {c.name!r} of an indirect DMA into {self.name!r} is in "
+                                   f"{c.buffer.name}; indices have to be in SBUF")
+                if c.dtype.is_float:
+                    raise NkiError(f"the index tile {c.name!r} of an indirect DMA into {self.name!r} is "
+                                   f"{c.dtype!r}; indices must be integers (nisa.iota(..., dtype=nl.int32) or an "
+                                   f"int32 / uint32 tensor)")
+                values = np.asarray(c.read()).astype(np.int64)
+                if c.free_size == 1:  # one index per partition: (P, 1) beside index arrays, else (P,)
+                    values = values.reshape(-1, 1) if others_are_arrays else values.reshape(-1)
+                tiles.append(c)
+                plain.append(values)
+            else:
+                plain.append(c)
+        outside = (f"an index tile of the indirect DMA into {self.name!r} holds a value outside the tensor "
+                   f"{self.alloc.shape}")
+        try:
+            view = self[tuple(plain)]
+        except NkiError:  # an out-of-bounds gather the index machinery cannot pad: said without the value
+            raise NkiError(outside) from None
+        if view.oob and view.oob != self.oob:
+            view.oob = f"{outside} (oob_mode=error; nisa.dma_copy(..., oob_mode=nisa.oob_mode.skip) skips such elements)"
+        view._indirect = tuple(tiles)
         return view
 
     def reshape(self, shape: Any) -> Tile:
@@ -1032,6 +1077,11 @@ VIEW_METHODS_NOT_EMULATED = frozenset({"flatten_dims", "rearrange", "view", "ind
 
 
 def not_emulated_view_message(name: str) -> str:
+    if name in ("indirect", "is_indirect"):
+        # the NKI Tensor Indirection deep dive: "available on NeuronCore-v4+ (Trainium3)"
+        return (f"NkiTensor.{name} (Tensor Indirection) is available on NeuronCore-v4+ (Trainium3) only; the "
+                f"emulator models a trn1 NeuronCore-v2 (nisa.get_nc_version() is gen2). For a gather, index an HBM "
+                f"tensor with an SBUF index tile in a DMA: nl.load(data[idx_tile, i_f]) (indirect DMA)")
     supported = ", ".join(sorted(VIEW_METHODS | {"ap", "reshape", "broadcast_to"}))
     return (f"NkiTensor.{name} is part of NKI but not of the speedpatch emulator; tiles offer {supported} "
             f"(targets/nki/README.md lists what is supported)")
