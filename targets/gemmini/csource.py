@@ -108,8 +108,61 @@ def _calls(node: Node) -> list[str]:
     return names
 
 
-def functions(text: str) -> list[Function]:
-    """Top-level function definitions of a C file (also those inside #if/#ifdef blocks)."""
+_CONDITIONAL = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def _first_branches(text: str) -> str:
+    """text with every preprocessor conditional reduced to its first branch: the directive lines and the
+    lines of #elif/#else branches become blanks of the same length (newlines kept), so character offsets
+    into the result are offsets into text. Upstream programs put unbalanced braces in the branches of an
+    #ifdef (`#ifndef ELEM_T_IS_FLOAT if (a) { #else ... if (b) { #endif`), which no parser can take as written;
+    one branch of each conditional is valid C."""
+    lines = text.split("\n")
+    out: list[str] = []
+    dead: list[bool] = []  # per open conditional: is the current branch past the first one
+    continued = False  # the previous line was a directive ending in a backslash
+    for line in lines:
+        blank = " " * len(line)
+        if continued:
+            out.append(blank)
+            continued = line.endswith("\\")
+            continue
+        m = _CONDITIONAL.match(line)
+        if m:
+            kind = m.group(1)
+            if kind.startswith("if"):
+                dead.append(False)
+            elif kind == "endif":
+                if dead:
+                    dead.pop()
+            elif dead:  # elif / else: the first branch is over
+                dead[-1] = True
+            out.append(blank)
+            continued = line.endswith("\\")
+            continue
+        out.append(blank if any(dead) else line)
+    return "\n".join(out)
+
+
+def functions(text: str, first_branches: bool = False) -> list[Function]:
+    """Top-level function definitions of a C file (also those inside #if/#ifdef blocks). With first_branches,
+    a file the parser cannot take as written is read again with each #if reduced to its first branch
+    (_first_branches). Only for finding a whole program's main(): the static checks must see every branch
+    (a candidate could otherwise hide a call in an #else behind a deliberate parse error)."""
+    found = _functions(text)
+    parsed = _parse(text) if first_branches else None
+    if parsed is not None and parsed[0].root_node.has_error:
+        reduced = _first_branches(text)
+        if len(reduced) == len(text):
+            alternative = _functions(reduced, source=text)
+            if len(alternative) > len(found):
+                return alternative
+    return found
+
+
+def _functions(text: str, source: str | None = None) -> list[Function]:
+    """functions() of text; with source (a same-length variant of text), each Function's text is source's."""
+    source = text if source is None else source
     parsed = _parse(text)
     if parsed is None:
         return []
@@ -132,7 +185,7 @@ def functions(text: str) -> list[Function]:
         sig_line = declarator.start_point[0] if declarator is not None else node.start_point[0]
         found.append(Function(
             name=name, start=start, end=end, start_line=node.start_point[0], end_line=node.end_point[0] + 1,
-            signature_line=sig_line, text=text[start:end], calls=_calls(node),
+            signature_line=sig_line, text=source[start:end], calls=_calls(node),
         ))
     return found
 

@@ -45,7 +45,9 @@ class GemminiTarget(Target):
             fns = csource.functions(text)
         except Exception:  # tree-sitter on pathological input: not a kernel file
             return []
-        has_main = any(f.name == "main" for f in fns)
+        # main() may be where the parser gives up (upstream programs split braces across #ifdef branches)
+        has_main = any(f.name == "main" for f in fns) or any(
+            f.name == "main" for f in csource.functions(text, first_branches=True))
         kernels = []
         for fn in fns:
             if fn.name == "main" or not csource.calls_gemmini(fn) or csource.is_instruction_wrapper(fn):
@@ -63,7 +65,8 @@ class GemminiTarget(Target):
         Gemmini work too, e.g. test_os/test_ws, but the program checks itself as a whole); None otherwise.
         Runnable (it can be evaluated) with a reason (it cannot be optimized)."""
         try:
-            fns = csource.functions(text)
+            # upstream programs split braces across #ifdef branches: read each #if's first branch if need be
+            fns = csource.functions(text, first_branches=True)
         except Exception:
             return None
         mains = [f for f in fns if f.name == "main"]
@@ -130,7 +133,7 @@ class GemminiTarget(Target):
 
     def static_check(self, source: str, kernel: Kernel) -> list[str]:
         if kernel.reason == WHOLE_PROGRAM:  # the program as it is, or nothing
-            mains = [f for f in csource.functions(source) if f.name == "main"]
+            mains = [f for f in csource.functions(source, first_branches=True) if f.name == "main"]
             if len(mains) != 1 or mains[0].text != kernel.text:
                 return ["whole-program mode runs the program as it is: its main() may not be rewritten"]
             return []

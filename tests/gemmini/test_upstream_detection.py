@@ -76,3 +76,59 @@ def test_a_program_with_a_kernel_function_is_not_a_whole_program(target) -> None
 
 def test_a_main_without_gemmini_calls_is_not_a_whole_program(target) -> None:
     assert target.whole_program_kernel("int main(void) { return 0; }\n", "p.c") is None
+
+
+# Upstream's mvin_mvout_acc_full_stride.c: an #ifdef whose two branches each open the same `if (...) {` (one
+# brace closes both), and a main() whose whole body sits inside an #ifdef. As written it is not C for any
+# parser; each branch taken alone is.
+SPLIT_BRANCHES = """#include "include/gemmini_testutils.h"
+int same(acc_t x, acc_t y) {
+#ifndef ELEM_T_IS_FLOAT
+  if (x != y) {
+#else
+  if (x != y && !(x != x && y != y)) {
+    printf("bits differ\\n");
+#endif
+    return 0;
+  }
+  return 1;
+}
+
+int main() {
+#ifdef ACC_READ_FULL_WIDTH
+  gemmini_flush(0);
+  gemmini_mvin(0, 0);
+  gemmini_fence();
+#endif
+  exit(0);
+}
+"""
+
+
+def test_a_program_with_braces_split_across_ifdef_branches_is_a_whole_program(target) -> None:
+    whole = target.whole_program_kernel(SPLIT_BRANCHES, "p.c")
+    assert whole is not None and whole.name == "main"
+    assert SPLIT_BRANCHES[whole.start:whole.end] == whole.text  # offsets into the file as written
+    assert whole.text.startswith("int main() {\n#ifdef ACC_READ_FULL_WIDTH") and whole.text.endswith("}")
+
+
+def test_reducing_conditionals_to_their_first_branch_keeps_every_offset() -> None:
+    from speedpatch.targets.gemmini import csource
+
+    text = "a\n#if X\nkeep é\n#elif Y \\\n  && Z\ndrop\n#else\ndrop\n#endif\nb\n"
+    reduced = csource._first_branches(text)
+    assert len(reduced) == len(text) and reduced.count("\n") == text.count("\n")
+    # the directives (the continued one with its next line) and the #elif/#else branches are blanks
+    assert reduced.split("\n") == ["a", " " * 5, "keep é", " " * 9, " " * 6, " " * 4, " " * 5, " " * 4, " " * 6,
+                                   "b", ""]
+
+
+def test_the_static_check_still_reads_every_branch(target) -> None:
+    # The first-branch reading is for finding main() only: kernel detection and the checks parse the file as
+    # written, so a call in an #else branch stays visible to them.
+    from speedpatch.targets.gemmini import csource
+
+    assert [f.name for f in csource.functions(SPLIT_BRANCHES)] == []
+    text = "void k(void) {\n#if 1\n  gemmini_fence();\n#else\n  read_cycles();\n#endif\n}\n"
+    (k,) = csource.functions(text, first_branches=True)
+    assert "read_cycles" in k.calls and "gemmini_fence" in k.calls

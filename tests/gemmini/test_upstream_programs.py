@@ -420,3 +420,37 @@ int main() {
 """)
     assert result["status"] == "ok", result["output"]
     assert result["value"] >= 64 * 64 * 64 // (16 * 16)  # at least the MACs at full utilization
+
+
+def test_a_program_whose_ifdef_branches_split_its_braces_is_evaluated_whole(tmp_path: Path) -> None:
+    # mvin_mvout_acc_full_stride.c: `#ifndef ELEM_T_IS_FLOAT if (x != y) { #else if (...) { #endif` and a main()
+    # whose body is all inside #ifdef ACC_READ_FULL_WIDTH; it was "no kernel found", then "main() rewritten".
+    result = evaluate(tmp_path, HEAD + r"""
+static int same(elem_t x, elem_t y) {
+#ifndef ELEM_T_IS_FLOAT
+  if (x != y) {
+#else
+  if (x != y && !(x != x && y != y)) {
+#endif
+    return 0;
+  }
+  return 1;
+}
+
+int main() {
+#ifdef ACC_READ_FULL_WIDTH
+  for (size_t n = 0; n < N; n++) for (size_t i = 0; i < DIM; i++) for (size_t j = 0; j < DIM; j++)
+    In[n][i][j] = (elem_t)(n * 7 + i - j);
+  gemmini_flush(0);
+  gemmini_config_ld(DIM * sizeof(elem_t));
+  gemmini_config_st(DIM * sizeof(elem_t));
+  copy_blocks();
+  gemmini_fence();
+  for (size_t n = 0; n < N; n++) for (size_t i = 0; i < DIM; i++) for (size_t j = 0; j < DIM; j++)
+    CHECK(same(In[n][i][j], Out[n][i][j]));
+#endif
+  exit(0);
+}
+""")
+    assert result["status"] == "ok", result
+    assert result["value"] > 0
