@@ -620,3 +620,18 @@ def test_an_indirect_dma_waits_for_its_index_tile():
     gathered, static = run(True), run(False)
     assert gathered["latency_us"] - static["latency_us"] >= params.DMA_LATENCY_NS / 1000
     assert gathered["engines"]["vector"]["instructions"] == 0  # DMAs only, no engine copies
+
+
+def test_dropout_is_one_vector_engine_pass():
+    # nisa.dropout's docs name the Vector engine; one input tile streamed: N cycles at 1.12 GHz
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.dropout(nl.load(x), rate=0.5))
+        return out
+
+    k(X[:128, :])
+    engines = last_report()["engines"]
+    assert engines["vector"]["instructions"] == 1
+    assert engines["vector"]["busy_us"] == pytest.approx(512 / params.VECTOR_GHZ / 1000, abs=1e-3)
+    assert engines["gpsimd"]["instructions"] == 0 and engines["scalar"]["instructions"] == 0

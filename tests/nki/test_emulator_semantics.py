@@ -1004,3 +1004,55 @@ def test_tensor_indirection_is_refused_as_a_trainium3_feature():
 
     with pytest.raises(NkiError, match=r"NeuronCore-v4\+ \(Trainium3\) only"):
         k(np.zeros((8, 8), dtype=np.float32))
+
+
+# ---- dropout (nl.dropout / nisa.dropout, VectorE) -------------------------------------------------------
+
+
+def _dropout_kernel(prob_kind):
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        if prob_kind == "tile":  # per-partition probabilities: even partitions keep all, odd ones drop all
+            prob = nisa.iota(nl.arange(128)[:, None] % 2, dtype=nl.float32)
+            nl.store(out, value=nisa.dropout(t, prob))
+        else:
+            nl.store(out, value=nl.dropout(t, rate=prob_kind))
+        return out
+
+    return k
+
+
+def test_dropout_with_probability_zero_keeps_everything_and_one_drops_everything():
+    x = np.random.default_rng(15).standard_normal((128, 64)).astype(np.float32) + 10.0
+    np.testing.assert_array_equal(_dropout_kernel(0.0)(x), x)
+    np.testing.assert_array_equal(_dropout_kernel(1.0)(x), np.zeros_like(x))
+
+
+def test_dropout_zeroes_about_the_given_fraction_keeps_the_rest_unscaled_and_is_deterministic():
+    x = np.random.default_rng(16).standard_normal((128, 512)).astype(np.float32) + 10.0  # no zeros of its own
+    got = _dropout_kernel(0.25)(x)
+    dropped = got == 0
+    assert 0.23 < dropped.mean() < 0.27  # 65,536 draws: the fraction is within 2 points of 0.25
+    np.testing.assert_array_equal(got[~dropped], x[~dropped])  # kept elements are not rescaled
+    np.testing.assert_array_equal(_dropout_kernel(0.25)(x), got)  # the same launch drops the same elements
+
+
+def test_dropout_takes_a_per_partition_probability_tile():
+    x = np.random.default_rng(17).standard_normal((128, 32)).astype(np.float32)
+    got = _dropout_kernel("tile")(x)
+    np.testing.assert_array_equal(got[0::2], x[0::2])
+    np.testing.assert_array_equal(got[1::2], 0.0)
+
+
+@pytest.mark.parametrize(("prob", "message"), [(1.5, r"outside \[0, 1\]"), ("wide", "per-partition")])
+def test_dropout_refuses_probabilities_outside_0_1_and_wide_prob_tiles(prob, message):
+    @jit
+    def k(x):
+        t = nl.load(x)
+        nisa.dropout(t, t if prob == "wide" else prob)
+        return x
+
+    with pytest.raises(NkiError, match=message):
+        k(np.zeros((128, 8), dtype=np.float32))

@@ -386,3 +386,27 @@ def reference(data, idx):
 
 def test_an_indirect_dma_gather_runs_in_the_kernel_process(tmp_path: Path):
     evaluate(GATHER_PROBLEM, tmp_path)
+
+
+def test_dropout_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
+    # LoRA forward's form: the rate is a kernel argument (0 at inference)
+    problem = '''import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def scaled(x, rate):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.dropout(nl.load(x), rate=rate), 2.0))
+    return out
+
+
+INPUTS = {"x": ((128, 256), "float32"), "rate": 0.0}
+
+
+def reference(x, rate):
+    return 2.0 * x
+'''
+    ev = evaluate(problem, tmp_path)
+    assert ev.feedback["engines"]["vector"]["instructions"] >= 2

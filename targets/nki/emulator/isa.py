@@ -395,6 +395,19 @@ def dma_copy(*args: Any, **kwargs: Any) -> Tile:
                    oob_skip=a.get("oob_mode") is oob_mode.skip)
 
 
+def dropout(*args: Any, **kwargs: Any) -> Tile:
+    """nki.isa.dropout, both forms: `t = dropout(data, prob, mask=, dtype=)` and `dropout(dst, data, prob)`;
+    see ops.dropout (VectorE, no rescaling of the kept elements, deterministic per launch)."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 or (len(args) == 2 and "prob" in kwargs))
+    a = _bind(["data", "prob", "mask", "dtype", "name"], rest, kwargs, "dropout")
+    if dst is not None and not isinstance(dst, Tile):
+        raise NkiError("nisa.dropout: dst must be a tile")
+    if dst is not None and isinstance(a.get("data"), Tile) and dst.dtype != a["data"].dtype:
+        raise NkiError(f"nisa.dropout: dst.dtype {dst.dtype!r} must match data.dtype {a['data'].dtype!r}")
+    return ops.dropout("nisa.dropout", a.get("data"), a.get("prob"), dst=dst, dtype=a.get("dtype"),
+                       mask=a.get("mask"))
+
+
 # nki.isa.dma_transpose: the permutation for each source rank (axis i of the result is axis axes[i] of src)
 DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
@@ -561,7 +574,7 @@ PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
-    "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose",
+    "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",

@@ -629,6 +629,17 @@ def where(condition: Tile, x: Any, y: Any, dtype: Any = None, mask: Any = None, 
                            dtype=ops.out_dtype(dtype, x, y), mask=mask)
 
 
+def dropout(x: Tile, rate: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
+    """nki.language.dropout: elements of x zeroed with probability rate (a number or a tile with 1 element);
+    the nisa.dropout instruction on the Vector engine (ops.dropout)."""
+    if isinstance(rate, Tile):
+        if rate.alloc.shape and int(np.prod(rate.shape)) != 1:
+            raise NkiError(f"nl.dropout: rate must be a number or a tile with 1 element, got shape {rate.shape}")
+        # one value for every partition; read here (its producer is not tracked as a dependency)
+        rate = float(np.asarray(rate.read()).reshape(-1)[0])
+    return ops.dropout("nl.dropout", x, rate, dst=dst, dtype=dtype, mask=mask)
+
+
 def device_print(prefix: str, x: Any, **_: Any) -> None:
     print(prefix, x.read() if isinstance(x, Tile) else x)
 
@@ -641,7 +652,7 @@ NOT_EMULATED = {
     "reduce_scatter": "collective communication", "collective_permute": "collective communication",
     # data-dependent memory access and randomness: not modeled
     "atomic_rmw": "atomic read-modify-write to HBM", "gather_flattened": "data-dependent gather",
-    "rand": "on-device random numbers", "random_seed": "on-device random numbers", "dropout": "on-device random numbers",
+    "rand": "on-device random numbers", "random_seed": "on-device random numbers",
     # fused high-level operators the compiler expands
     "softmax": "use exp/max/sum", "rms_norm": "use the nisa instructions", "layer_norm": "use bn_stats/bn_aggr",
     # bitwise and other rarely used element-wise functions
@@ -666,7 +677,7 @@ NOT_EMULATED_ISA = {
     "range_select": "predicated selection", "local_gather": "GpSimd gather",
     "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
     "sequence_bounds": "sequence bounds", "nc_matmul_mx": "MX-format matmul", "quantize_mx": "MX-format quantization",
-    "exponential": "fused exponential", "dropout": "on-device random numbers", "rand2": "on-device random numbers",
+    "exponential": "fused exponential", "rand2": "on-device random numbers",
 }
 
 
@@ -674,7 +685,7 @@ NOT_EMULATED_ISA = {
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
     "zeros_like", "empty_like", "loop_reduce", "shared_constant", "load", "store", "load_transpose2d", "copy",
-    "transpose", "matmul", "where",
+    "transpose", "matmul", "where", "dropout",
     "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })

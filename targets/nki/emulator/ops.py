@@ -5,6 +5,7 @@ API layers over these functions."""
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -459,3 +460,45 @@ def broadcast_partitions(tile: Tile, shape: tuple[int, ...]) -> Tile:
         trace.issue("vector", engine_cost_ns("vector", dst.free_size), [dst.access()], [dst.access()],
                     latency_ns=access_latency_ns("vector"))
     return dst
+
+
+# nl.dropout / nisa.dropout: the random numbers of one launch come from a generator seeded the same way for
+# every launch, so an evaluation stays deterministic (the same kernel drops the same elements every time)
+# and nothing the kernel does chooses them.
+DROPOUT_SEED = 0x5EED
+_dropout_streams: weakref.WeakKeyDictionary[Any, np.random.Generator] = weakref.WeakKeyDictionary()
+
+
+def dropout(what: str, data: Any, prob: Any, dst: Tile | None = None, dtype: Any = None, mask: Any = None) -> Tile:
+    """Each element of data replaced by zero with probability prob, kept as it is otherwise (no rescaling:
+    nki.isa.dropout "randomly replace some elements of the input tile data with zeros"; prob 1.0 drops all,
+    0.0 keeps all), on the Vector engine. prob is a number or a (partitions, 1) tile of per-partition
+    probabilities; with integer data it must be a float32 tile. Costed as one VectorE pass over data (N
+    cycles, a (P, 1) prob is a per-lane scalar), as the other one-input VectorE instructions."""
+    if not isinstance(data, Tile):
+        raise NkiError(f"{what}: data must be a tile")
+    if isinstance(prob, Tile):
+        if prob.free_size != 1 or prob.partitions != data.partitions:
+            raise NkiError(f"{what}: prob must be a number or a ({data.partitions}, 1) tile of per-partition "
+                           f"probabilities, got shape {prob.shape}")
+        if not data.dtype.is_float and prob.dtype.name != "float32":
+            raise NkiError(f"{what}: with integer data ({data.dtype!r}) prob must be float32, it is {prob.dtype!r}")
+    elif isinstance(prob, (int, float, np.integer, np.floating)) and not isinstance(prob, bool):
+        if not 0.0 <= float(prob) <= 1.0:
+            raise NkiError(f"{what}: the drop probability {float(prob)} is outside [0, 1]")
+    else:
+        raise NkiError(f"{what}: prob must be a number or a (partitions, 1) tile, got {type(prob).__name__}")
+    trace = costmodel.current()
+    stream = _dropout_streams.get(trace)
+    if stream is None:
+        stream = _dropout_streams[trace] = np.random.default_rng(DROPOUT_SEED)
+    draws = stream.random(data.shape, dtype=np.float32)
+
+    def run(x: np.ndarray, p: Any) -> np.ndarray:
+        p = np.asarray(p, dtype=np.float32)
+        if p.size > 1 and not ((p >= 0) & (p <= 1)).all():  # said without the values: they are data
+            raise NkiError(f"{what}: the prob tile holds a probability outside [0, 1]")
+        return np.where(draws >= p, x, np.zeros_like(x))
+
+    return elementwise(what, "vector", run, [data, prob], dst=dst, dtype=out_dtype(dtype, data), mask=mask)
+
