@@ -241,6 +241,31 @@ def init_array_bytes(obj: Path, timeout: float = 30) -> int | None:
     return table_bytes(obj, CONSTRUCTORS, timeout)
 
 
+def data_as_code(obj: Path, timeout: float = 30) -> list[str]:
+    """Bytes that would run without being read as instructions here: a `.text*` section that is not marked
+    executable (the linker still puts it in the program's code) or is writable, and data objects placed in an
+    executable section (`__attribute__((section(".text.x"))) const unsigned char code[]`, called through a
+    pointer, possibly at an offset that objdump decodes differently). A solution's code is its functions."""
+    table = sections(obj, timeout)
+    readelf = shutil.which("readelf")
+    if table is None or readelf is None:
+        return []
+    found = [f"section {name} ({'writable' if 'W' in flags else 'not marked executable'})"
+             for name, _, flags in table
+             if re.fullmatch(r"\.text(?:\..*)?", name) and ("X" not in flags or "W" in flags)]
+    found += [f"section {name} (writable and executable)" for name, _, flags in table
+              if "X" in flags and "W" in flags and not re.fullmatch(r"\.text(?:\..*)?", name)]
+    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
+    executable = {m.group(1) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+\S+\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+"
+                                                   r"[0-9a-f]+\s+[A-Za-z]*X", out, re.MULTILINE)} if code == 0 else set()
+    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout)
+    for line in out.splitlines() if code == 0 else []:
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] in ("OBJECT", "TLS") and parts[6] in executable:
+            found.append(f"data object {parts[7]} in an executable section")
+    return found
+
+
 def code_outside_text(obj: Path, timeout: float = 30) -> list[str]:
     """Executable sections not named .text*: `.init`/`.fini` pieces run before/after main, spliced into the
     program's own _init/_fini, and no honest solution puts code anywhere but .text (nvcc and gcc use
@@ -523,6 +548,10 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
         result.findings.append(Finding("object", f"the solution puts code in section {', '.join(outside)} (only .text "
                                        "is allowed: .init/.fini code runs before or after main, outside launch)",
                                        line, 0))
+    hidden = data_as_code(candidate, timeout)
+    if hidden:
+        result.findings.append(Finding("object", "the solution places bytes where they would run unchecked: "
+                                       + "; ".join(hidden) + " (only its functions may be code)", line, 0))
     instructions = host_instructions(candidate, timeout)
     if instructions is None:
         result.notes.append("host instructions not inspected: objdump not found")

@@ -122,3 +122,28 @@ def test_an_executable_stack_is_rejected(tmp_path: Path, compile_cache: Path) ->
     ev = evaluate(tmp_path, source, MATMUL, compile_cache)
     assert ev.status == REJECTED, f"{ev.status} {ev.message}"
     assert "executable stack" in ev.message, ev.message
+
+
+# Bytes that run without objdump reading them as the solution's instructions. The const array decodes as
+# `mov $0xc3050f, %eax` (b8 0f 05 c3 00) but, called one byte in, is `syscall; ret`; a writable `.text.*`
+# array is not disassembled at all, yet the linker puts it in the program's code. Both linked before.
+DATA_AS_CODE = {
+    "a const array in a code section, called at an offset": (
+        '__attribute__((section(".text.hidden"))) const unsigned char code[] = {0xb8, 0x0f, 0x05, 0xc3, 0x00};\n',
+        "((long (*)())(void*)(code + 1))", "data object"),
+    "a writable array in a .text section": (
+        '__attribute__((section(".text.plain"))) unsigned char code[] = {0x0f, 0x05, 0xc3};\n',
+        "((long (*)())(void*)code)", "section .text.plain (writable)"),
+}
+
+
+@pytest.mark.parametrize("name", list(DATA_AS_CODE))
+def test_bytes_placed_in_code_sections_are_rejected(tmp_path: Path, compile_cache: Path, name: str) -> None:
+    array, call, named = DATA_AS_CODE[name]
+    kernel = OUTSIDE_LAUNCH_KERNEL[:OUTSIDE_LAUNCH_KERNEL.index("void launch")]
+    launch = ("void launch(const float* const* in, float* out) {\n"
+              f"  volatile long v = {call}(); (void)v;\n"
+              "  mm<<<dim3(N / 16, N / 16), dim3(16, 16)>>>(in[0], in[1], out, N);\n}\n")
+    ev = evaluate(tmp_path, with_solution(MATMUL, array + kernel + launch), MATMUL, compile_cache)
+    assert ev.status == REJECTED, f"{name}: {ev.status} {ev.message}"
+    assert named in ev.message, ev.message
