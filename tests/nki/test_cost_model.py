@@ -635,3 +635,30 @@ def test_dropout_is_one_vector_engine_pass():
     assert engines["vector"]["instructions"] == 1
     assert engines["vector"]["busy_us"] == pytest.approx(512 / params.VECTOR_GHZ / 1000, abs=1e-3)
     assert engines["gpsimd"]["instructions"] == 0 and engines["scalar"]["instructions"] == 0
+
+
+def test_range_select_is_one_vector_pass_and_select_reduce_streams_two_tiles():
+    # both run on VectorE (their docs); range_select reads one tile (the bounds are per-lane scalars),
+    # select_reduce reads the predicate and on_true: 2N cycles from SBUF, as tensor_tensor
+    def vector_busy(which: str) -> float:
+        @jit
+        def k(x):
+            out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+            t = nl.load(x)
+            pred = nl.ndarray((128, 512), dtype=nl.uint8, buffer=nl.sbuf)
+            nisa.memset(dst=pred, value=1, engine=nisa.gpsimd_engine)
+            if which == "range":
+                r = nisa.range_select(on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=0.0,
+                                      bound1=100.0)
+            else:
+                r = nisa.select_reduce(predicate=pred, on_true=t, on_false=0.0)
+            nl.store(out, value=r)
+            return out
+
+        k(X[:128, :])
+        engines = last_report()["engines"]
+        assert engines["vector"]["instructions"] == 1
+        return engines["vector"]["busy_us"]
+
+    assert vector_busy("range") == pytest.approx(512 / params.VECTOR_GHZ / 1000, abs=1e-3)
+    assert vector_busy("select") == pytest.approx(2 * 512 / params.VECTOR_GHZ / 1000, abs=1e-3)

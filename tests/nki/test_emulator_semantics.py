@@ -1056,3 +1056,96 @@ def test_dropout_refuses_probabilities_outside_0_1_and_wide_prob_tiles(prob, mes
 
     with pytest.raises(NkiError, match=message):
         k(np.zeros((128, 8), dtype=np.float32))
+
+
+# ---- nisa.range_select / nisa.select_reduce (VectorE, with reduction registers) ----------------------------
+
+
+def test_range_select_keeps_a_causal_band_and_reduces_each_row_to_its_max():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 65), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        row = nisa.iota(nl.arange(128)[:, None], dtype=nl.float32)  # the partition's own row index
+        sel = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+        top = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=sel, on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less_equal, bound0=0.0,
+                          bound1=row, range_start=32.0, on_false_value=-1e9, reduce_res=top,
+                          reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.maximum)
+        nl.store(out[:, 0:64], value=sel)
+        nl.store(out[:, 64:65], value=top)
+        return out
+
+    x = np.random.default_rng(18).standard_normal((128, 64)).astype(np.float32)
+    j = np.arange(64)[None, :] + 32  # free index + range_start
+    keep = j <= np.arange(128)[:, None]
+    expected = np.where(keep, x, np.float32(-1e9))
+    got = k(x)
+    np.testing.assert_array_equal(got[:, :64], expected)
+    np.testing.assert_array_equal(got[:, 64], expected.max(axis=1))
+
+
+def test_reduce_cmd_reduce_carries_the_registers_from_one_instruction_to_the_next():
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        top = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        for half in nl.sequential_range(2):
+            t = nl.load(x[:, half * 32:(half + 1) * 32])
+            cmd = nisa.reduce_cmd.reset_reduce if half == 0 else nisa.reduce_cmd.reduce
+            nisa.range_select(on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=0.0,
+                              bound1=32.0, reduce_res=top, reduce_cmd=cmd)
+        nl.store(out, value=top)
+        return out
+
+    x = np.random.default_rng(19).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(k(x)[:, 0], x.max(axis=1))
+
+
+def test_select_reduce_picks_by_an_integer_predicate_reversed_or_not_and_reduces_to_the_max():
+    @jit
+    def k(x, reverse):
+        out = nl.ndarray((128, 33), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        pred = nl.greater(t, 0.0, dtype=nl.uint8)
+        sel = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+        top = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.select_reduce(dst=sel, predicate=pred, on_true=t, on_false=-5.0, reduce_res=top,
+                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reverse_pred=reverse)
+        nl.store(out[:, 0:32], value=sel)
+        nl.store(out[:, 32:33], value=top)
+        return out
+
+    x = np.random.default_rng(20).standard_normal((128, 32)).astype(np.float32)
+    for reverse in (False, True):
+        chosen = (x > 0) != reverse
+        expected = np.where(chosen, x, np.float32(-5.0))
+        got = k(x, reverse)
+        np.testing.assert_array_equal(got[:, :32], expected)
+        np.testing.assert_array_equal(got[:, 32], expected.max(axis=1))
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("float_pred", "predicate must be int8, uint8, int16 or uint16"),
+    ("add", "only reduces with max"),
+    ("psum", "cannot both be in PSUM"),
+    ("res", r"reduce_res must be a \(128, 1\) tile"),
+])
+def test_select_reduce_refuses_what_its_docs_rule_out(case, message):
+    @jit
+    def k(x):
+        t = nl.load(x)
+        pred = nl.greater(t, 0.0, dtype=nl.float32 if case == "float_pred" else nl.uint8)
+        if case == "psum":
+            pt = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.psum)
+            nisa.tensor_copy(dst=pt, src=t)
+            pp = nl.ndarray((128, 16), dtype=nl.uint8, buffer=nl.psum)
+            nisa.tensor_copy(dst=pp, src=pred)
+            t, pred = pt, pp
+        res = nl.ndarray((128, 2) if case == "res" else (128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.select_reduce(predicate=pred, on_true=t, on_false=0.0, reduce_res=res,
+                           reduce_op=nl.add if case == "add" else nl.maximum)
+        return x
+
+    with pytest.raises(NkiError, match=message):
+        k(np.ones((128, 16), dtype=np.float32))

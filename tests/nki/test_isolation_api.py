@@ -410,3 +410,33 @@ def reference(x, rate):
 '''
     ev = evaluate(problem, tmp_path)
     assert ev.feedback["engines"]["vector"]["instructions"] >= 2
+
+
+def test_range_select_and_select_reduce_reach_the_emulator_from_the_kernel_process(tmp_path: Path):
+    problem = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def masked_max(x):
+    out = nl.ndarray((128, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    res = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=0.0, bound1=16.0,
+                      on_false_value=-1e30, reduce_res=res[:, 0:1], reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    pred = nl.greater(t, 0.0, dtype=nl.uint8)
+    nisa.select_reduce(predicate=pred, on_true=t, on_false=-1e30, reduce_res=res[:, 1:2],
+                       reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nl.store(out, value=res)
+    return out
+
+
+INPUTS = {"x": ((128, 64), "float32")}
+
+
+def reference(x):
+    return np.stack([x[:, :16].max(axis=1), np.where(x > 0, x, -1e30).max(axis=1)], axis=1)
+'''
+    evaluate(problem, tmp_path)

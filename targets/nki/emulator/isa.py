@@ -7,12 +7,13 @@ moving)`, `activation(dst=..., op=..., data=...)`) and the legacy one that retur
 
 from __future__ import annotations
 
+import weakref
 from enum import Enum, IntEnum
 from typing import Any
 
 import numpy as np
+from speedpatch.targets.nki.emulator import costmodel, ops
 from speedpatch.targets.nki.emulator import language as nl
-from speedpatch.targets.nki.emulator import ops
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
@@ -408,6 +409,148 @@ def dropout(*args: Any, **kwargs: Any) -> Tile:
                        mask=a.get("mask"))
 
 
+# The Vector engine's reduction registers (reduce_cmd of range_select / select_reduce): per launch, the
+# running reduction of each partition, carried from one instruction to the next.
+_vector_accumulators: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def _accumulate(what: str, out: Tile, reduce_res: Any, cmd: Any, op: Any) -> None:
+    """reduce_cmd semantics: reset clears the registers, reset_reduce starts them from this instruction's
+    reduction (along the free axes of its result), reduce adds this reduction to them with reduce_op; idle
+    leaves them as they are (with a reduce_res and no earlier state it starts from this instruction, as
+    the API without reduce_cmd did). reduce_res, when given, receives the registers."""
+    binary = nl.np_binary(op)
+    trace = costmodel.current()
+    name = getattr(cmd, "name", "reset_reduce" if cmd is None else str(cmd))
+    values = np.asarray(out.read(), dtype=np.float32).reshape(out.partitions, -1)
+    here = nl.reduce_fn(op)(values, axis=1)
+    state = _vector_accumulators.get(trace)
+    if state is not None and state.shape != here.shape:
+        state = None  # another partition count: registers of other lanes
+    if name == "reset":
+        _vector_accumulators.pop(trace, None)
+        state = None
+    elif name == "reset_reduce" or (name in ("reduce", "idle") and state is None and reduce_res is not None):
+        state = here
+    elif name == "reduce":
+        state = binary(state, here)
+    elif name != "idle":
+        raise NkiError(f"{what}: reduce_cmd {cmd!r} is not one of nisa.reduce_cmd's idle, reset, reduce, reset_reduce")
+    if state is not None:
+        _vector_accumulators[trace] = np.asarray(state, dtype=np.float32)
+    if reduce_res is not None:
+        if state is None:
+            raise NkiError(f"{what}: reduce_res asks for the reduction registers, which reduce_cmd=reset cleared")
+        reduce_res.write(np.asarray(state, dtype=np.float32).reshape(reduce_res.shape))
+
+
+def _lanes(value: Any, x: np.ndarray) -> Any:
+    """A (P, 1) per-partition operand's values shaped to broadcast over every free axis of x."""
+    v = np.asarray(value)
+    return v.reshape((x.shape[0],) + (1,) * (x.ndim - 1)) if v.size == x.shape[0] and v.size > 1 else v
+
+
+def _check_reduce_res(what: str, res: Any, partitions: int) -> None:
+    if res is None:
+        return
+    if not isinstance(res, Tile) or res.partitions != partitions or res.free_size != 1:
+        raise NkiError(f"{what}: reduce_res must be a ({partitions}, 1) tile, one value per partition, got "
+                       f"{getattr(res, 'shape', res)!r}")
+    if not res.dtype.is_float:
+        raise NkiError(f"{what}: reduce_res must have a float dtype, it is {res.dtype!r}")
+
+
+def range_select(*args: Any, **kwargs: Any) -> Tile:
+    """on_true_tile where comp_op0(i + range_start, bound0) and comp_op1(i + range_start, bound1) hold for the
+    free-axis index i, else on_false_value, on the Vector engine, with a reduction of the result (reduce_op,
+    max by default) into reduce_res as reduce_cmd says (nki.isa.range_select; both forms: keyword-only with
+    a returned tile, and `range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, ...)`). The
+    bounds are numbers or (P, 1) tiles. The docs mark it NeuronCore-v3+; the model runs it on its VectorE
+    at one pass over on_true_tile (N cycles; the bounds are per-lane scalars)."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
+    a = _bind(["on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1", "reduce_cmd", "reduce_res", "reduce_op",
+               "range_start", "on_false_value", "mask", "dtype", "name"], rest, kwargs, "range_select")
+    data = a.get("on_true_tile")
+    if not isinstance(data, Tile):
+        raise NkiError("nisa.range_select: on_true_tile must be a tile")
+    for key in ("bound0", "bound1"):
+        bound = a.get(key)
+        if isinstance(bound, Tile) and (bound.free_size != 1 or bound.partitions != data.partitions):
+            raise NkiError(f"nisa.range_select: {key} must be a number or a ({data.partitions}, 1) tile, got shape "
+                           f"{bound.shape}")
+        if bound is None:
+            raise NkiError(f"nisa.range_select: {key} is required")
+    res = a.get("reduce_res")
+    _check_reduce_res("nisa.range_select", res, data.partitions)
+    cmp0, cmp1 = nl.np_binary(a["comp_op0"]), nl.np_binary(a["comp_op1"])
+    start = float(a.get("range_start") or 0.0)
+    fill = a.get("on_false_value")
+    fill = np.float32(nl.fp32.min if fill is None else fill)  # the fp32.min default of the earlier API
+    if data.par_axis != 0:
+        raise NkiError(f"nisa.range_select: on_true_tile {data.shape} must have its partitions on axis 0")
+
+    def run(x: np.ndarray, b0: Any, b1: Any) -> np.ndarray:
+        index = np.arange(x[0].size, dtype=np.float32).reshape((1,) + x.shape[1:]) + start
+        keep = (np.asarray(cmp0(index, _lanes(b0, x)), dtype=bool)
+                & np.asarray(cmp1(index, _lanes(b1, x)), dtype=bool))
+        return np.where(keep, x, fill)
+
+    out = ops.elementwise("range_select", "vector", run, [data, a["bound0"], a["bound1"]], dst=dst,
+                          dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"),
+                          extra_writes=[res] if res is not None else [])
+    _accumulate("nisa.range_select", out, res, a.get("reduce_cmd"), a.get("reduce_op") or np.maximum)
+    return out
+
+
+def select_reduce(*args: Any, **kwargs: Any) -> Tile:
+    """np.where(predicate, on_true, on_false) (predicate negated with reverse_pred), with an optional max
+    reduction along the free axes into reduce_res as reduce_cmd says, on the Vector engine
+    (nki.isa.select_reduce). The documented constraints are checked: predicate, on_true and dst of one
+    shape; predicate an 8/16-bit integer tile; on_true not tfloat32/int32/uint32; on_false a float32
+    number or a (P, 1) tile; not both on_true and predicate in PSUM; reduce_res (P, 1) float; reduce_op
+    max only. The docs give no cost: it streams two tiles (predicate and on_true), charged as
+    tensor_tensor (2N VectorE cycles, N with one of them in PSUM and the other in SBUF)."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile) and len(args) >= 3)
+    a = _bind(["predicate", "on_true", "on_false", "reduce_res", "reduce_cmd", "reduce_op", "reverse_pred", "mask",
+               "dtype", "name"], rest, kwargs, "select_reduce")
+    pred, data, on_false = a.get("predicate"), a.get("on_true"), a.get("on_false")
+    if not isinstance(pred, Tile) or not isinstance(data, Tile):
+        raise NkiError("nisa.select_reduce: predicate and on_true must be tiles")
+    if pred.dtype.name not in ("int8", "uint8", "int16", "uint16"):
+        raise NkiError(f"nisa.select_reduce: predicate must be int8, uint8, int16 or uint16, it is {pred.dtype!r}")
+    if data.dtype.name in ("tfloat32", "int32", "uint32"):
+        raise NkiError(f"nisa.select_reduce: on_true cannot be {data.dtype!r} (not tfloat32, int32, uint32)")
+    if pred.partitions != data.partitions or pred.free_size != data.free_size or (
+            dst is not None and (dst.partitions != data.partitions or dst.free_size != data.free_size)):
+        raise NkiError(f"nisa.select_reduce: predicate {pred.shape}, on_true {data.shape} and dst "
+                       f"{getattr(dst, 'shape', None)} must have the same partitions and elements per partition")
+    if pred.buffer.kind == "psum" and data.buffer.kind == "psum":
+        raise NkiError("nisa.select_reduce: on_true and predicate cannot both be in PSUM")
+    if isinstance(on_false, Tile):
+        if on_false.free_size != 1 or on_false.partitions != data.partitions:
+            raise NkiError(f"nisa.select_reduce: on_false must be a number or a ({data.partitions}, 1) tile, got "
+                           f"shape {on_false.shape}")
+    elif not isinstance(on_false, (int, float, np.integer, np.floating)) or isinstance(on_false, bool):
+        raise NkiError(f"nisa.select_reduce: on_false must be a number or a (P, 1) tile, got {on_false!r}")
+    op = a.get("reduce_op") or np.maximum
+    if getattr(op, "__name__", getattr(op, "name", "")) not in ("maximum", "max", "amax"):
+        raise NkiError(f"nisa.select_reduce: reduce_op {op!r} is not supported; it only reduces with max")
+    res = a.get("reduce_res")
+    _check_reduce_res("nisa.select_reduce", res, data.partitions)
+    reverse = bool(a.get("reverse_pred", False))
+
+    def run(p: np.ndarray, x: np.ndarray, f: Any) -> np.ndarray:
+        chosen = np.asarray(p).reshape(x.shape) != 0
+        return np.where(~chosen if reverse else chosen, x, _lanes(f, x))
+
+    out = ops.elementwise("select_reduce", "vector", run, [pred, data, on_false], dst=dst,
+                          dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"),
+                          extra_writes=[res] if res is not None else [])
+    if res is not None or a.get("reduce_cmd") is not None:
+        _accumulate("nisa.select_reduce", out, res, a.get("reduce_cmd"), np.maximum)
+    return out
+
+
 # nki.isa.dma_transpose: the permutation for each source rank (axis i of the result is axis axes[i] of src)
 DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
@@ -574,7 +717,8 @@ PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
     "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
-    "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout",
+    "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout", "range_select",
+    "select_reduce",
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",

@@ -673,8 +673,7 @@ def not_emulated(module: str, name: str) -> AttributeError:
 
 NOT_EMULATED_ISA = {
     "nc_stream_shuffle": "VectorE cross-partition shuffle", "nc_match_replace8": "max-8 search",
-    "select_reduce": "predicated reduction",
-    "range_select": "predicated selection", "local_gather": "GpSimd gather",
+    "local_gather": "GpSimd gather",
     "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
     "sequence_bounds": "sequence bounds", "nc_matmul_mx": "MX-format matmul", "quantize_mx": "MX-format quantization",
     "exponential": "fused exponential", "rand2": "on-device random numbers",
