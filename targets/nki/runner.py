@@ -282,7 +282,13 @@ def tolerance(module: Any, expected: list[np.ndarray], inputs: Any = ()) -> tupl
     return float(tol.get("rtol", default)), float(tol.get("atol", default))
 
 
-def compare(actual: Any, expected: Any, rtol: float, atol: float) -> str:
+def _widest_input(inputs: dict[str, Any] | None) -> int:
+    """Bytes per element of the widest array input (4 when there is none to go by)."""
+    sizes = [v.dtype.itemsize for v in (inputs or {}).values() if isinstance(v, np.ndarray)]
+    return max(sizes, default=4)
+
+
+def compare(actual: Any, expected: Any, rtol: float, atol: float, inputs: dict[str, Any] | None = None) -> str:
     """'' when correct, else why not."""
     acts, exps = as_list(actual), as_list(expected)
     if actual is None:
@@ -293,13 +299,15 @@ def compare(actual: Any, expected: Any, rtol: float, atol: float) -> str:
         label = f"output {i}" if len(exps) > 1 else "output"
         if a.shape != e.shape:
             return f"{label} has shape {a.shape}, expected {e.shape}"
-        # The reference's dtype is the output's precision (capped at 4 bytes: the device has no fp64/int64).
-        # A narrower output is lower precision than the problem's, and halves the output's DMA and the
-        # required-bytes floor; the low-precision tolerance of bf16 inputs would let it pass.
-        if a.dtype.itemsize < min(e.dtype.itemsize, 4):
-            return (f"{label} is {a.dtype} ({a.dtype.itemsize} bytes per element), the reference returns {e.dtype} "
-                    f"({e.dtype.itemsize} bytes): a narrower output is lower precision than the problem's (return "
-                    f"the reference's dtype, or make the reference return the output precision the problem wants)")
+        # An output narrower than both the reference's result and the widest input is lower precision than
+        # the problem's (fp32 data returned as bf16 halves the output's DMA and the required-bytes floor).
+        # Capped at the widest input: a numpy reference computes bf16 data in fp32, and a kernel returning
+        # bf16 for bf16 inputs (the NKI tutorials' matmul) is the problem as written, not a narrowing.
+        floor = min(e.dtype.itemsize, 4, _widest_input(inputs))
+        if a.dtype.itemsize < floor:
+            return (f"{label} is {a.dtype} ({a.dtype.itemsize} bytes per element), narrower than the reference's "
+                    f"{e.dtype} and the inputs ({floor} bytes): lower precision than the problem's (return "
+                    f"{floor}-byte elements)")
         a64, e64 = a.astype(np.float64), e.astype(np.float64)
         if np.max(np.abs(e64), initial=0.0) <= atol:
             raise HarnessError(f"the reference {label} is all ~0 (<= atol {atol}); such a check proves nothing")
@@ -509,7 +517,7 @@ def evaluate_in_process(opts: argparse.Namespace, nki_mod: Any, problem: Any, ke
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         try:
-            why = compare(actual, expected, rtol, atol)
+            why = compare(actual, expected, rtol, atol, inputs)
         except HarnessError as exc:
             return {"status": "harness_error", "message": str(exc)}
         if why:

@@ -106,7 +106,7 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
             except Exception as exc:  # noqa: BLE001 - the emulator's launcher refused the result
                 return {"status": "runtime_error", "message": f"{type(exc).__name__}: {exc}"}
         try:
-            why = runner.compare(actual, expected, rtol, atol)
+            why = runner.compare(actual, expected, rtol, atol, inputs)
         except runner.HarnessError as exc:
             return {"status": "harness_error", "message": str(exc)}
         if why:
