@@ -121,6 +121,17 @@ def test_every_move_is_correct_and_one_is_faster_than_the_library_call(target, t
 PAPER = EXAMPLES / "paper"
 
 
+def _runner(target, path: Path, kernel, tmp_path: Path):
+    """Evaluates texts of the problem at `path` on gemmini-native, each in a folder of its own."""
+
+    def run(text: str, where: str):
+        ctx = EvalContext(kernel=kernel, path=str(path), workdir=tmp_path / where, timeout=300, seed=5)
+        (tmp_path / where).mkdir()
+        return target.backend("gemmini-native").evaluate(text, ctx)
+
+    return run
+
+
 @pytest.mark.parametrize("name", ["matmul_512x512x512_explicit.c", "conv_14x14_256_explicit.c"])
 def test_an_explicit_kernel_gets_moves_that_only_rewrite_its_body(target, name: str) -> None:
     source = (PAPER / name).read_text()
@@ -158,11 +169,7 @@ def test_from_the_explicit_start_a_move_is_correct_and_several_times_faster(targ
     source = path.read_text()
     (k,) = target.find_kernels(source)
     first = target.offline_moves(source, k)[0]
-
-    def run(text: str, where: str):
-        ctx = EvalContext(kernel=k, path=str(path), workdir=tmp_path / where, timeout=300, seed=5)
-        (tmp_path / where).mkdir()
-        return target.backend("gemmini-native").evaluate(text, ctx)
+    run = _runner(target, path, k, tmp_path)
 
     start, moved = run(source, "start"), run(first.source, "moved")
     assert start.status == OK and moved.status == OK, (start.message, moved.message)
@@ -195,11 +202,7 @@ def test_wide_tiles_beat_the_library_tiles_where_j_is_wide(target, tmp_path: Pat
     source = path.read_text()
     (k,) = target.find_kernels(source)
     (wide,) = [m for m in target.offline_moves(source, k) if "wide in J" in m.plan]
-
-    def run(text: str, where: str):
-        ctx = EvalContext(kernel=k, path=str(path), workdir=tmp_path / where, timeout=300, seed=5)
-        (tmp_path / where).mkdir()
-        return target.backend("gemmini-native").evaluate(text, ctx)
+    run = _runner(target, path, k, tmp_path)
 
     library, moved = run(source, "library"), run(wide.source, "wide")
     assert library.status == OK and moved.status == OK, (library.message, moved.message)
