@@ -388,6 +388,14 @@ def test_an_indirect_dma_gather_runs_in_the_kernel_process(tmp_path: Path):
     evaluate(GATHER_PROBLEM, tmp_path)
 
 
+def test_an_embedding_lookup_that_reads_only_the_rows_it_needs_is_correct(tmp_path: Path):
+    # 128 of a 1024-row table: the rows no index names are never loaded, and the result does not depend
+    # on them (the trusted side changes them and runs the reference again).
+    lookup = GATHER_PROBLEM.replace("standard_normal((128, 256))", "standard_normal((1024, 256))").replace(
+        "rng.permutation(128)", "rng.choice(1024, 128, replace=False)")
+    evaluate(lookup, tmp_path)
+
+
 def test_dropout_reaches_the_emulator_from_the_kernel_process(tmp_path: Path):
     # LoRA forward's form: the rate is a kernel argument (0 at inference)
     problem = '''import numpy as np

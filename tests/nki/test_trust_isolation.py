@@ -286,8 +286,7 @@ def reference(x):
     assert "never written" in ev.message and "65536" in ev.message, ev.message
 
 
-def test_inputs_never_loaded_are_missing_required_work(tmp_path, honest):
-    problem = """import nki
+HALF_USED = """import nki
 import nki.language as nl
 
 
@@ -304,10 +303,27 @@ INPUTS = {"x": ((128, 512), "float32")}
 def reference(x):
     return x[:, :256] * 2.0
 """
+
+
+def test_input_elements_the_result_does_not_depend_on_need_not_be_loaded(tmp_path, honest):
+    # The reference reads half of x: loading only that half is less work, not missing work, and the
+    # required-bytes floor counts only what the result depends on.
+    lean = HALF_USED.replace("nl.load(x)[:, 0:256]", "nl.load(x[:, 0:256])")
+    whole, half = (evaluate(text, tmp_path, problem=HALF_USED, kernel="left") for text in (HALF_USED, lean))
+    assert whole.status == OK and half.status == OK, (whole.message, half.message)
+    assert half.value < whole.value
+    assert half.feedback["required_work"]["dma_bytes"] == (128 * 256 + 128 * 256) * 4
+
+
+def test_inputs_never_loaded_that_the_result_depends_on_are_missing_required_work(tmp_path, honest):
+    # The other half adds less than the tolerance: a kernel that skips it is "correct" on the values, but
+    # the result depends on what it never loaded.
+    problem = HALF_USED.replace("return x[:, :256] * 2.0", "return x[:, :256] * 2.0 + x[:, 256:] * 1e-9")
     cheat = problem.replace("nl.load(x)[:, 0:256]", "nl.load(x[:, 0:256])")
     ev = evaluate(cheat, tmp_path, problem=problem, kernel="left")
     assert ev.status != OK
-    assert "never loaded 32768 of the 65536 elements of input 'x'" in ev.message, ev.message
+    assert "never loaded 32768 of the 65536 elements of input 'x', yet the reference's result depends" in ev.message, \
+        ev.message
 
 
 def test_a_cached_result_from_an_earlier_input_set_is_refused(tmp_path, honest):

@@ -113,14 +113,19 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
             return {"status": "incorrect", "message": f"{label}: {why}", "seeds": seeds}
         in_tiles, out_tiles = _launch_tensors(server, list(inputs), list(outs))
         why = physics.check_launch(ledger, in_tiles, out_tiles)
+        unloaded = physics.unloaded_inputs(ledger, in_tiles)
+        if not why and unloaded:
+            why = physics.check_unloaded(problem.reference, inputs, expected, unloaded)
         if why:
             return {"status": "rejected", "message": f"{label}: {why}", "seeds": seeds}
         report = last_report()
         if report is None:
             return {"status": "runtime_error", "message": "the kernel is not decorated with nki.jit (no launch recorded)"}
         reports.append(report)
+        # the input elements the result does not depend on (unloaded, checked above) are not required bytes
         required_bytes = sum(_device_bytes(v) for v in inputs.values() if isinstance(v, np.ndarray)) + sum(
-            math.prod(t.alloc.shape) * t.dtype.itemsize for t in out_tiles if isinstance(t, Tile))
+            math.prod(t.alloc.shape) * t.dtype.itemsize for t in out_tiles if isinstance(t, Tile)) - sum(
+            int(mask.sum()) * as_dtype(inputs[name].dtype).itemsize for name, mask in unloaded.items())
         why = physics.check_physics(report, server.last_trace, required_bytes, required_macs)
         if why:
             return {"status": "rejected", "message": f"{label}: {why}", "seeds": seeds}

@@ -3,9 +3,10 @@
 - Provenance: every element of every output must have been written, in this launch, by a DMA from the
   device (the only way data reaches HBM); an output the kernel never wrote, or an input handed back as the
   result, fails.
-- Required work: every element of every input must have been DMA'd in at least once; when the reference
-  is a matmul of the inputs (`a.T @ b`, `np.dot(a, b)`), the Tensor engine must have done at least its
-  multiply-accumulates.
+- Required work: every element of every input the result depends on must have been DMA'd in at least once
+  (elements never loaded are changed, far out of their range, and the reference run again: if its result
+  moves, they were required); when the reference is a matmul of the inputs (`a.T @ b`, `np.dot(a, b)`), the
+  Tensor engine must have done at least its multiply-accumulates.
 - Physics: the modeled latency can be no lower than the roofline of the required work: the required DMA
   bytes over all DMA queues at full bandwidth, the required MACs over the whole PE array at one pass per
   cycle. A zero, negative or missing latency is never a figure.
@@ -155,12 +156,66 @@ def check_launch(ledger: Ledger, inputs: dict[str, Tile], outputs: list[Any]) ->
             return (f"{label} ({out.alloc.name!r}, {total} elements): {missing} elements were never written by a "
                     f"DMA from the device in this launch (provenance: every output element must come from an "
                     f"engine op of this launch)")
+    return ""
+
+
+def unloaded_inputs(ledger: Ledger, inputs: dict[str, Tile]) -> dict[str, np.ndarray]:
+    """Per input with elements no DMA read: a flat mask of those elements (C order of the input)."""
+    out = {}
     for name, tile in inputs.items():
-        missing = ledger.coverage(ledger.read, tile)
-        if missing:
-            total = math.prod(tile.alloc.shape)
-            return (f"the kernel never loaded {missing} of the {total} elements of input {name!r}; every input "
-                    f"element must be DMA'd in at least once (required work)")
+        seen = ledger.read.get(id(tile.alloc))
+        if seen is None:
+            out[name] = np.ones(math.prod(tile.alloc.shape), dtype=bool)
+        elif not seen.all():
+            out[name] = ~seen
+    return out
+
+
+def _moved_far(array: np.ndarray, mask: np.ndarray, sign: int) -> np.ndarray:
+    """A copy of `array` whose masked elements are pushed far outside the data's range (to the type's
+    bound for integers), up for sign > 0, down otherwise."""
+    out = np.array(array, copy=True)
+    flat = out.reshape(-1)
+    if np.issubdtype(out.dtype, np.integer):
+        bound = np.iinfo(out.dtype)
+        flat[mask] = bound.max if sign > 0 else bound.min
+    else:
+        values = flat.astype(np.float64)
+        big = 8.0 * (float(np.max(np.abs(values), initial=0.0)) + 1.0)
+        flat[mask] = (values[mask] + sign * big).astype(out.dtype)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    a_list, b_list = (list(x) if isinstance(x, (tuple, list)) else [x] for x in (a, b))
+    return len(a_list) == len(b_list) and all(
+        np.shape(x) == np.shape(y)
+        and np.array_equal(np.asarray(_plain(x)).astype(np.float64), np.asarray(_plain(y)).astype(np.float64),
+                           equal_nan=True)
+        for x, y in zip(a_list, b_list, strict=True))
+
+
+def check_unloaded(reference: Any, inputs: dict[str, Any], expected: Any, unloaded: dict[str, np.ndarray]) -> str:
+    """'' when the reference's result does not depend on the input elements the kernel never loaded (the
+    kernel skipped work the problem does not need), else why not. A kernel can only be correct without
+    data its result depends on when that data's part is within the tolerance, or when it got the data
+    some other way: either is missing required work."""
+    for name, mask in unloaded.items():
+        if name not in inputs or not isinstance(inputs[name], np.ndarray) or inputs[name].size != mask.size:
+            return (f"the kernel never loaded {int(mask.sum())} of the {mask.size} elements of input {name!r}; "
+                    f"every input element must be DMA'd in at least once (required work)")
+    for sign in (1, -1):
+        trial = {k: (_moved_far(v, unloaded[k], sign) if k in unloaded else v.copy() if isinstance(v, np.ndarray)
+                     else v) for k, v in inputs.items()}
+        try:
+            moved = reference(*trial.values())
+        except Exception:  # noqa: BLE001 - a reference that fails on such values reads them
+            moved = None
+        if moved is None or not _same(moved, expected):
+            which = ", ".join(f"{int(m.sum())} of the {m.size} elements of input {n!r}" for n, m in unloaded.items())
+            return (f"the kernel never loaded {which}, yet the reference's result depends on them (changing "
+                    f"them changes it): every input element the result depends on must be DMA'd in at least "
+                    f"once (required work)")
     return ""
 
 
