@@ -1,6 +1,6 @@
 """Distributed evaluation on a real local Ray cluster (a head and a worker node, both offering the custom
 resource gemmini_host), started inside a private network namespace so that everything binds 127.0.0.1
-and nothing else is reachable. The scenarios run once per module (tests/distributed/scenarios.py; a
+and nothing else is reachable. The scenarios run once per test session (tests/distributed/scenarios.py; a
 cluster takes tens of seconds to start); each test judges one behaviour from their results."""
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def _ray_bin() -> str:
     return str(found) if found.exists() else (shutil.which("ray") or "")
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may run other modules' tests between this module's two (same worker, same group),
+# and a module fixture would then be torn down and the cluster and scenarios run again (CI: 466 s + 206 s).
+@pytest.fixture(scope="session")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     why = _namespaces_work()
     if why:
