@@ -462,7 +462,7 @@ async function main() {
     const shown = normalise(await page.locator('body').innerText().catch(() => ''));
     console.log(`page text at the failure: ${shown.slice(0, 2000)}`);
     await page.screenshot({ path: path.join(ARTIFACTS, 'failure.png') }).catch(() => undefined);
-    fs.writeFileSync(path.join(ARTIFACTS, 'page.txt'), normalise(await page.locator('body').innerText().catch(() => '')));
+    fs.writeFileSync(path.join(ARTIFACTS, 'page.txt'), shown);
     // The extension's own log helps most: show it and keep a second screenshot with it open.
     await showOutput(page, /\[(info|error)\]/).catch(() => undefined);
     await page.screenshot({ path: path.join(ARTIFACTS, 'failure-output.png') }).catch(() => undefined);
