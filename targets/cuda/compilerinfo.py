@@ -16,13 +16,16 @@ def arch_of_device(cc: str) -> str:
 
 
 def resource_feedback(ptxas_output: str, candidate_object: Path, solution: str, harness: str, arch: str,
-                      timeout: float) -> dict[str, Any]:
-    """{"kernels": {name: {registers, shared memory, spills, occupancy, sass}}, "sass": note}."""
+                      timeout: float, sass: str | None = None) -> dict[str, Any]:
+    """{"kernels": {name: {registers, shared memory, spills, occupancy, sass}}, "sass": note}. `sass`: the
+    candidate's SASS when the object check already read it (then cuobjdump is not run again)."""
     kernels: dict[str, Any] = {}
     sass_mix: dict[str, Any] = {}
     sass_note = ""
     cuobjdump = find_cuobjdump()
-    if cuobjdump and candidate_object.exists():
+    if sass:
+        sass_mix = instruction_mix(sass)
+    elif cuobjdump and candidate_object.exists():
         sass, sass_note = dump_sass(cuobjdump, candidate_object, timeout)
         if sass is not None:
             sass_mix = instruction_mix(sass)

@@ -123,6 +123,7 @@ def evaluate_with(host: Host, source: str, ctx: EvalContext, backend: str, nvcc:
     build = ctx.workdir / "build"
     receipt: dict[str, Any] = {"backend": backend, "where": host.where}
     compiler_output = ""
+    sass: str | None = None  # the candidate's SASS when this machine's object check read it
     if cand.kind == KERNELBENCH:
         build.mkdir(parents=True, exist_ok=True)
         (build / "problem.py").write_text(baseline)
@@ -144,7 +145,7 @@ def evaluate_with(host: Host, source: str, ctx: EvalContext, backend: str, nvcc:
                                 cand)
             if built.evaluation is not None:
                 return built.evaluation
-            compiler_output = built.compiler_output
+            compiler_output, sass = built.compiler_output, built.sass
             compile_argv = None
         else:
             checked = _inspect_here(units, ctx, cand, arch, run.start + ctx.timeout)
@@ -186,7 +187,7 @@ def evaluate_with(host: Host, source: str, ctx: EvalContext, backend: str, nvcc:
     evaluation = to_evaluation(result, run.log, receipt, no_device_hint="cuda-compile can still check that it builds",
                                precision=cand.precision)
     if evaluation.status == OK and compiler_output:
-        _add_resources(evaluation, compiler_output, build, cand, arch, run.left())
+        _add_resources(evaluation, compiler_output, build, cand, arch, run.left(), sass)
     evaluation.seconds = time.monotonic() - run.start
     return evaluation
 
@@ -214,9 +215,10 @@ def _inspect_here(units: Units, ctx: EvalContext, cand: ProblemLayout, arch: str
 
 
 def _add_resources(evaluation: Evaluation, compiler_output: str, build: Path, cand: ProblemLayout, arch: str,
-                   timeout: float) -> None:
+                   timeout: float, sass: str | None = None) -> None:
     """Registers, spills and occupancy next to the timing (occupancy for the device actually used)."""
     if arch == "native":
         arch = arch_of_device(str((evaluation.receipt.get("device") or {}).get("cc", "")))
-    info = resource_feedback(compiler_output, build / "candidate.o", cand.solution, cand.harness, arch, max(1.0, timeout))
+    info = resource_feedback(compiler_output, build / "candidate.o", cand.solution, cand.harness, arch, max(1.0, timeout),
+                             sass)
     evaluation.feedback["kernels"] = info["kernels"]

@@ -46,6 +46,7 @@ class Built:
     compiler_output: str  # ptxas -v output of the candidate unit
     binary: Path | None
     notes: list[str] = field(default_factory=list)  # what the object inspection could not check, and why
+    sass: str | None = None  # the candidate object's SASS, read by the inspection (None: not read)
 
 
 def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list[str], includes: list[str],
@@ -78,7 +79,7 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
     checked = compile_checked(units, build, nvcc, arch_flags, includes, cache, deadline, layout)
     if checked.evaluation is not None:
         return checked
-    candidate_output, notes = checked.compiler_output, checked.notes
+    candidate_output, notes, sass = checked.compiler_output, checked.notes, checked.sass
     names = [u for u in ("main.cu", "baseline.cu", "candidate.cu") if u in units.files]
     arch = next((f for f in arch_flags if f.startswith("-arch=")), "")
     objects = [u.replace(".cu", ".o") for u in names]
@@ -95,7 +96,7 @@ def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], inc
                 "object", "the linked program exports " + ", ".join(f"`{n}`" for n in interposed[:5])
                 + " from the solution to its shared libraries: it would replace the libraries' own",
                 layout.solution_line if layout else 0, 0)]), candidate_output, None, notes)
-    return Built(None, candidate_output, build / "bench", notes)
+    return Built(None, candidate_output, build / "bench", notes, sass)
 
 
 def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str], includes: list[str], cache: Path,
@@ -125,6 +126,7 @@ def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str],
             status = TIMEOUT if code is None else INFRA_ERROR
             return Built(Evaluation(status=status, message=f"the {what} did not compile", log=output), "", None)
     notes: list[str] = []
+    sass: str | None = None
     linked_objects = [build / "main.o", build / "baseline.o"]
     missing = _missing_entry(build)
     if missing:  # the link would fail: say so as the linker would, before judging the object
@@ -134,14 +136,14 @@ def compile_checked(units: Units, build: Path, nvcc: str, arch_flags: list[str],
         seen = objcheck.inspect(build / "candidate.o", build / HARNESS_ONLY.replace(".cu", ".o"), linked_objects,
                                 precision=layout.precision if layout else "fp32", allow=layout.allow if layout else (),
                                 line=layout.solution_line if layout else 0,
-                                timeout=max(5.0, deadline - time.monotonic()))
-        notes = seen.notes
+                                timeout=max(5.0, deadline - time.monotonic()), cache=cache)
+        notes, sass = seen.notes, seen.sass
         if seen.findings:
             return Built(_rejection(seen.findings), candidate_output, None, notes)
         why = objcheck.localize(build / "candidate.o", max(5.0, deadline - time.monotonic()))
         if why:
             notes.append(why)
-    return Built(None, candidate_output, None, notes)
+    return Built(None, candidate_output, None, notes, sass)
 
 
 LINK_MESSAGE = ("linking with the harness failed (is `launch` declared as `void launch(const T* const* inputs, "

@@ -29,6 +29,9 @@ baseline: the harness's own static kernels, its static initializers and nvcc's r
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -464,6 +467,7 @@ def device_findings(uses: dict[str, dict[str, str]], precision: str, allow: Iter
 class Inspection:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what could not be inspected, and why
+    sass: str | None = None  # the candidate's SASS as inspected (the resource report reuses it)
 
 
 def _harness_kernels(code: str, is_sass: bool) -> set[str]:
@@ -473,13 +477,34 @@ def _harness_kernels(code: str, is_sass: bool) -> set[str]:
     return {m.group(1) for m in PTX_ENTRY.finditer(code)}
 
 
-def device_code(obj: Path, timeout: float) -> tuple[str | None, str | None, str]:
+def device_code(obj: Path, timeout: float, cache: Path | None = None) -> tuple[str | None, str | None, str]:
     """(SASS, PTX, note): the object's device code as cuobjdump prints it; None where it is not available.
     Both are read: the SASS is what executes; the PTX also names what SASS leaves anonymous (a `CALL.ABS` to
-    vprintf), and stands in when there is no SASS (no nvdisasm). A host-only object gives ("", "", "")."""
+    vprintf), and stands in when there is no SASS (no nvdisasm). A host-only object gives ("", "", "").
+    With `cache`, a complete reading is kept there under the object's content hash: the harness-only object
+    is the same for every candidate of a problem, and disassembling it again costs most of a second."""
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         return None, None, "device code not inspected: cuobjdump not found (pip install nvidia-cuda-cuobjdump)"
+    if cache is None:
+        return _read_device_code(cuobjdump, obj, timeout)
+    key = hashlib.sha256(obj.read_bytes() + b"\0" + cuobjdump.encode()).hexdigest()[:24]
+    kept = cache / f"{key}.devcode.json"
+    try:
+        sass, ptx = json.loads(kept.read_text())
+        return sass, ptx, ""
+    except (OSError, ValueError, TypeError):
+        pass
+    sass, ptx, note = _read_device_code(cuobjdump, obj, timeout)
+    if sass is not None and ptx is not None and not note:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([sass, ptx]))
+        os.replace(tmp, kept)  # atomic: a concurrent evaluation reads all of it or none
+    return sass, ptx, note
+
+
+def _read_device_code(cuobjdump: str, obj: Path, timeout: float) -> tuple[str | None, str | None, str]:
     env = cuobjdump_env(cuobjdump)
     code, sass, err = _run([cuobjdump, "-sass", str(obj)], timeout, env=env)
     if "does not contain device code" in (sass + err):
@@ -496,7 +521,7 @@ def device_code(obj: Path, timeout: float) -> tuple[str | None, str | None, str]
 
 
 def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *, precision: str, allow: Iterable[str],
-            line: int, timeout: float = 60) -> Inspection:
+            line: int, timeout: float = 60, cache: Path | None = None) -> Inspection:
     """Findings for the candidate object. `harness_only` is the harness compiled with an empty solution;
     `harness_objects` are the objects it is linked with (main.o, baseline.o): the harness's calls."""
     result = Inspection()
@@ -560,10 +585,11 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
                                        + ", ".join(f"`{i}`" for i in instructions)
                                        + " (system calls without libc, or a CPU timer): not allowed", line, 0))
     sass, ptx, note = device_code(candidate, timeout)
+    result.sass = sass
     if note:
         result.notes.append(note)
     if sass or ptx:
-        base_sass, base_ptx, _ = device_code(harness_only, timeout)
+        base_sass, base_ptx, _ = device_code(harness_only, timeout, cache)
         uses: dict[str, dict[str, str]] = {}
         for text, is_sass, harness_text in ((sass, True, base_sass), (ptx, False, base_ptx)):
             if not text:

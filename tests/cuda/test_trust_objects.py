@@ -5,6 +5,7 @@ tests/security/test_cuda_attacks.py."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,21 @@ def test_bytes_placed_in_code_sections_are_rejected(tmp_path: Path, compile_cach
     ev = evaluate(tmp_path, with_solution(MATMUL, array + kernel + launch), MATMUL, compile_cache)
     assert ev.status == REJECTED, f"{name}: {ev.status} {ev.message}"
     assert named in ev.message, ev.message
+
+
+def test_the_harness_objects_device_code_is_read_once_and_then_kept_by_content(tmp_path: Path, monkeypatch) -> None:
+    # Every candidate of a problem shares the harness-only object: cuobjdump reads it once, the cache keeps it.
+    from speedpatch.targets.cuda import objcheck
+    from speedpatch.targets.cuda.build import find_nvcc
+
+    (tmp_path / "k.cu").write_text("__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n")
+    subprocess.run([find_nvcc(), "-arch=sm_90", "-c", "k.cu", "-o", "k.o"], cwd=tmp_path, check=True, timeout=300)
+    obj, cache = tmp_path / "k.o", tmp_path / "cache"
+    fresh = objcheck.device_code(obj, 60)
+    assert fresh[0] and "twice" in fresh[0]
+    assert objcheck.device_code(obj, 60, cache) == fresh
+    monkeypatch.setattr(objcheck, "_read_device_code", lambda *a: pytest.fail("cuobjdump ran again"))
+    assert objcheck.device_code(obj, 60, cache) == fresh
+    obj.write_bytes(obj.read_bytes() + b"\0")  # another object: not the kept reading
+    with pytest.raises(pytest.fail.Exception):
+        objcheck.device_code(obj, 60, cache)

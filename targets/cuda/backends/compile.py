@@ -63,7 +63,7 @@ class CudaCompileBackend(Backend):
             built.evaluation.seconds = time.monotonic() - start
             return built.evaluation
         feedback = resource_feedback(built.compiler_output, build / "candidate.o", cand.solution, cand.harness, arch,
-                                     max(1.0, ctx.timeout - (time.monotonic() - start)))
+                                     max(1.0, ctx.timeout - (time.monotonic() - start)), built.sass)
         feedback["timed"] = False
         receipt = {
             "backend": self.name,
