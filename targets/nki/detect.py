@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 KERNEL_DECORATORS = {"jit", "baremetal", "benchmark", "profile", "trace"}
 NKI_MODULES = ("nki", "neuronxcc.nki")
+# torch_neuronx.nki_jit: the decorator of the older NKI documentation examples (`from torch_neuronx import
+# nki_jit`, general/nki/examples/mm-nisa-spmd.py and others); nki.jit on the emulator
+TORCH_DECORATORS = {"torch_neuronx.nki_jit"}
 INPUT_NAMES = ("INPUTS", "make_inputs")
 
 
@@ -69,7 +72,7 @@ def is_kernel_decorator(dotted: str, aliases: dict[str, str]) -> bool:
     head, _, rest = dotted.partition(".")
     canonical = aliases.get(head, head) + (f".{rest}" if rest else "")
     module, _, attr = canonical.rpartition(".")
-    return attr in KERNEL_DECORATORS and module in NKI_MODULES
+    return (attr in KERNEL_DECORATORS and module in NKI_MODULES) or canonical in TORCH_DECORATORS
 
 
 def find_in_tree(tree: ast.Module) -> list[Found]:

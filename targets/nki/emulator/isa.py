@@ -7,6 +7,7 @@ moving)`, `activation(dst=..., op=..., data=...)`) and the legacy one that retur
 
 from __future__ import annotations
 
+import math
 import weakref
 from enum import Enum, IntEnum
 from typing import Any
@@ -218,8 +219,27 @@ def tensor_scalar(*args: Any, **kwargs: Any) -> Tile:
             return y
         return f1(s1, y) if rev1 else f1(y, s1)
 
-    return ops.elementwise("tensor_scalar", ops.engine_name(a.get("engine"), "vector"), run, operands, dst=dst,
-                           dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"))
+    engine = ops.engine_name(a.get("engine"), "vector")
+    bitvec = _bitvec_instruction("tensor_scalar", [a["op0"]] + ([op1] if op1 is not None else []), engine,
+                                 [a["data"], a["operand0"], a.get("operand1"), dst], a.get("dtype"))
+    return ops.elementwise("tensor_scalar", engine, run, operands, dst=dst,
+                           dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"), integer=bitvec)
+
+
+def _bitvec_instruction(what: str, ops_used: list[Any], engine: str, tiles: list[Any], dtype: Any) -> bool:
+    """Whether the instruction's operators are bitvec ones, with the rules of the nki.isa.tensor_scalar /
+    tensor_tensor docs checked: both operators of one kind ("The two operators ... must be of the same type
+    (both bitvec or both arithmetic)"), on the Vector engine, integer inputs and output."""
+    kinds = [nl.is_bitvec(op) for op in ops_used]
+    if not any(kinds):
+        return False
+    if not all(kinds):
+        raise NkiError(f"nisa.{what}: op0 and op1 must both be bitvec operators or both arithmetic, got "
+                       f"{', '.join(repr(op) for op in ops_used)}")
+    if engine != "vector":
+        raise NkiError(f"nisa.{what}: bitvec operators run on the Vector engine only, not {engine}")
+    nl.check_bitvec(f"nisa.{what}", tiles, dtype)
+    return True
 
 
 def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
@@ -299,9 +319,11 @@ def tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
     for key in ("data1", "data2"):
         if not isinstance(a[key], Tile):
             raise NkiError(f"nisa.tensor_tensor: {key} must be a tile")
-    return ops.elementwise("tensor_tensor", ops.engine_name(a.get("engine"), "vector"), nl.np_binary(a["op"]),
+    engine = ops.engine_name(a.get("engine"), "vector")
+    bitvec = _bitvec_instruction("tensor_tensor", [a["op"]], engine, [a["data1"], a["data2"], dst], a.get("dtype"))
+    return ops.elementwise("tensor_tensor", engine, nl.np_binary(a["op"]),
                            [a["data1"], a["data2"]], dst=dst, dtype=ops.out_dtype(a.get("dtype"), a["data1"], a["data2"]),
-                           mask=a.get("mask"))
+                           mask=a.get("mask"), integer=bitvec)
 
 
 def tensor_reduce(*args: Any, **kwargs: Any) -> Tile:
@@ -606,8 +628,11 @@ def dma_transpose(*args: Any, **kwargs: Any) -> Tile:
 
 
 def iota(*args: Any, **kwargs: Any) -> Tile:
-    """Values of an index expression (e.g. nl.arange(128)[:, None] * 4 + nl.arange(8)[None, :])."""
+    """Values of an index expression (e.g. nl.arange(128)[:, None] * 4 + nl.arange(8)[None, :]), or the
+    current form iota(dst, pattern, offset, channel_multiplier=0) (_iota_pattern)."""
     dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    if "pattern" in kwargs or (rest and _is_pattern(rest[0])):
+        return _iota_pattern(dst, rest, kwargs)
     a = _bind(["expr", "dtype", "mask"], rest, kwargs, "iota")
     values = np.asarray(a["expr"], dtype=np.float32)
     grid = nl.dense_shape(a["expr"])
@@ -622,6 +647,45 @@ def iota(*args: Any, **kwargs: Any) -> Tile:
         values = values[:, None]
     return ops.elementwise("iota", "gpsimd", lambda: values, [], dst=dst, dtype=a.get("dtype") or "int32",
                            mask=a.get("mask")) if dst is not None else _iota_new(values, a)
+
+
+def _is_pattern(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
+
+
+def _iota_pattern(dst: Tile | None, rest: tuple, kwargs: dict) -> Tile:
+    """nki.isa.iota(dst, pattern, offset, channel_multiplier=0) (nki >= 0.3 API reference): on GpSimd, every
+    partition c of dst gets offset + c * channel_multiplier + sum(i_k * step_k) over the [step, num] pairs of
+    pattern (outermost first, up to 4), computed in 32-bit integer arithmetic and cast to dst's dtype; dst in
+    SBUF, its elements per partition the product of the nums."""
+    a = _bind(["pattern", "offset", "channel_multiplier", "name"], rest, kwargs, "iota")
+    if dst is None:
+        raise NkiError("nisa.iota(pattern=...): the destination tile dst is required")
+    if dst.buffer.kind != "sbuf":
+        raise NkiError(f"nisa.iota: dst must be in SBUF (GpSimd writes SBUF only), {dst.name!r} is in "
+                       f"{dst.buffer.name}")
+    pattern = a["pattern"]
+    if not _is_pattern(pattern) or len(pattern) > 4:
+        raise NkiError(f"nisa.iota: pattern must be a list of at most 4 [step, num] pairs, got {pattern!r}")
+    try:
+        pairs = [(int(step), int(num)) for step, num in pattern]
+        offset, multiplier = int(a.get("offset", 0)), int(a.get("channel_multiplier", 0))
+    except (TypeError, ValueError):
+        raise NkiError(f"nisa.iota: steps, nums, offset and channel_multiplier must be ints, got pattern "
+                       f"{pattern!r}") from None
+    if any(num <= 0 for _, num in pairs):
+        raise NkiError(f"nisa.iota: every num of the pattern must be positive, got {pairs}")
+    per_partition = math.prod(num for _, num in pairs)
+    if per_partition != dst.free_size:
+        raise NkiError(f"nisa.iota: the pattern {pairs} makes {per_partition} values per partition, dst "
+                       f"{dst.name!r} {dst.shape} has {dst.free_size}")
+    free = np.zeros((1,), dtype=np.int64)
+    for step, num in pairs:  # outermost first: each pair's index varies slower than the next one's
+        free = (free[:, None] + step * np.arange(num, dtype=np.int64)[None, :]).reshape(-1)
+    channel = np.arange(dst.partitions, dtype=np.int64)[:, None] * multiplier
+    values = (offset + channel + free[None, :]).reshape(dst.shape)
+    return ops.elementwise("iota", "gpsimd", lambda: values, [], dst=dst, integer=True)
 
 
 def _iota_new(values: np.ndarray, a: dict[str, Any]) -> Tile:

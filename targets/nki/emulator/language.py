@@ -8,7 +8,7 @@ legacy return-value style). Math functions are objects usable both as calls (`nl
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,12 +69,14 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 class NkiOp:
     """A math function: callable as an instruction and usable as an `op=` argument."""
 
-    def __init__(self, name: str, fn: Callable[..., Any], engine: str, arity: int, reduce: Callable | None = None):
+    def __init__(self, name: str, fn: Callable[..., Any], engine: str, arity: int, reduce: Callable | None = None,
+                 bitvec: bool = False):
         self.name = name
         self.np = fn
         self.engine = engine
         self.arity = arity
         self.reduce = reduce  # the reduction this op performs when used as a reduce op (add -> sum)
+        self.bitvec = bitvec  # a bitvec operator: integer operands taken as bit patterns (is_bitvec)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -82,7 +84,10 @@ class NkiOp:
     def __call__(self, *args: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **kw: Any) -> Tile:
         if len(args) != self.arity:
             raise NkiError(f"nl.{self.name} takes {self.arity} operand(s), got {len(args)}")
-        return ops.elementwise(self.name, self.engine, self.np, args, dst=dst, dtype=ops.out_dtype(dtype, *args), mask=mask)
+        if self.bitvec:
+            check_bitvec(f"nl.{self.name}", [*args, dst], dtype)
+        return ops.elementwise(self.name, self.engine, self.np, args, dst=dst, dtype=ops.out_dtype(dtype, *args), mask=mask,
+                               integer=self.bitvec)
 
 
 def _u(name: str, fn: Callable, engine: str = "scalar") -> NkiOp:
@@ -134,6 +139,35 @@ less = _b("less", lambda a, b: (a < b).astype(np.float32))
 less_equal = _b("less_equal", lambda a, b: (a <= b).astype(np.float32))
 logical_and = _b("logical_and", lambda a, b: np.logical_and(a, b).astype(np.float32))
 logical_or = _b("logical_or", lambda a, b: np.logical_or(a, b).astype(np.float32))
+
+# Bitvec operators (nki.language bitwise_and / bitwise_or / bitwise_xor / invert / left_shift / right_shift;
+# nki.isa.tensor_scalar and tensor_tensor docs: "If bitvec operators are used, the instruction must run on
+# Vector Engine. Also, the input/output data types must be integer types, and input elements are treated as
+# bit patterns without any data type casting"). The operands reach these functions as int64 (ops.elementwise
+# integer=True); right_shift of a signed type is NumPy's (arithmetic).
+bitwise_and = NkiOp("bitwise_and", np.bitwise_and, "vector", 2, bitvec=True)
+bitwise_or = NkiOp("bitwise_or", np.bitwise_or, "vector", 2, bitvec=True)
+bitwise_xor = NkiOp("bitwise_xor", np.bitwise_xor, "vector", 2, bitvec=True)
+left_shift = NkiOp("left_shift", np.left_shift, "vector", 2, bitvec=True)
+right_shift = NkiOp("right_shift", np.right_shift, "vector", 2, bitvec=True)
+invert = NkiOp("invert", np.invert, "vector", 1, bitvec=True)
+_NUMPY_BITVEC = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift, np.invert)
+
+
+def is_bitvec(op: Any) -> bool:
+    """Whether op is a bitvec operator (nl.bitwise_* / shifts / invert, or the NumPy ufunc of one)."""
+    return bool(getattr(op, "bitvec", False)) or any(op is f for f in _NUMPY_BITVEC)
+
+
+def check_bitvec(what: str, tiles: Sequence[Any], dtype: Any = None) -> None:
+    """Bitvec operators take and write integer types only (nki.isa.tensor_scalar / tensor_tensor docs)."""
+    named = [t for t in tiles if isinstance(t, Tile)]
+    floats = [t for t in named if t.dtype.is_float]
+    if dtype is not None and as_dtype(dtype).is_float:
+        raise NkiError(f"{what}: bitvec operators write integer types only, dtype={as_dtype(dtype)!r}")
+    if floats:
+        raise NkiError(f"{what}: bitvec operators need integer tiles (they are read as bit patterns without "
+                       f"casting); {floats[0].name!r} is {floats[0].dtype!r}")
 
 
 def np_binary(op: Any) -> Callable:
@@ -655,10 +689,8 @@ NOT_EMULATED = {
     "rand": "on-device random numbers", "random_seed": "on-device random numbers",
     # fused high-level operators the compiler expands
     "softmax": "use exp/max/sum", "rms_norm": "use the nisa instructions", "layer_norm": "use bn_stats/bn_aggr",
-    # bitwise and other rarely used element-wise functions
-    "invert": "bitwise op", "bitwise_and": "bitwise op", "bitwise_or": "bitwise op", "bitwise_xor": "bitwise op",
-    "left_shift": "bitwise op", "right_shift": "bitwise op", "arctan": "element-wise function", "trunc":
-    "element-wise function",
+    # rarely used element-wise functions
+    "arctan": "element-wise function", "trunc": "element-wise function",
     "expand_dims": "reshape of on-chip tiles",
 }
 

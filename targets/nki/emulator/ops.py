@@ -91,6 +91,17 @@ def values_of(x: Any, mask: Any = None) -> Any:
     raise NkiError(f"unsupported operand {x!r}")
 
 
+def _integers(value: Any, what: str) -> Any:
+    """An operand of an integer instruction as int64: integer tiles as they are, integral numbers (a shift
+    amount, a mask) as ints; a fractional number has no bit pattern to operate on."""
+    arr = np.asarray(value)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    if not np.all(np.isfinite(arr)) or not np.all(arr == np.trunc(arr)):
+        raise NkiError(f"{what}: integer (bitvec) operators need integer operands, got a non-integral value")
+    return arr.astype(np.int64)
+
+
 def _partition_aligned(values: list[Any], operands: Sequence[Any]) -> list[Any]:
     """NKI broadcasts a 1-D (P,) tile (a reduction without keepdims, an integer-indexed free axis)
     along the free axes of the other operands: it is aligned on the partition axis, not from the right
@@ -126,16 +137,22 @@ def elementwise(
     mask: Any = None,
     extra_reads: Sequence[Tile] = (),
     extra_writes: Sequence[Tile] = (),
+    integer: bool = False,
 ) -> Tile:
     """One engine instruction: fn over the operands' values, written to dst (a new SBUF tile if None).
-    extra_writes are further outputs the caller fills (e.g. an activation's reduce result)."""
+    extra_writes are further outputs the caller fills (e.g. an activation's reduce result).
+    integer=True: fn computes on integers and its result is written as integers, not through float32 (the
+    bitvec operators, which treat their inputs as bit patterns without casting, and nisa.iota's 32-bit
+    integer arithmetic; nki.isa.tensor_scalar / tensor_tensor / iota docs)."""
     tiles = [x for x in operands if isinstance(x, Tile)] + list(extra_reads)
     for t in tiles:
         require_on_chip(t, what)
     check_partitions(tiles, what)
     values = _partition_aligned([values_of(x, mask) for x in operands], operands)
+    if integer:
+        values = [_integers(v, what) for v in values]
     with np.errstate(all="ignore"):
-        result = np.asarray(fn(*values), dtype=np.float32)
+        result = np.asarray(fn(*values)) if integer else np.asarray(fn(*values), dtype=np.float32)
     if dst is not None and result.ndim != dst.ndim and result.size > 1 and result.shape[:1] == dst.shape[:1]:
         if result.ndim == 1:  # a (P,) result into (P, 1): one value per partition
             result = result.reshape(result.shape + (1,) * (dst.ndim - 1))
@@ -153,6 +170,9 @@ def elementwise(
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}") from None
             if math.prod(np.broadcast_shapes(result.shape, dst.shape)) != math.prod(dst.shape):
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}")
+    if integer and not dst.dtype.is_float:
+        # a bit pattern wraps to the destination's width (a left shift's high bits are lost), never saturates
+        result = result.astype(np.int64).astype(dst.dtype.storage)
     dst.write(result, mask_for(dst, mask))
     free = max([dst.free_size] + [t.free_size for t in tiles])
     streamed = [t for t in tiles if t.free_size > 1]  # a (P, 1) operand is read as a per-lane scalar

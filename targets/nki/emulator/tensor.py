@@ -205,11 +205,12 @@ class Tile:
         self._par: int | None = None  # partition axis of the view, when indexing tracked it
         self._loop_reduce: Any = None  # (op, dtype, mask) of nl.loop_reduce: the assignment reduces into its target
         self._indirect: tuple[Tile, ...] = ()  # SBUF index tiles of an indirect DMA view (read by the DMA)
+        self._reinterpret: DType | None = None  # t.view(dtype): the same bits read as another type (view())
 
     # ---- what kernel code sees ----------------------------------------------------------------
     @property
     def dtype(self) -> DType:
-        return self.alloc.dtype
+        return self._reinterpret or self.alloc.dtype
 
     @property
     def buffer(self) -> Buffer:
@@ -230,6 +231,8 @@ class Tile:
         return f"<tile {self.name} {self.shape} {self.dtype!r} in {self.buffer!r}>"
 
     def __getitem__(self, index: Any) -> Tile:
+        if self._reinterpret is not None:
+            raise NkiError(f"index {self.name!r} before .view({self._reinterpret!r}), not after")
         comps_in = index if isinstance(index, tuple) else (index,)
         if any(isinstance(c, Tile) for c in comps_in):
             return self._indirect_view(comps_in)
@@ -298,10 +301,28 @@ class Tile:
         if math.prod(dims) != math.prod(self.shape):
             raise NkiError(f"cannot reshape {self.name!r} of shape {self.shape} to {dims}")
         if self.buffer.kind != "hbm":
-            raise NkiError("reshape is only available on HBM tensors; on-chip tiles keep their partition layout")
+            return self._reshape_on_chip(dims)
         if self.strides is not None and not self.oob and self.strides == _c_strides(self.shape):
             return Tile(self.alloc, dims, self.offset, _c_strides(dims))
         return Tile(self.alloc, dims, pos=self.pos.reshape(dims), oob=self.oob)
+
+    def _reshape_on_chip(self, dims: tuple[int, ...]) -> Tile:
+        """An SBUF/PSUM tile's free axes regrouped (nki.language.NkiTensor.reshape; public kernels write
+        nl.load(x[...]).reshape((P, a * b))): the partition axis stays the first axis with its size, and the
+        free elements of every partition must be contiguous in the tile (no data moves, so a strided or
+        gathered view cannot be regrouped)."""
+        par = self.par_axis
+        if par != 0 or not dims or dims[0] != self.shape[0]:
+            raise NkiError(f"cannot reshape on-chip tile {self.name!r} of shape {self.shape} to {dims}: the "
+                           f"partition axis (first, {self.shape[par]}) must stay first with the same size; only "
+                           f"the free axes can be regrouped")
+        free = _c_strides(self.shape[1:])
+        if self.strides is None or self.oob or tuple(self.strides[1:]) != free:
+            raise NkiError(f"cannot reshape {self.name!r}: its free elements are not contiguous in the tile "
+                           f"(a strided or gathered view); copy it to a tile of its own first")
+        view = Tile(self.alloc, dims, self.offset, (self.strides[0], *_c_strides(dims[1:])))
+        view._par = 0
+        return view
 
     def ap(self, *pattern_args: Any, offset: Any = 0, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: int = 0, dtype: Any = None, pattern: Any = None) -> Tile:
@@ -368,7 +389,35 @@ class Tile:
         raise AttributeError(f"tile {self.alloc.name!r} has no attribute {name!r}")
 
     # ---- NkiTensor view methods (nki.language.NkiTensor, newer NKI): strided views, no data moved --------
+    def view(self, dtype: Any) -> Tile:
+        """The same bits read as another type of the same width (t.view(nl.float32) of an int32 tile; public
+        kernels build float thresholds from integer bit patterns this way, e.g. nki-samples exact_topk_mask;
+        the hardware reinterpret cast of the NKI Access Patterns deep dive's ap(dtype=)). No data moves; only
+        types the emulator stores in their own width (float32, tfloat32, int/uint 8/16/32) can be viewed."""
+        try:
+            target = as_dtype(dtype)
+        except NkiError:
+            raise NkiError(f"{self.name}.view({dtype!r}): a view reinterprets the dtype; shapes change with "
+                           f"reshape / reshape_dim") from None
+        own = self.dtype
+        stored = {d.name for d in (own, target) if np.dtype(d.storage).itemsize == d.itemsize}
+        if own.itemsize != target.itemsize:
+            raise NkiError(f"{self.name}.view({target!r}): {own!r} is {own.itemsize} bytes and {target!r} "
+                           f"{target.itemsize}; a reinterpret view keeps the element width")
+        if stored != {own.name, target.name}:
+            raise NotEmulatedError(f"{self.name}.view({target!r}) from {own!r} is part of NKI but not of the "
+                                   f"speedpatch emulator (it stores bf16/fp16/fp8 widened to float32); views "
+                                   f"between float32 and 32/16/8-bit integer types are emulated")
+        if self.strides is None or self.oob or self._indirect:
+            raise NkiError(f"{self.name}.view(): apply it to a tile or a slice of it, not a gathered view")
+        view = Tile(self.alloc, self.shape, self.offset, self.strides, self.lo, self.hi)
+        view._par = self._par
+        view._reinterpret = None if target == self.alloc.dtype else target
+        return view
+
     def _view_parts(self, what: str) -> tuple[list[int], list[int], int | None]:
+        if self._reinterpret is not None:
+            raise NkiError(f"{what} of {self.name!r} before .view({self._reinterpret!r}), not after")
         if self.strides is None or self.oob:
             raise NotEmulatedError(f"{what} on a gathered or out-of-bounds view is not emulated; apply it to the "
                                    f"tensor or a slice of it")
@@ -681,6 +730,8 @@ class Tile:
             values = self.alloc.flat[np.where(self.pos < 0, 0, self.pos)]
         if m is not None:
             values = np.where(m, values, 0).astype(self.alloc.data.dtype, copy=False)
+        if self._reinterpret is not None:  # view(): the stored bits as the other type
+            values = np.ascontiguousarray(values).view(self._reinterpret.storage)
         return values
 
     def write(self, values: Any, mask: Any = None, exact: bool = False) -> None:
@@ -696,6 +747,8 @@ class Tile:
             ) from exc
         if not exact:
             vals = self.dtype.round(vals)
+        if self._reinterpret is not None:  # view(): store the bits of the viewed type
+            vals = np.ascontiguousarray(np.asarray(vals, dtype=self._reinterpret.storage)).view(self.alloc.data.dtype)
         if self.strides is not None:
             box = self._box()
             view = self._view(self.strides, writeable=True)
@@ -1071,8 +1124,9 @@ def hbm_tensor(array: np.ndarray, name: str) -> Tile:
 
 
 # NkiTensor view methods the emulator implements (served to isolated kernels) and the ones it does not.
-VIEW_METHODS = frozenset({"slice", "select", "permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim"})
-VIEW_METHODS_NOT_EMULATED = frozenset({"flatten_dims", "rearrange", "view", "indirect", "vector_select",
+VIEW_METHODS = frozenset({"slice", "select", "permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim",
+                          "view"})
+VIEW_METHODS_NOT_EMULATED = frozenset({"flatten_dims", "rearrange", "indirect", "vector_select",
                                        "get_pattern", "is_contiguous", "is_indirect", "reinterpret_cast"})
 
 

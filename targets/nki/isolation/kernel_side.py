@@ -31,7 +31,7 @@ from typing import Any
 CANDIDATE_MODULE = "speedpatch_candidate"
 # Top-level modules the kernel module may import (the nki names are served by the proxies).
 ALLOWED_IMPORTS = frozenset({
-    "nki", "neuronxcc", "numpy", "math", "cmath", "functools", "itertools", "typing", "operator",
+    "nki", "neuronxcc", "torch_neuronx", "numpy", "math", "cmath", "functools", "itertools", "typing", "operator",
     "collections", "dataclasses", "enum", "abc", "__future__", "numbers", "string",
 })
 LOCAL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "trace")
@@ -535,6 +535,10 @@ def install_nki_modules() -> None:
     legacy.__path__ = []
     legacy.nki = sys.modules["neuronxcc.nki"]  # type: ignore[attr-defined]
     sys.modules["neuronxcc"] = legacy
+    # `from torch_neuronx import nki_jit` (older NKI documentation examples): only the decorator, no torch
+    torch_neuronx = types.ModuleType("torch_neuronx")
+    torch_neuronx.nki_jit = _decorator  # type: ignore[attr-defined]
+    sys.modules["torch_neuronx"] = torch_neuronx
 
 
 _real_import = builtins.__import__

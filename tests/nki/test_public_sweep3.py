@@ -1,0 +1,303 @@
+"""APIs the third sweep of public NKI kernels needed (nki-samples contributed kernels: exact top-k mask, the
+neuron-team transposes): the current nisa.iota form, bitvec operators, t.view(dtype) reinterpretation and
+regrouping the free axes of an on-chip tile with reshape. Our own minimal kernels, values against NumPy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from speedpatch.model import OK
+from speedpatch.targets.base import EvalContext
+from speedpatch.targets.nki.emulator import isa as nisa
+from speedpatch.targets.nki.emulator import language as nl
+from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
+from speedpatch.targets.nki.emulator.jit import jit, last_report
+from speedpatch.targets.nki.target import NkiTarget
+
+# ---- nisa.iota(dst, pattern, offset, channel_multiplier) -----------------------------------------------
+
+
+def _iota(shape: tuple[int, ...], dtype: object, **kw: object) -> np.ndarray:
+    @jit
+    def k(x):
+        out = nl.ndarray(shape, dtype=dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.iota(dst=t, **kw)
+        nl.store(out, value=t)
+        return out
+
+    return k(np.zeros((1, 1), dtype=np.float32))
+
+
+def test_iota_pattern_form_follows_the_documented_loop_nest():
+    got = _iota((4, 2, 3), nl.int32, pattern=[[10, 2], [1, 3]], offset=5, channel_multiplier=100)
+    c = np.arange(4)[:, None, None]
+    expected = 5 + 100 * c + 10 * np.arange(2)[None, :, None] + np.arange(3)[None, None, :]
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_iota_is_exact_32_bit_integer_arithmetic_beyond_float32_precision():
+    got = _iota((2, 3), nl.int32, pattern=[[1, 3]], offset=(1 << 30) + 1, channel_multiplier=0)
+    np.testing.assert_array_equal(got, np.full((2, 1), (1 << 30) + 1) + np.arange(3))
+
+
+def test_iota_into_a_float_tile_is_cast():
+    got = _iota((3, 4), nl.float32, pattern=[[2, 4]], offset=0, channel_multiplier=1)
+    np.testing.assert_array_equal(got, np.arange(3)[:, None] + 2 * np.arange(4)[None, :])
+
+
+def test_iota_pattern_must_cover_the_elements_per_partition():
+    with pytest.raises(NkiError, match="makes 6 values per partition"):
+        _iota((2, 8), nl.int32, pattern=[[1, 6]], offset=0)
+
+
+def test_iota_pattern_form_runs_on_gpsimd():
+    _iota((128, 64), nl.int32, pattern=[[1, 64]], offset=0)
+    engines = last_report()["engines"]
+    assert engines["gpsimd"]["instructions"] == 1 and engines["vector"]["instructions"] == 0
+
+
+# ---- bitvec operators -------------------------------------------------------------------------------------
+
+A = np.array([[0x3F800001, -7, 12, 0x7FFFFFF0]] * 2, dtype=np.int32)
+B = np.array([[0x0000FFFF, 3, 10, 0x0F0F0F0F]] * 2, dtype=np.int32)
+
+
+def _tt(op: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=r, data1=nl.load(a), data2=nl.load(b), op=op)
+        nl.store(out, value=r)
+        return out
+
+    return k(a, b)
+
+
+@pytest.mark.parametrize(("op", "expected"), [(nl.bitwise_or, np.bitwise_or), (nl.bitwise_and, np.bitwise_and),
+                                              (nl.bitwise_xor, np.bitwise_xor), (np.bitwise_or, np.bitwise_or)])
+def test_tensor_tensor_bitvec_ops_keep_every_bit_of_int32_patterns(op, expected):
+    np.testing.assert_array_equal(_tt(op, A, B), expected(A, B))
+
+
+def test_tensor_scalar_shifts_with_a_scalar_amount():
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=nl.load(a), op0=nl.right_shift, operand0=4, op1=nl.left_shift,
+                           operand1=1)
+        nl.store(out, value=r)
+        return out
+
+    np.testing.assert_array_equal(k(A), (A >> 4) << 1)
+
+
+def test_a_left_shift_wraps_to_the_destination_width():
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.left_shift(nl.load(a), 4))
+        return out
+
+    np.testing.assert_array_equal(k(A), (A.astype(np.int64) << 4).astype(np.int32))
+
+
+def test_bitvec_ops_refuse_float_tiles():
+    with pytest.raises(NkiError, match="bitvec operators need integer tiles"):
+        _tt(nl.bitwise_and, A.astype(np.float32), B.astype(np.float32))
+
+
+def test_bitvec_and_arithmetic_ops_do_not_mix_in_one_tensor_scalar():
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=nl.load(a), op0=nl.right_shift, operand0=1, op1=nl.add, operand1=1)
+        nl.store(out, value=r)
+        return out
+
+    with pytest.raises(NkiError, match="both be bitvec operators or both arithmetic"):
+        k(A)
+
+
+def test_bitvec_ops_run_on_the_vector_engine_only():
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=nl.load(a), op0=nl.bitwise_and, operand0=3, engine=nisa.gpsimd_engine)
+        nl.store(out, value=r)
+        return out
+
+    with pytest.raises(NkiError, match="Vector engine only"):
+        k(A)
+
+
+# ---- t.view(dtype) --------------------------------------------------------------------------------------
+
+
+def test_view_reads_int32_bit_patterns_as_float32():
+    bits = np.array([[0x3F800000, 0x40490FDB], [0xBF000000, 0x00000000]], dtype=np.uint32).view(np.int32)
+
+    @jit
+    def k(b):
+        out = nl.ndarray(b.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(b)
+        r = nl.ndarray(b.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=t.view(nl.float32), op0=nl.multiply, operand0=2.0)
+        nl.store(out, value=r)
+        return out
+
+    np.testing.assert_array_equal(k(bits), bits.view(np.float32) * 2)
+
+
+def test_writing_through_a_float32_view_stores_its_bits():
+    x = np.array([[1.0, -0.5, 3.25]], dtype=np.float32)
+
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t.view(nl.float32), src=nl.load(x))
+        nl.store(out, value=t)
+        return out
+
+    np.testing.assert_array_equal(k(x), x.view(np.int32))
+
+
+def test_view_between_widths_or_of_widened_types_is_refused():
+    @jit
+    def k(x, dtype):
+        nl.load(x).view(dtype)
+        return x
+
+    with pytest.raises(NkiError, match="keeps the element width"):
+        k(np.zeros((2, 2), dtype=np.float32), nl.int16)
+    with pytest.raises(NotEmulated, match="bf16/fp16/fp8"):
+        k(np.zeros((2, 2), dtype=np.float16), nl.int16)
+
+
+# ---- reshape of an on-chip tile --------------------------------------------------------------------------
+
+
+def test_an_sbuf_tile_regroups_its_free_axes_with_reshape():
+    x = np.arange(4 * 2 * 3 * 5, dtype=np.float32).reshape(4, 2, 3, 5)
+
+    @jit
+    def k(x):
+        out = nl.ndarray((4, 5, 6), dtype=x.dtype, buffer=nl.shared_hbm)
+        flat = nl.load(x).reshape((4, 30))
+        nl.store(out, value=nl.copy(flat).reshape((4, 5, 6)))
+        return out
+
+    np.testing.assert_array_equal(k(x), x.reshape(4, 5, 6))
+
+
+def test_reshape_of_an_sbuf_tile_keeps_the_partition_axis():
+    @jit
+    def k(x):
+        nl.load(x).reshape((8, 6))
+        return x
+
+    with pytest.raises(NkiError, match="partition axis"):
+        k(np.zeros((4, 12), dtype=np.float32))
+
+
+def test_reshape_of_a_strided_slice_of_an_sbuf_tile_is_refused():
+    @jit
+    def k(x):
+        nl.load(x)[:, 0:12:2].reshape((4, 2, 3))
+        return x
+
+    with pytest.raises(NkiError, match="not contiguous"):
+        k(np.zeros((4, 12), dtype=np.float32))
+
+
+# ---- through the isolated kernel process ------------------------------------------------------------------
+
+ISOLATED = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def bits(x):
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    pos = nl.ndarray((128, 4), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=pos, pattern=[[1, 4]], offset=0, channel_multiplier=0)
+    hi = nl.ndarray((128, 4), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=hi, data=pos, op0=nl.left_shift, operand0=23, op1=nl.bitwise_or, operand1=0x3F800000)
+    scaled = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=scaled, data1=hi.view(nl.float32), data2=nl.load(x).reshape((128, 4)), op=nl.multiply)
+    nl.store(out, value=scaled.reshape((128, 2, 2)))
+    return out
+
+
+INPUTS = {"x": ((128, 2, 2), "float32")}
+
+
+def reference(x):
+    pos = np.tile(np.arange(4, dtype=np.int64), (128, 1))
+    one = ((pos << 23) | 0x3F800000).astype(np.uint32).view(np.float32)
+    return one.reshape(128, 2, 2) * x
+'''
+
+
+def test_iota_bitvec_view_and_reshape_reach_the_isolated_kernel(tmp_path: Path):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(ISOLATED)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=ISOLATED)
+    ev = target.backend("nki-emulator").evaluate(ISOLATED, ctx)
+    assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- torch_neuronx.nki_jit (older NKI documentation examples) ---------------------------------------------
+
+TORCH_NKI_JIT = '''import numpy as np
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+from torch_neuronx import nki_jit
+
+
+@nki_jit
+def mm_spmd(a_t, b, result):
+    col = nl.program_id(0) * 128
+    psum = nisa.nc_matmul(nl.load(a_t[0:128, col:col + 128]), nl.load(b))
+    nl.store(result[col:col + 128, 0:512], value=nl.copy(psum, dtype=result.dtype))
+
+
+GRID = (2,)
+INPUTS = {"a_t": ((128, 256), "float32"), "b": ((128, 512), "float32")}
+OUTPUTS = {"result": ((256, 512), "float32")}
+
+
+def reference(a_t, b):
+    return a_t.T @ b
+'''
+
+
+def test_a_kernel_decorated_with_torch_neuronx_nki_jit_is_found_and_runs_isolated(tmp_path: Path):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(TORCH_NKI_JIT)
+    assert kernel.name == "mm_spmd"
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=TORCH_NKI_JIT)
+    ev = target.backend("nki-emulator").evaluate(TORCH_NKI_JIT, ctx)
+    assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+def test_torch_neuronx_offers_the_kernel_only_nki_jit_not_torch(tmp_path: Path):
+    problem = TORCH_NKI_JIT.replace("from torch_neuronx import nki_jit", "from torch_neuronx import nki_jit\n"
+                                    "from torch_neuronx import trace")
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(problem)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=problem)
+    ev = target.backend("nki-emulator").evaluate(problem, ctx)
+    assert ev.status != OK and "trace" in ev.message + ev.log
