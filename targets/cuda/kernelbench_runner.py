@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -94,7 +95,9 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             # a stream of c10's pool or the caller's own: the runner's events, recorded on the current
                             # stream, would not see the work; raw system calls and page protection
                             r"|17getStreamFromPool|20setCurrentCUDAStream|21getStreamFromExternal"
-                            r"|^cudaStreamAddCallback$|^syscall$|^mprotect$|^p?write(?:v|64)?$")
+                            r"|^cudaStreamAddCallback$|^syscall$|^mprotect$|^p?write(?:v|64)?$"
+                            # whether a dispatch mode is active: whether this call is the one being recorded
+                            r"|TorchDispatchModeTLS|PythonTorchFunctionTLS")
 
 
 def extension_symbols(folder: str) -> list[str]:
@@ -286,10 +289,26 @@ def l2_flush_buffer(torch: Any, props: Any, device: Any) -> tuple[Any, int]:
     return torch.empty(max(l2 * 3 // 2, 64 << 20) // 4, dtype=torch.int32, device=device), l2
 
 
+# Untimed calls of the candidate whose dispatched ops are recorded, at positions in the timing loop drawn at
+# random per run: the schedule of calls is fixed by the command line, so with the first call alone recorded a
+# model counting its calls (in `self`, or a static in its extension) dispatched the reference op in every
+# later one. A model that does so in half its calls escapes 8 random recordings with probability 1/256.
+RECORDED_CALLS = 8
+
+
+def recorded_trials(trials: int, rng: Any = None) -> set[int]:
+    """The trials before which the candidate's ops are recorded (RECORDED_CALLS of them, or every trial)."""
+    rng = rng or secrets.SystemRandom()
+    return set(rng.sample(range(trials), min(RECORDED_CALLS, trials)))
+
+
 def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush: Any,
-                args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, Any]]:
+                args: argparse.Namespace, wants: list[Any] | None = None,
+                recorded: set[int] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
     """CUDA-event milliseconds of every trial per model, and each model's last output with its input set.
-    Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed before each."""
+    Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed before each.
+    With `wants` (the reference output of each set), every timed output of the candidate is checked as soon as
+    its call is timed; before each trial in `recorded`, one untimed call of the candidate has its ops recorded."""
     times: dict[str, list[float]] = {"reference": [], "baseline": [], "candidate": []}
     last: dict[str, Any] = {}
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -301,6 +320,12 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
         torch.cuda.synchronize()
         for i in range(args.trials):
             set_index = (i + 1) % len(sets)
+            if recorded and i in recorded:
+                ops = foreign_ops(models["candidate"], sets[set_index])
+                if ops:
+                    raise Stop("rejected", f"ModelNew runs PyTorch ops in the timing loop (a call before timed call "
+                               f"{i + 1} of {args.trials}) instead of computing them in its own kernels: "
+                               + ", ".join(ops[:8]), 1)
             for name in order if i % 2 == 0 else list(reversed(order)):
                 # Fresh copies per call: a model that writes its inputs cannot affect the next one.
                 inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[set_index]]
@@ -313,6 +338,14 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
                 torch.cuda.synchronize()  # everything the call launched has finished
                 times[name].append(start.elapsed_time(stop))
                 last[name] = (out, set_index)
+                # The schedule is fixed by the command line: with only the last output checked, a model counting
+                # its calls could skip the work in the ones it knows are only timed.
+                why = mismatch(torch, out, wants[set_index]) if wants is not None and name == "candidate" else ""
+                if why:
+                    raise incorrect(name, f"in the timing loop (timed call {i + 1} of {args.trials}, seed "
+                                          f"{args.seed + set_index}): {why}")
+    except Stop:
+        raise
     except Exception as exc:
         raise Stop("runtime_error", f"timing failed: {type(exc).__name__}: {exc}", 4) from exc
     return times, last
@@ -338,7 +371,7 @@ def run(args: argparse.Namespace) -> None:
     wants = reference_outputs(torch, models, sets, args.seed)
     props = torch.cuda.get_device_properties(device)
     flush, l2 = l2_flush_buffer(torch, props, device)
-    times, last = time_models(torch, models, sets, flush, args)
+    times, last = time_models(torch, models, sets, flush, args, wants, recorded_trials(args.trials))
     recheck(torch, last, wants)
     ratios = [b / c for b, c in zip(times["baseline"], times["candidate"], strict=True) if c > 0]
     summary = {name: summarize(values) for name, values in times.items()}

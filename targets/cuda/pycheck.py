@@ -52,7 +52,8 @@ FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library",
 TORCH_VALUE = re.compile(r"^torch(?:\.\w+)*\.(?:[A-Z]\w*|u?int\d*|float\d*\w*|half|double|bfloat16|bool|long|short|"
                          r"cfloat|cdouble|complex\d+|q?u?int\d+|dtype|device|contiguous_format|channels_last\w*|preserve_format|"
                          r"strided|inf|nan|pi|e)$")
-FORBIDDEN_TORCH_PREFIXES = ("torch._", "torch.set_", "torch.use_deterministic")
+# torch.utils._python_dispatch tells a model whether a dispatch mode is active: whether the runner records it
+FORBIDDEN_TORCH_PREFIXES = ("torch._", "torch.utils._", "torch.set_", "torch.use_deterministic")
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
 

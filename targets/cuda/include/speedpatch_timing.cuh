@@ -289,9 +289,27 @@ class Bench {
       call(a, i % int(pristine_.size()), nullptr);
       call(b, i % int(pristine_.size()), nullptr);
     }
+    // Every timed output of the candidate is checked, right after its call (the next call poisons it), outside
+    // the timed region. The schedule of calls is fixed by --seeds/--warmup/--trials, so a solution that counts
+    // its calls knows which ones are only timed: with only the last output checked, it skipped the work in
+    // those and did it in the calls it knew were checked (a forged time on a correct verdict).
     for (int i = 0; i < opt_.trials; ++i) {
       int set = (i + 1) % int(pristine_.size());  // the last trial does not use seed 0 (pointer caches)
-      if (i % 2 == 0) { timed(a, set); timed(b, set); } else { timed(b, set); timed(a, set); }
+      Check c;
+      if (i % 2 == 0) {
+        timed(a, set);
+        timed(b, set);
+        c = check(b, set);
+      } else {
+        timed(b, set);
+        c = check(b, set);
+        timed(a, set);
+      }
+      if (!c.ok) {
+        emit("incorrect", "candidate output is wrong in the timing loop (timed call " + std::to_string(i + 1) + " of " +
+                              std::to_string(opt_.trials) + ", seed " + std::to_string(opt_.seed0 + set) + "): " + c.why);
+        return 1;
+      }
     }
     // Each side runs once more on the set of its last timed call, and that output is checked: right once is
     // not enough (a kernel that drifts, or caches by pointer, fails here).

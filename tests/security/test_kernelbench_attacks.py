@@ -1,0 +1,113 @@
+"""KernelBench solutions that count their calls. The trusted runner (targets/cuda/kernelbench_runner.py) calls
+ModelNew a fixed number of times, fixed by its command line (--seeds, --warmup, --trials): a model that counts
+its calls (in `self`, or in a static of its extension) knows which call is the one whose dispatched ops are
+recorded, which outputs are checked and which calls are only timed.
+
+The parts that need torch and a CUDA device run on the GPU host; the syntax-tree and symbol rules, and the
+draw of the recorded calls, run anywhere."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from speedpatch.targets.cuda import pycheck
+
+REPO = Path(__file__).resolve().parents[2]
+KB = (REPO / "examples" / "cuda" / "kernelbench_relu.py").read_text()
+SOLUTION = KB[KB.index("# speedpatch: solution") + len("# speedpatch: solution\n"):]
+HONEST_FORWARD = "return relu.relu_cuda(x.contiguous())"
+
+
+def runner():
+    sys.path.insert(0, str(REPO / "targets" / "cuda"))
+    import kernelbench_runner
+
+    return kernelbench_runner
+
+
+def test_a_model_cannot_ask_whether_a_dispatch_mode_records_its_call() -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, "if torch.utils._python_dispatch._get_current_dispatch_mode() is None:\n"
+                                            "            return x.relu()\n        " + HONEST_FORWARD)
+    found = [f.message for f in pycheck.check(code)]
+    assert any("torch.utils._python_dispatch" in m for m in found), found
+
+
+def test_an_extension_that_asks_whether_a_dispatch_mode_is_active_is_foreign() -> None:
+    # c10::impl::TorchDispatchModeTLS::get_stack_len(): the C++ side of the same question
+    assert runner().FOREIGN_SYMBOL.search("_ZN3c104impl20TorchDispatchModeTLS13get_stack_lenEv")
+
+
+def test_the_calls_whose_ops_are_recorded_are_drawn_per_run_inside_the_timing_loop() -> None:
+    kb = runner()
+    draws = [kb.recorded_trials(100) for _ in range(2)]
+    assert all(len(d) == kb.RECORDED_CALLS and d <= set(range(100)) for d in draws), draws
+    assert draws[0] != draws[1]  # equal with probability 1 / C(100, 8)
+    assert kb.recorded_trials(3) == {0, 1, 2}
+
+
+needs_cuda_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="torch is not installed on this machine: the runner's timing loop runs on the GPU host")
+
+
+def _time(kb, candidate, recorded: set[int], trials: int = 10):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch")
+
+    class Reference(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x)
+
+    models = {"reference": Reference(), "baseline": Reference(), "candidate": candidate}
+    sets = [[torch.randn(4096, device="cuda")] for _ in range(3)]
+    wants = [torch.relu(s[0]) for s in sets]
+    args = argparse.Namespace(warmup=1, trials=trials, seed=0)
+    flush = torch.empty(1 << 20, dtype=torch.int32, device="cuda")
+    return kb.time_models(torch, models, sets, flush, args, wants, recorded)
+
+
+@needs_cuda_torch
+def test_a_model_that_runs_the_reference_op_after_its_first_call_is_rejected() -> None:
+    import torch
+
+    kb = runner()
+
+    class Counter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.calls += 1
+            return torch.empty_like(x).copy_(x.clamp(min=0)) if self.calls == 1 else torch.relu(x)
+
+    with pytest.raises(kb.Stop) as stop:
+        _time(kb, Counter(), kb.recorded_trials(10))
+    assert stop.value.status == "rejected" and "aten::relu" in stop.value.message, stop.value.message
+
+
+@needs_cuda_torch
+def test_a_model_that_skips_the_work_in_calls_it_knows_are_only_timed_is_incorrect() -> None:
+    import torch
+
+    kb = runner()
+
+    class Skipper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.calls += 1
+            out = torch.empty_like(x)
+            return out if 1 < self.calls < 11 else out.copy_(x.clamp(min=0))  # right in the last timed call
+
+    with pytest.raises(kb.Stop) as stop:
+        _time(kb, Skipper(), set())  # one warm-up, then ten timed calls: the 11th is the last
+    assert stop.value.status == "incorrect" and "in the timing loop" in stop.value.message, stop.value.message
