@@ -8,9 +8,10 @@
  *
  * Deliberate limits (each reported at run time, never silently ignored):
  *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts (max pooling: yes);
- *  - weightA is accepted and ignored (a loading-priority hint); bert_scale serves IGELU, which the model
- *    computes on configurations with normalizations (HAS_NORMALIZATIONS); LAYERNORM and SOFTMAX are
- *    refused.
+ *  - weightA is accepted and ignored (a loading-priority hint); bert_scale serves IGELU and SOFTMAX. IGELU,
+ *    LAYERNORM and SOFTMAX (tiled_matmul with WS or CPU, tiled_norm_auto) need a configuration with
+ *    normalizations (HAS_NORMALIZATIONS) on the accelerator; LAYERNORM/SOFTMAX need a whole row of C per
+ *    tile and are refused with OS or full_C.
  */
 #ifndef SPEEDPATCH_GEMMINI_H
 #define SPEEDPATCH_GEMMINI_H
@@ -47,6 +48,9 @@
 #endif
 #ifndef XCUSTOM_ACC
 #define XCUSTOM_ACC 3
+#endif
+#ifndef NORM_STAT_IDS
+#define NORM_STAT_IDS 4 /* the normalizer's statistics ids (upstream's default configurations have 4) */
 #endif
 
 /* ---- instruction numbers (funct field) ---------------------------------------------------------- */

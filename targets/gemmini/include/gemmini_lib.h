@@ -99,6 +99,81 @@ static inline void gemmini_igelu_constants(acc_scale_t bert_scale, acc_t *qb, ac
   *qc = (acc_t)(1.0 / S_erf);
 }
 
+/* The constants upstream's library derives from bert_scale S for SOFTMAX and sends with two config_norm
+ * (gemmini-rocc-tests include/gemmini.h, tiled_matmul_outer and tiled_norm): qln2 = (int)(ln 2 / S),
+ * qln2_inv = 65536 / qln2, and I-BERT's exponential polynomial qb = 1.353 / S, qc = 0.344 / (0.3585 * S*S),
+ * each truncated to acc_t, evaluated in upstream's types (float coefficients, double ln 2). */
+static inline void gemmini_softmax_constants(acc_scale_t bert_scale, acc_t *qln2, acc_t *qln2_inv, acc_t *qb,
+                                             acc_t *qc) {
+  const float a = (float)0.3585, b = (float)1.353, c = (float)0.344, S = (float)bert_scale;
+  *qln2 = (acc_t)(0.693147 / S);
+  *qln2_inv = *qln2 != 0 ? 65536 / *qln2 : 0;
+  *qb = (acc_t)(b / S);
+  *qc = (acc_t)(c / (a * S * S));
+}
+
+/* I-BERT's integer exponential of q <= 0 as the accumulator read-out computes it (AccumulatorScale.iexp,
+ * ucb-bar/gemmini): z = (-q * qln2_inv) >> 16, qp = q + z * qln2, ((qp + qb)^2 + qc) >> z, with the
+ * hardware's widths (the product taken whole and shifted as unsigned, everything else kept to 32 bits, a
+ * shift of 32 or more giving 0). Upstream's matmul_cpu computes the same in int32 arithmetic wherever C
+ * defines it. */
+static inline int32_t gemmini_cpu_iexp(int32_t q, int32_t qln2, int32_t qln2_inv, int32_t qb, int32_t qc) {
+  const int64_t product = (int64_t)gemmini_wrap32(-(int64_t)q) * (int64_t)qln2_inv;
+  const int32_t z = (int32_t)(uint32_t)((uint64_t)product >> 16);
+  const uint32_t shift = (((uint32_t)z >> 5) & 0x7FF) ? 32 : (uint32_t)z;
+  const int32_t qp = gemmini_wrap32((int64_t)z * qln2 + q);
+  const int32_t t = gemmini_wrap32((int64_t)qp + qb);
+  const int32_t poly = gemmini_wrap32((int64_t)t * t + qc);
+  return shift >= 32 ? 0 : (int32_t)((uint32_t)poly >> shift);
+}
+
+/* LayerNorm or softmax of one row of n accumulator values (32-bit, wrapped as the accumulator wraps) on the
+ * CPU, upstream's matmul_cpu algorithm: LayerNorm: mean = sum / n, variance = sum((x - mean)^2) / n (C's
+ * truncating divisions, 32-bit sums), stddev = floor(sqrt(variance)) (1 when the variance is 0), out =
+ * (x - mean) / stddev truncated, then the read-out scale; softmax: out = iexp(x - max) * (127 / sum of
+ * iexp) rounded to even and saturated (the read-out scale is not used, as upstream's reference and the
+ * hardware's scale unit do). */
+static inline void gemmini_cpu_normalize_row(const int32_t *x, size_t n, elem_t *out, int act, acc_scale_t scale,
+                                             acc_scale_t bert_scale) {
+  if (act == LAYERNORM) {
+    int32_t sum = 0;
+    for (size_t j = 0; j < n; j++) sum = gemmini_wrap32((int64_t)sum + x[j]);
+    const int32_t mean = (int32_t)((int64_t)sum / (int64_t)n);
+    int32_t err = 0;
+    for (size_t j = 0; j < n; j++) {
+      const int32_t d = gemmini_wrap32((int64_t)x[j] - mean);
+      err = gemmini_wrap32((int64_t)err + gemmini_wrap32((int64_t)d * d));
+    }
+    const int32_t variance = (int32_t)((int64_t)err / (int64_t)n);
+    int64_t stddev = 1;
+    if (variance < 0) {
+      stddev = 2147483647; /* a wrapped sum: the hardware's square root of a negative is NaN -> INT32_MAX */
+    } else if (variance > 0) { /* floor(sqrt(variance)), Newton's iteration from above */
+      int64_t next = ((int64_t)variance + 1) / 2;
+      stddev = variance;
+      while (next < stddev) {
+        stddev = next;
+        next = (stddev + variance / stddev) / 2;
+      }
+    }
+    for (size_t j = 0; j < n; j++)
+      out[j] = gemmini_cpu_acc_to_elem(gemmini_wrap32((int64_t)x[j] - mean) / stddev, scale, NO_ACTIVATION);
+  } else {
+    acc_t qln2, qln2_inv, qb, qc;
+    gemmini_softmax_constants(bert_scale, &qln2, &qln2_inv, &qb, &qc);
+    int32_t max = INT32_MIN, sum = 0;
+    for (size_t j = 0; j < n; j++)
+      if (x[j] > max) max = x[j];
+    for (size_t j = 0; j < n; j++)
+      sum = gemmini_wrap32((int64_t)sum +
+                           gemmini_cpu_iexp(gemmini_wrap32((int64_t)x[j] - max), qln2, qln2_inv, qb, qc));
+    const float factor = 127.0f / (float)sum;
+    for (size_t j = 0; j < n; j++)
+      out[j] = gemmini_cpu_acc_to_elem(
+          gemmini_cpu_iexp(gemmini_wrap32((int64_t)x[j] - max), qln2, qln2_inv, qb, qc), factor, NO_ACTIVATION);
+  }
+}
+
 static inline elem_t gemmini_cpu_mvin_scale(elem_t x, scale_t scale) {
   float y = (float)x * (float)scale;
   return gemmini_saturate_elem(gemmini_round_half_even((double)y));
@@ -126,6 +201,10 @@ struct gemmini_matmul_args {
 
 static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
   const size_t sizeof_D = m->low_D ? sizeof(elem_t) : sizeof(acc_t);
+  const bool normalize = (m->act == LAYERNORM || m->act == SOFTMAX) && !m->full_C;
+  int32_t *row = NULL; /* a LayerNorm/softmax row's accumulator values, kept to 32 bits as the accumulator does */
+  if (normalize && (row = (int32_t *)malloc(m->dim_J * sizeof(int32_t))) == NULL)
+    gemmini_library_error("tiled_matmul", "out of memory for a LayerNorm/softmax row");
   for (size_t i = 0; i < m->dim_I; i++) {
     for (size_t j = 0; j < m->dim_J; j++) {
       int64_t sum = 0;
@@ -142,7 +221,9 @@ static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
         sum += (int64_t)gemmini_cpu_mvin_scale(a, m->A_scale_factor) *
                (int64_t)gemmini_cpu_mvin_scale(b, m->B_scale_factor);
       }
-      if (m->full_C) {
+      if (normalize) {
+        row[j] = gemmini_wrap32(sum);
+      } else if (m->full_C) {
         if (sum > GEMMINI_ACC_MAX) sum = GEMMINI_ACC_MAX;
         if (sum < GEMMINI_ACC_MIN) sum = GEMMINI_ACC_MIN;
         ((acc_t *)m->C)[i * m->stride_C + j] = (acc_t)sum;
@@ -157,7 +238,10 @@ static inline void gemmini_matmul_cpu(const struct gemmini_matmul_args *m) {
         ((elem_t *)m->C)[i * m->stride_C + j] = gemmini_cpu_acc_to_elem(sum, m->scale, m->act);
       }
     }
+    if (normalize && m->dim_J > 0)
+      gemmini_cpu_normalize_row(row, m->dim_J, (elem_t *)m->C + i * m->stride_C, m->act, m->scale, m->bert_scale);
   }
+  free(row);
 }
 
 /* The configuration every accelerated matmul starts with: load slots 0/1/2 = A/B/D, store = C. */
@@ -170,6 +254,12 @@ static inline void gemmini_matmul_configure(const struct gemmini_matmul_args *m,
     acc_t qb, qc;
     gemmini_igelu_constants(m->bert_scale, &qb, &qc);
     gemmini_config_norm(0, 0, 0, 0, 0, qb, qc);
+  }
+  if (m->act == SOFTMAX) { /* iexp's constants and the activation's third bit, as upstream's tiled_matmul */
+    acc_t qln2, qln2_inv, qb, qc;
+    gemmini_softmax_constants(m->bert_scale, &qln2, &qln2_inv, &qb, &qc);
+    gemmini_config_norm(qln2, 0, 0, 1, 0, qb, qc);
+    gemmini_config_norm(qln2_inv, 1, 0, 1, 0, qb, qc);
   }
   gemmini_extended3_config_ld(m->stride_A * sizeof(elem_t), m->A_scale_factor, false, 0);
   gemmini_extended3_config_ld(m->stride_B * sizeof(elem_t), m->B_scale_factor, false, 1);
@@ -342,6 +432,8 @@ static inline void gemmini_matmul_run(const char *function, const struct gemmini
     gemmini_library_error(function, "the output-stationary dataflow cannot transpose B");
   if (dataflow == WEIGHT_STATIONARY && m->transpose_A && m->transpose_B)
     gemmini_library_error(function, "the weight-stationary dataflow cannot transpose both A and B");
+  if ((m->act == LAYERNORM || m->act == SOFTMAX) && !hardware_loop)
+    gemmini_library_error(function, "LAYERNORM and SOFTMAX are issued by the hardware loop (tiled_matmul with WS)");
   const size_t I_blocks = gemmini_ceil_div(m->dim_I, DIM), J_blocks = gemmini_ceil_div(m->dim_J, DIM),
                K_blocks = gemmini_ceil_div(m->dim_K, DIM);
   gemmini_matmul_configure(m, dataflow);
@@ -383,8 +475,16 @@ static inline void tiled_matmul(size_t dim_I, size_t dim_J, size_t dim_K, const 
                          bool transpose_B, bool full_C, bool low_D, uint8_t weightA,
                          enum tiled_matmul_type_t tiled_matmul_type) {
   (void)weightA;
-  if (act == LAYERNORM || act == SOFTMAX)
-    gemmini_library_error("tiled_matmul", "LAYERNORM and SOFTMAX (activations 2 and 4) are not implemented");
+  if ((act == LAYERNORM || act == SOFTMAX) && tiled_matmul_type != CPU) {
+    /* The normalizer sees a row of C whole only when one loop holds every column tile of it (upstream
+     * prints these and computes something else; refused here). */
+    if (tiled_matmul_type == OS)
+      gemmini_library_error("tiled_matmul", "LAYERNORM and SOFTMAX need the weight-stationary dataflow (WS)");
+    if (full_C) gemmini_library_error("tiled_matmul", "LAYERNORM and SOFTMAX read out int8: full_C must be false");
+    if (tile_J * DIM < dim_J)
+      gemmini_library_error("tiled_matmul", "when doing layernorm or softmax, the full J dimension of the matrix "
+                                            "must fit in one tile (tile_J * DIM >= dim_J)");
+  }
   const struct gemmini_matmul_args m = {dim_I,          dim_J,          dim_K,          A,        B,
                                         D,              C,              stride_A,       stride_B, stride_D,
                                         stride_C,       A_scale_factor, B_scale_factor, D_scale_factor,
@@ -472,7 +572,23 @@ static inline void tiled_matmul_auto(size_t dim_I, size_t dim_J, size_t dim_K, c
                               bool repeating_bias, bool transpose_A, bool transpose_B, bool full_C, bool low_D,
                               uint8_t weightA, enum tiled_matmul_type_t tiled_matmul_type) {
   size_t tile_I, tile_J, tile_K;
-  gemmini_auto_tiles(dim_I, dim_J, dim_K, &tile_I, &tile_J, &tile_K);
+  if (act == LAYERNORM || act == SOFTMAX) {
+    /* Upstream's rule for the normalizations: a whole row of C per tile (tile_J = all of J), then I and K
+     * grown while the tiles fit. */
+    const size_t I = gemmini_ceil_div(dim_I, DIM), J = gemmini_ceil_div(dim_J, DIM), K = gemmini_ceil_div(dim_K, DIM);
+    tile_I = 1, tile_J = J, tile_K = 1;
+    if (tiled_matmul_type != CPU && !gemmini_matmul_tiles_fit(tile_I, tile_J, tile_K))
+      gemmini_library_error("tiled_matmul_auto", "when doing layernorm or softmax, a row of C (J = dim_J) must fit "
+                                                 "in half the accumulator");
+    bool grown = true;
+    while (grown) {
+      grown = false;
+      if (tile_I < I && gemmini_matmul_tiles_fit(tile_I + 1, tile_J, tile_K)) tile_I++, grown = true;
+      if (tile_K < K && gemmini_matmul_tiles_fit(tile_I, tile_J, tile_K + 1)) tile_K++, grown = true;
+    }
+  } else {
+    gemmini_auto_tiles(dim_I, dim_J, dim_K, &tile_I, &tile_J, &tile_K);
+  }
   tiled_matmul(dim_I, dim_J, dim_K, A, B, D, C, stride_A, stride_B, stride_D, stride_C, A_scale_factor,
                B_scale_factor, D_scale_factor, act, scale, bert_scale, repeating_bias, tile_I, tile_J, tile_K,
                transpose_A, transpose_B, full_C, low_D, weightA, tiled_matmul_type);
@@ -620,6 +736,85 @@ static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale
 static inline void resadd_cpu(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
                               const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C, bool relu) {
   tiled_resadd_auto(I, J, A_scale, B_scale, C_scale, A, B, C, relu, CPU);
+}
+
+/* LayerNorm / softmax of an I x J accumulator matrix (acc_t, rows J apart) into int8 (rows J apart), upstream's
+ * tiled_norm / tiled_norm_auto (gemmini-rocc-tests include/gemmini.h): each block of up to DIM rows is moved
+ * into the accumulator, then every row goes through the normalizer on its own statistics id (NORM_STAT_IDS
+ * rows at a time): LayerNorm: a sum pass ending in the mean, a squared-error pass ending in 1/stddev, the
+ * read-out; softmax: a maximum pass, a sum-of-iexp pass ending in 127/sum, the read-out. Each pass moves a
+ * row out in pieces of up to MAX_BLOCK_LEN blocks, the last piece carrying the command that ends the
+ * statistic. Softmax uses bert_scale 0.05, as upstream's does. Needs HAS_NORMALIZATIONS. */
+static inline void gemmini_sp_tiled_norm(size_t I, size_t J, const acc_t *in, elem_t *out, size_t in_stride,
+                                         size_t out_stride, int act) {
+  const size_t J_blocks = gemmini_ceil_div(J, DIM);
+  const size_t in_blocks = gemmini_min(J_blocks, MAX_BLOCK_LEN_ACC), out_blocks = gemmini_min(J_blocks, MAX_BLOCK_LEN);
+  static const uint32_t layernorm_cmds[3][2] = {{1, 2}, {3, 4}, {0, 0}};
+  static const uint32_t softmax_cmds[3][2] = {{5, 5}, {6, 7}, {0, 0}};
+  const uint32_t(*cmds)[2] = act == LAYERNORM ? layernorm_cmds : softmax_cmds;
+  for (size_t i = 0; i < I; i += DIM) {
+    const size_t rows = gemmini_min(DIM, I - i);
+    const uint32_t block_base = (uint32_t)((i / DIM) * J_blocks * DIM); /* this row block's accumulator rows */
+    for (size_t j = 0; j < J; j += in_blocks * DIM)
+      gemmini_extended_mvin(in + i * in_stride + j, GEMMINI_ACC_ADDR | (block_base + (uint32_t)j),
+                            gemmini_min(in_blocks * DIM, J - j), rows);
+    for (size_t row = 0; row < rows; row += NORM_STAT_IDS) {
+      const size_t ids = gemmini_min(NORM_STAT_IDS, rows - row);
+      for (int pass = 0; pass < 3; pass++)
+        for (size_t id = 0; id < ids; id++) {
+          /* LayerNorm's passes reload the whole CONFIG_NORM (zero constants, third activation bit 0);
+           * softmax's only pick the statistics id, keeping iexp's constants. */
+          gemmini_config_norm(0, 0, act == SOFTMAX, 0, id, 0, 0);
+          const size_t r = row + id;
+          for (size_t j = 0; j < J; j += out_blocks * DIM) {
+            const bool last = j + out_blocks * DIM >= J;
+            const uint32_t addr = GEMMINI_ACC_ADDR | GEMMINI_ACC_ACCUMULATE | (block_base + (uint32_t)(j + r)) |
+                                  (cmds[pass][last ? 1 : 0] << 26);
+            gemmini_extended_mvout(out + (i + r) * out_stride + j, addr, gemmini_min(out_blocks * DIM, J - j), 1);
+          }
+        }
+    }
+  }
+}
+
+static inline void tiled_norm(const size_t I, const size_t J, const size_t tile_I, const size_t tile_J,
+                              const acc_t *in, elem_t *out, const acc_scale_t C_scale, int act,
+                              enum tiled_matmul_type_t norm_type) {
+  (void)norm_type;
+#ifndef HAS_NORMALIZATIONS
+  (void)I, (void)J, (void)tile_I, (void)tile_J, (void)in, (void)out, (void)C_scale, (void)act;
+  gemmini_library_error("tiled_norm", "normalizations are not supported in this Gemmini configuration "
+                                      "(HAS_NORMALIZATIONS in gemmini_params.h)");
+#else
+  if (act != LAYERNORM && act != SOFTMAX) gemmini_library_error("tiled_norm", "act must be LAYERNORM or SOFTMAX");
+  if (tile_I == 0 || tile_J == 0) gemmini_library_error("tiled_norm", "tile sizes must be >= 1");
+  if (tile_J < J) gemmini_library_error("tiled_norm", "a row must be normalized whole: tile_J must be J");
+  if (gemmini_ceil_div(tile_I, DIM) * DIM * gemmini_ceil_div(J, DIM) > ACC_ROWS)
+    gemmini_library_error("tiled_norm", "a tile of tile_I rows of J values does not fit in the accumulator");
+  gemmini_extended_config_st(J * sizeof(elem_t), act & 3, C_scale);
+  gemmini_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0);
+  gemmini_extended4_config_ld(J * sizeof(acc_t), MVIN_SCALE_IDENTITY, false, DIM, 0);
+  gemmini_extended4_config_ld(J * sizeof(acc_t), MVIN_SCALE_IDENTITY, false, DIM, 1);
+  if (act == SOFTMAX) {
+    acc_t qln2, qln2_inv, qb, qc;
+    gemmini_softmax_constants((acc_scale_t)0.05, &qln2, &qln2_inv, &qb, &qc);
+    gemmini_config_norm(qln2, 0, 0, 1, 0, qb, qc);
+    gemmini_config_norm(qln2_inv, 1, 0, 1, 0, qb, qc);
+  }
+  for (size_t i = 0; i < I; i += tile_I)
+    gemmini_sp_tiled_norm(gemmini_min(tile_I, I - i), J, in + i * J, out + i * J, J, J, act);
+  gemmini_fence();
+#endif
+}
+
+static inline void tiled_norm_auto(const size_t I, const size_t J, const acc_t *in, elem_t *out,
+                                   const acc_scale_t C_scale, int act, enum tiled_matmul_type_t norm_type) {
+  /* Upstream's choice: as many rows as the accumulator holds; OS is "Unsupported type" there (CPU runs on
+   * Gemmini like WS). */
+  if (norm_type == OS) gemmini_library_error("tiled_norm_auto", "unsupported type OS (WS or CPU)");
+  size_t tile_I = I;
+  while (tile_I > 1 && gemmini_ceil_div(tile_I, DIM) * DIM * gemmini_ceil_div(J, DIM) > ACC_ROWS) tile_I--;
+  tiled_norm(I, J, tile_I, J, in, out, C_scale, act, norm_type);
 }
 
 #include "gemmini_conv.h"

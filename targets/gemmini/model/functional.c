@@ -55,24 +55,51 @@ static void check_act(int act, const char *where) {
             act, where);
 }
 
-/* CONFIG_NORM's state: the IGELU constants and the activation's third bit (see gm_config). */
-static int32_t igelu_qb, igelu_qc;
+/* CONFIG_NORM's state: the read-out's IGELU constants (which iexp, softmax's exponential, shares as its
+ * polynomial's qb/qc), iexp's ln2 constants, the activation's third bit (see gm_config) and the statistics
+ * id that LayerNorm/softmax commands and read-outs use. */
+static int32_t igelu_qb, igelu_qc, iexp_qln2, iexp_qln2_inv;
 static int acc_act_msb;
+static uint32_t norm_stat_id;
 
-enum { ACT_IGELU = 3 };
+enum { ACT_LAYERNORM = 2, ACT_IGELU = 3, ACT_SOFTMAX = 4 };
 
-/* The accumulator read-out's activation: CONFIG_ST's two bits and CONFIG_NORM's third. None, ReLU and
- * IGELU are modelled; IGELU only on a configuration with normalizations (Gemmini's has_normalizations,
- * HAS_NORMALIZATIONS in gemmini_params.h; its default configuration has none, and the hardware asserts). */
+/* Statistics ids of the normalizer (NORM_STAT_IDS in gemmini_params.h; Normalizer.scala num_stats). */
+#ifdef NORM_STAT_IDS
+#define GM_NORM_STATS NORM_STAT_IDS
+#else
+#define GM_NORM_STATS 4
+#endif
+
+/* The normalization commands an accumulator mvout carries in its local address bits 28:26 (NormCmd.scala,
+ * ucb-bar/gemmini): 0 reads out (and ends the statistics pass), 1/2 sum (2: then the mean), 3/4 squared
+ * error (4: then 1/stddev), 5 row maximum, 6/7 sum of iexp (7: then 127/sum). */
+enum { NORM_RESET = 0, NORM_SUM, NORM_MEAN, NORM_VARIANCE, NORM_INV_STDDEV, NORM_MAX, NORM_SUM_EXP, NORM_INV_SUM_EXP };
+
+/* One statistics id's registers. Values and their order of updates follow the Spike functional model
+ * (ucb-bar/libgemmini gemmini.cc apply_norm): sums wrap at 32 bits as the accumulator's do; a command
+ * after RESET, MEAN or INV_STDDEV starts a new sum, count and running maximum. */
+typedef struct {
+  int32_t sum, mean, stddev, max, running_max;
+  uint32_t count;
+  float inv_sum_exp;
+  int fresh; /* the next command starts new running sums */
+} norm_stats_t;
+static norm_stats_t norm[GM_NORM_STATS];
+
+/* The accumulator read-out's activation: CONFIG_ST's two bits and CONFIG_NORM's third. None, ReLU, LayerNorm,
+ * IGELU and softmax; the last three only on a configuration with normalizations (Gemmini's
+ * has_normalizations, HAS_NORMALIZATIONS in gemmini_params.h; its default configuration has none, and the
+ * hardware asserts). */
 static int readout_act(const char *where) {
   const int act = (acc_act_msb << 2) | G.acc_act;
   if (act == ACT_NONE || act == ACT_RELU) return act;
 #ifdef HAS_NORMALIZATIONS
-  if (act == ACT_IGELU) return act;
-  gm_fail("activation %d (%s: %s) is not supported by this model (none, ReLU and IGELU are)", act, where,
-          act == 2 ? "LayerNorm" : act == 4 ? "softmax" : "unknown");
+  if (act == ACT_LAYERNORM || act == ACT_IGELU || act == ACT_SOFTMAX) return act;
+  gm_fail("activation %d (%s) is not an activation of Gemmini (0 none, 1 ReLU, 2 LayerNorm, 3 IGELU, "
+          "4 softmax)", act, where);
 #else
-  gm_fail("activation %d (%s: %s) is not supported by this configuration or model (only none and ReLU; IGELU, "
+  gm_fail("activation %d (%s: %s) is not supported by this configuration (only none and ReLU; IGELU, "
           "LayerNorm and softmax need a configuration with normalizations, HAS_NORMALIZATIONS in "
           "gemmini_params.h)",
           act, where, act == 2 ? "LayerNorm" : act == 3 ? "IGELU" : act == 4 ? "softmax" : "unknown");
@@ -93,6 +120,84 @@ static acc_t igelu(acc_t q) {
   const int32_t poly = wrap32((int64_t)t * t + igelu_qc);
   const int32_t erf = wrap32((int64_t)sign * poly);
   return wrap32((int64_t)q * wrap32((int64_t)erf + igelu_qc));
+}
+
+/* I-BERT's integer exponential for q <= 0 (softmax's numerator), as AccumulatorScale.iexp computes it:
+ * z = (-q * qln2_inv) >> 16 (the 64-bit product shifted as unsigned, low 32 bits kept), qp = q + z * qln2,
+ * ((qp + qb)^2 + qc) >> z as an unsigned shift; a z with any of bits 5..15 set shifts by 32, so every
+ * z of 32 or more gives 0. Upstream's CPU reference (gemmini.h matmul_cpu) and Spike compute the same in
+ * C int32 arithmetic wherever that is defined (no overflow, z < 32). */
+static acc_t iexp(acc_t q) {
+  const int64_t product = (int64_t)wrap32(-(int64_t)q) * (int64_t)iexp_qln2_inv;
+  const int32_t z = (int32_t)(uint32_t)((uint64_t)product >> 16);
+  const uint32_t shift = (((uint32_t)z >> 5) & 0x7FF) ? 32 : (uint32_t)z;
+  const int32_t qp = wrap32((int64_t)z * iexp_qln2 + q);
+  const int32_t t = wrap32((int64_t)qp + igelu_qb);
+  const int32_t poly = wrap32((int64_t)t * t + igelu_qc);
+  return shift >= 32 ? 0 : (acc_t)((uint32_t)poly >> shift);
+}
+
+/* Floor square root of a variance. A negative variance (its 32-bit sum wrapped) has no root: the RTL's
+ * float square root gives NaN, which converts to the largest integer. */
+static int32_t norm_stddev(int32_t variance) {
+  if (variance < 0) return INT32_MAX;
+  if (variance == 0) return 1; /* Normalizer.scala and upstream's matmul_cpu: a zero deviation divides by 1 */
+  int64_t r = (int64_t)sqrt((double)variance);
+  while (r * r > variance) r--;
+  while ((r + 1) * (r + 1) <= variance) r++;
+  return (int32_t)r;
+}
+
+/* One normalization command on `len` accumulator values of one row block. Returns the cycles the
+ * normalizer's iterative units take to finish it (see T_NORM_* in timing_params.h). */
+static uint64_t norm_command(const acc_t *x, uint32_t len, uint32_t cmd) {
+  norm_stats_t *st = &norm[norm_stat_id];
+  if (st->fresh) {
+    st->sum = 0;
+    st->count = 0;
+    st->running_max = INT32_MIN;
+  }
+  st->fresh = cmd == NORM_RESET || cmd == NORM_MEAN || cmd == NORM_INV_STDDEV;
+  switch (cmd) {
+  case NORM_SUM:
+  case NORM_MEAN:
+    for (uint32_t i = 0; i < len; i++) st->sum = wrap32((int64_t)st->sum + x[i]);
+    st->count += len;
+    break;
+  case NORM_VARIANCE:
+  case NORM_INV_STDDEV:
+    for (uint32_t i = 0; i < len; i++) {
+      const int32_t d = wrap32((int64_t)x[i] - st->mean);
+      st->sum = wrap32((int64_t)st->sum + wrap32((int64_t)d * d));
+    }
+    st->count += len;
+    break;
+  case NORM_MAX:
+    for (uint32_t i = 0; i < len; i++)
+      if (x[i] > st->running_max) st->running_max = x[i];
+    break;
+  case NORM_SUM_EXP:
+  case NORM_INV_SUM_EXP:
+    st->max = st->running_max;
+    for (uint32_t i = 0; i < len; i++) st->sum = wrap32((int64_t)st->sum + iexp(wrap32((int64_t)x[i] - st->max)));
+    break;
+  default:
+    break;
+  }
+  switch (cmd) {
+  case NORM_MEAN: /* C's truncating division, as the RTL's round-toward-zero float divider and Spike */
+    st->mean = st->count ? (int32_t)((int64_t)st->sum / (int64_t)st->count) : 0;
+    return T_NORM_INT_DIV_CYCLES;
+  case NORM_INV_STDDEV:
+    st->stddev = norm_stddev(st->count ? (int32_t)((int64_t)st->sum / (int64_t)st->count) : 0);
+    return T_NORM_INT_DIV_CYCLES + T_NORM_INT_SQRT_CYCLES + T_NORM_FLOAT_DIV_CYCLES;
+  case NORM_INV_SUM_EXP:
+    st->running_max = INT32_MIN;
+    st->inv_sum_exp = 127.0f / (float)st->sum; /* int8's largest value is softmax's 1 (Normalizer.scala) */
+    return T_NORM_FLOAT_DIV_CYCLES;
+  default:
+    return 0;
+  }
 }
 
 static void touch_spad(uint32_t row) {
@@ -137,8 +242,15 @@ void gm_reset(void) {
   G.st_stride = DIM * sizeof(elem_t);
   G.acc_scale = 1.0f;
   G.preload_addr = G.output_addr = GARBAGE_LOCAL;
-  igelu_qb = igelu_qc = 0;
+  igelu_qb = igelu_qc = iexp_qln2 = iexp_qln2_inv = 0;
   acc_act_msb = 0;
+  norm_stat_id = 0;
+  memset(norm, 0, sizeof norm);
+  for (int i = 0; i < GM_NORM_STATS; i++) {
+    norm[i].fresh = 1;
+    norm[i].max = norm[i].running_max = INT32_MIN;
+    norm[i].stddev = 1;
+  }
 }
 
 /* ---------------------------------------------------------------------------------------- CONFIG */
@@ -189,6 +301,7 @@ void gm_config(uint64_t rs1, uint64_t rs2) {
   case 2: /* CONFIG_ST */
     G.st_stride = rs2 & 0xFFFFFFFF;
     G.acc_act = (rs1 >> 2) & 3;
+    acc_act_msb = 0; /* CONFIG_ST sets the whole read-out activation; CONFIG_NORM may then raise it to 4 */
     G.acc_scale = float_from_bits((uint32_t)(rs2 >> 32));
     G.pool_stride = (rs1 >> 4) & 3;
     G.pool_size = (rs1 >> 6) & 3;
@@ -201,15 +314,28 @@ void gm_config(uint64_t rs1, uint64_t rs2) {
     G.pool_ocols = (rs1 >> 56) & 0xFF;
     schedule_unit(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
     break;
-  default: /* CONFIG_NORM (upstream's gemmini_config_norm) */
-    /* rs2 carries the read-out's IGELU constants (qc in [63:32], qb in [31:0]); rs1[16] the activation's
-     * third bit, which with CONFIG_ST's two makes LayerNorm/softmax's 4. q_const and the statistics ids
-     * only serve LayerNorm/softmax, which this model rejects where used. */
-    igelu_qb = (int32_t)(uint32_t)rs2;
-    igelu_qc = (int32_t)(uint32_t)(rs2 >> 32);
-    acc_act_msb = (int)((rs1 >> 16) & 1);
+  default: { /* CONFIG_NORM (upstream's gemmini_config_norm) */
+    /* rs1 = q_const[63:32] | q_const_type[18] | set_stats_id_only[17] | act_msb[16] | stat_id[15:8],
+     * rs2 = qc[63:32] | qb[31:0]. The statistics id is always taken; the rest only without
+     * set_stats_id_only. q_const is iexp's qln2 (type 0) or qln2_inv (type 1). act_msb replaces the read-out
+     * activation's third bit (CONFIG_ST's two bits + 4 = softmax), as the store controller does. */
+    const uint32_t id = (uint32_t)((rs1 >> 8) & 0xFF);
+    if (id >= GM_NORM_STATS)
+      gm_fail("CONFIG_NORM: statistics id %u is out of range (this configuration has %d, NORM_STAT_IDS)", id,
+              GM_NORM_STATS);
+    norm_stat_id = id;
+    if (!((rs1 >> 17) & 1)) {
+      igelu_qb = (int32_t)(uint32_t)rs2;
+      igelu_qc = (int32_t)(uint32_t)(rs2 >> 32);
+      acc_act_msb = (int)((rs1 >> 16) & 1);
+      if ((rs1 >> 18) & 1)
+        iexp_qln2_inv = (int32_t)(uint32_t)(rs1 >> 32);
+      else
+        iexp_qln2 = (int32_t)(uint32_t)(rs1 >> 32);
+    }
     schedule_unit(U_STORE, T_EX_CMD_OVERHEAD, 0, 0);
     break;
+  }
   }
 }
 
@@ -287,8 +413,22 @@ void gm_mvin(uint64_t dram, uint64_t local, int slot) {
 
 /* act: readout_act()'s, checked once per mvout. */
 static elem_t acc_to_elem(acc_t v, int act) {
-  if (act == ACT_IGELU) return scale_to_elem(igelu(v), G.acc_scale);
-  return activate(scale_to_elem(v, G.acc_scale), act);
+  const norm_stats_t *st = &norm[norm_stat_id];
+  switch (act) {
+  case ACT_IGELU:
+    return scale_to_elem(igelu(v), G.acc_scale);
+  case ACT_LAYERNORM:
+    /* (x - mean) / stddev, truncated, then the read-out scale: upstream's CPU reference (gemmini.h
+     * matmul_cpu) and Spike (apply_pre_activation_acc: (x - mean) * (1/stddev) in float, truncated). The RTL
+     * multiplies by the float 1/stddev in its scale unit instead, and ignores the read-out scale. */
+    return scale_to_elem(wrap32((int64_t)v - st->mean) / st->stddev, G.acc_scale);
+  case ACT_SOFTMAX:
+    /* iexp(x - max) * (127 / sum of iexp), round half to even, saturate: the RTL's scale unit, upstream's
+     * CPU reference and Spike; the read-out scale is not applied (the RTL replaces it by 127/sum). */
+    return scale_to_elem(iexp(wrap32((int64_t)v - st->max)), st->inv_sum_exp);
+  default:
+    return activate(scale_to_elem(v, G.acc_scale), act);
+  }
 }
 
 static void mvout_pooled(uint64_t dram, uint32_t base, int is_acc, uint32_t channels, int act) {
@@ -330,11 +470,19 @@ void gm_mvout(uint64_t dram, uint64_t local) {
   if (addr == GARBAGE_LOCAL) gm_fail("mvout from the garbage address");
   if (dram == 0) gm_fail("mvout to DRAM address 0");
   const int is_acc = (addr >> 31) & 1, full = (addr >> 29) & 1;
-  const uint32_t norm = (addr >> 26) & 7, base = addr & 0x3FFFFFF;
+  const uint32_t cmd = (addr >> 26) & 7, base = addr & 0x3FFFFFF;
   const int mem = is_acc ? MEM_ACC : MEM_SPAD;
-  if (norm != 0 && is_acc) gm_fail("mvout normalization command %u is not supported by this model", norm);
-  const int act = (is_acc && !full) ? readout_act("CONFIG_ST activation") : ACT_NONE;
+#ifndef HAS_NORMALIZATIONS
+  if (cmd != NORM_RESET && is_acc)
+    gm_fail("mvout normalization command %u (local address bits 28:26) needs a configuration with "
+            "normalizations (HAS_NORMALIZATIONS in gemmini_params.h)", cmd);
+#endif
+  /* Commands 1..7 only gather statistics: nothing is read out to DRAM (NormCmd.writes_to_main_memory). */
+  const int writes = !is_acc || cmd == NORM_RESET;
+  const int act = (is_acc && !full && writes) ? readout_act("CONFIG_ST activation") : ACT_NONE;
   if (G.pool_stride != 0) {
+    if (is_acc && (cmd != NORM_RESET || act == ACT_LAYERNORM || act == ACT_SOFTMAX))
+      gm_fail("a pooled mvout cannot normalize (normalization command %u, activation %d)", cmd, act);
     mvout_pooled(dram, base, is_acc, cols, act);
     return;
   }
@@ -346,6 +494,27 @@ void gm_mvout(uint64_t dram, uint64_t local) {
   for (uint32_t b = 0; b < blocks; b++) {
     check_row(mem, (uint64_t)base + (uint64_t)b * DIM + rows - 1, "mvout");
     tm_read(mem, base + b * DIM, rows, 1);
+  }
+  /* Each row's blocks go through the normalizer in order, the last with the command and the others with
+   * its running version (MEAN -> SUM, INV_STDDEV -> VARIANCE, INV_SUM_EXP -> SUM_EXP), as the store
+   * controller splits a mvout (NormCmd.non_reset_version) and Spike's mvout does. */
+  uint64_t norm_cycles = 0;
+  if (is_acc)
+    for (uint32_t i = 0; i < rows; i++)
+      for (uint32_t j = 0; j < cols; j += DIM) {
+        const uint32_t len = cols - j > DIM ? DIM : cols - j, last = j + DIM >= cols;
+        uint32_t c = cmd;
+        if (!last) c = cmd == NORM_MEAN ? NORM_SUM : cmd == NORM_INV_STDDEV ? NORM_VARIANCE
+                     : cmd == NORM_INV_SUM_EXP ? NORM_SUM_EXP : cmd;
+        norm_cycles += norm_command(G.acc[base + (j / DIM) * DIM + i], len, c);
+      }
+  if (!writes) {
+    /* The accumulator rows are read (one row block per cycle: the normalizer's lanes take a DIM-wide
+     * block per cycle, Normalizer.scala with num_reduce_lanes = -1), nothing goes to DRAM, and a command
+     * that ends a statistic holds the normalizer while its divider / square root / reciprocal runs. */
+    schedule_unit(U_STORE, T_DMA_CMD_OVERHEAD + (uint64_t)rows * blocks * T_SPAD_ROW_CYCLES + norm_cycles,
+                  T_ACC_READ_LATENCY, 0);
+    return;
   }
   const uint32_t esize = (is_acc && full) ? sizeof(acc_t) : sizeof(elem_t);
   static unsigned char dst[65536 * sizeof(acc_t)];

@@ -80,6 +80,40 @@ void gm_loop_conv_ws(uint64_t rs1, uint64_t rs2) {
   tm_loop_end();
 }
 
+/* LayerNorm / softmax of row block i of C once its last column tile is computed, as Spike's loop_ws issues
+ * it (ucb-bar/libgemmini gemmini.cc): up to NORM_STAT_IDS rows at a time, each row on its own statistics
+ * id (a set-stats-id-only CONFIG_NORM before each row's commands), and for each of the passes (LayerNorm:
+ * sum then mean, squared error then 1/stddev, read-out; softmax: maximum, sum of iexp then 127/sum,
+ * read-out) one 1-row mvout per column tile, the last tile of the row carrying the command that ends the
+ * statistic. */
+static void loop_ws_normalize(uint64_t i, uint64_t I, uint64_t J, uint64_t pad_I, uint64_t pad_J,
+                              uint32_t C_start, uint32_t act) {
+  static const uint32_t layernorm_cmds[3][2] = {{1, 2}, {3, 4}, {0, 0}};
+  static const uint32_t softmax_cmds[3][2] = {{5, 5}, {6, 7}, {0, 0}};
+  const uint32_t (*cmds)[2] = act == 2 ? layernorm_cmds : softmax_cmds;
+#ifdef NORM_STAT_IDS
+  const uint64_t stat_ids = NORM_STAT_IDS;
+#else
+  const uint64_t stat_ids = 4;
+#endif
+  const uint64_t rows = DIM - (i == I - 1 ? pad_I : 0);
+  for (uint64_t row = 0; row < rows; row += stat_ids) {
+    const uint64_t ids = rows - row > stat_ids ? stat_ids : rows - row;
+    for (int pass = 0; pass < 3; pass++)
+      for (uint64_t id = 0; id < ids; id++) {
+        config((1u << 17) | (id << 8) | 3, 0);
+        const uint64_t r = row + id;
+        for (uint64_t jj = 0; jj < J; jj++) {
+          const uint32_t addr = (C_start + (uint32_t)((i * J + jj) * DIM + r)) |
+                                (cmds[pass][jj + 1 == J ? 1 : 0] << 26);
+          const uint64_t cols = DIM - (jj + 1 == J ? pad_J : 0);
+          mvout(G.lw_C + (i * G.lw_C_stride + jj) * DIM * sizeof(elem_t) + r * G.lw_C_stride * sizeof(elem_t),
+                operand(1, cols, addr));
+        }
+      }
+  }
+}
+
 static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
   const int ex_accumulate = rs1 & 1, full_C = (rs1 >> 1) & 1, low_D = (rs1 >> 2) & 1;
   const uint32_t act = (rs1 >> 8) & 7, b_spad_id = (rs1 >> 16) & 3, a_spad_id = (rs1 >> 18) & 3;
@@ -87,7 +121,9 @@ static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
   const uint64_t I = G.lw_I, J = G.lw_J, K = G.lw_K;
   const uint64_t pad_I = G.lw_pad_I, pad_J = G.lw_pad_J, pad_K = G.lw_pad_K;
 
-  if (act == 2 || act == 4) gm_fail("LayerNorm/softmax activation %u is not supported by this model", act);
+  const int normalize = act == 2 || act == 4; /* LayerNorm / softmax: rows of C leave through the normalizer */
+  if (act > 4) gm_fail("LOOP_WS: activation %u is not an activation of Gemmini (0..4)", act);
+  if (normalize && full_C) gm_fail("LOOP_WS: LayerNorm/softmax (activation %u) cannot write a full-width C", act);
   if (pad_I >= DIM || pad_J >= DIM || pad_K >= DIM)
     gm_fail("padding (%llu, %llu, %llu) must be below DIM=%d", (unsigned long long)pad_I,
             (unsigned long long)pad_J, (unsigned long long)pad_K, DIM);
@@ -172,7 +208,9 @@ static void loop_ws_body(uint64_t rs1, uint64_t rs2) {
         /* Like the loop unit's store unroller, C leaves in rows of up to MAX_BYTES: tiles (i, j0 .. j) of
          * the finished group sit DIM accumulator rows apart, so one mvout carries them all. */
         const uint64_t c_blocks = MAX_BYTES / (DIM * c_size) ? MAX_BYTES / (DIM * c_size) : 1;
-        if (G.lw_C && k == K - 1 && ((j + 1) % c_blocks == 0 || j == J - 1)) {
+        if (normalize) {
+          if (G.lw_C && k == K - 1 && j == J - 1) loop_ws_normalize(i, I, J, pad_I, pad_J, C_start, act);
+        } else if (G.lw_C && k == K - 1 && ((j + 1) % c_blocks == 0 || j == J - 1)) {
           const uint64_t j0 = j - j % c_blocks, cols = (j - j0 + 1) * DIM - (j == J - 1 ? pad_J : 0);
           mvout(G.lw_C + (i * G.lw_C_stride + j0) * DIM * c_size,
                 operand(rows_I, cols, C_start + (uint32_t)((i * J + j0) * DIM)));

@@ -22,7 +22,7 @@ enum {
 };
 
 enum { DF_OS = 0, DF_WS = 1 };
-enum { ACT_NONE = 0, ACT_RELU = 1 }; /* 3 (iGELU): functional.c, with HAS_NORMALIZATIONS; 2 and 4 are rejected */
+enum { ACT_NONE = 0, ACT_RELU = 1 }; /* 2 LayerNorm, 3 iGELU, 4 softmax: functional.c, with HAS_NORMALIZATIONS */
 enum { U_LOAD = 0, U_EX = 1, U_STORE = 2, U_NUM = 3 };
 enum { MEM_SPAD = 0, MEM_ACC = 1 };
 

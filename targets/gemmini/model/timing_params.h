@@ -78,6 +78,20 @@
 /* The store queue is serial: a store starts when the previous one is done (gperf reservation_station.cc:
  * Q_ST issues only when no older store is outstanding). */
 
+/* ---- normalizer (Normalizer.scala; configurations with HAS_NORMALIZATIONS only) ----
+ * A LayerNorm / softmax statistics pass is a mvout whose normalization command gathers a row's sum, squared
+ * error or maximum: its accumulator rows are read as for any mvout (the lanes take one DIM-wide row block a
+ * cycle) and nothing is written to DRAM. A command that ends a statistic then runs the normalizer's
+ * iterative units, one at a time: hardfloat's DivSqrtRawFN_small (berkeley-hardfloat, as Arithmetic.scala's
+ * SInt divider/sqrt and Normalizer.scala's exp divider instantiate it) retires one quotient or root bit a
+ * cycle, sigWidth + 2 cycles for a division and sigWidth + 1 (sigWidth for an odd exponent) for a square
+ * root. The integer mean/variance divider and square root use sigWidth = 32 (the accumulator's width); the
+ * reciprocals (1/stddev, 127/sum of iexp) are float32, sigWidth = 24. Conversions and the lanes' pipeline
+ * are not charged. New parameters for the normalization commands; nothing above changed. */
+#define T_NORM_INT_DIV_CYCLES 34   /* MEAN: sum / count (and INV_STDDEV's variance) */
+#define T_NORM_INT_SQRT_CYCLES 33  /* INV_STDDEV: sqrt(variance) */
+#define T_NORM_FLOAT_DIV_CYCLES 26 /* INV_STDDEV: 1 / stddev; INV_SUM_EXP: 127 / sum */
+
 /* ---- memory system: system bus, L2 (InclusiveCache), DRAM ---- */
 #define T_LINE_BYTES 64            /* gperf mem.line_bytes */
 #define T_BUS_BYTES 32             /* gperf FireSim preset mem.bus_bytes = 32 (256-bit system bus): a
