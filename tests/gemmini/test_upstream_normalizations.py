@@ -308,11 +308,15 @@ def matmul_case(seed: int, i: int, j: int, k: int, lo: int, hi: int):
 
 @pytest.mark.parametrize("kind", ["WS", "CPU"])
 @pytest.mark.parametrize("act", ["LAYERNORM", "SOFTMAX"])
-def test_tiled_matmul_normalizes_rows_of_c(gemmini_c, normalizations: Path, act: str, kind: str) -> None:
-    # 35 x 70 (a partial last row block and column tile), K = 45, with a bias.
-    a, b, d = matmul_case(7, 35, 70, 45, -3, 3)
+@pytest.mark.parametrize("dims", [(35, 70, 45), (200, 40, 20)], ids=["one tile", "two row tiles"])
+def test_tiled_matmul_normalizes_rows_of_c(gemmini_c, normalizations: Path, act: str, kind: str,
+                                           dims: tuple[int, int, int]) -> None:
+    # Partial last row blocks and column tiles, with a bias; 200 rows (13 row blocks) of 3 column blocks
+    # take two loops (a tile holds at most 10 row blocks of whole rows of C in half the accumulator).
+    i, j, k = dims
+    a, b, d = matmul_case(7, i, j, k, -3, 3)
     c = a @ b + d
-    source = (MATMUL_PROGRAM.replace("@I@", "35").replace("@J@", "70").replace("@K@", "45")
+    source = (MATMUL_PROGRAM.replace("@I@", str(i)).replace("@J@", str(j)).replace("@K@", str(k))
               .replace("@A@", c_matrix(a)).replace("@B@", c_matrix(b)).replace("@D@", c_matrix(d))
               .replace("@BIAS@", "(acc_t *)D").replace("@ACT@", act).replace("@SCALE@", "0.5f")
               .replace("@TYPE@", kind))
