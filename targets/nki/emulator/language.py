@@ -181,7 +181,9 @@ def np_binary(op: Any) -> Callable:
 
 
 def np_unary(op: Any) -> Callable:
-    if op is None:
+    # nl.copy as an activation function is the identity (nki.isa.tensor_copy: "On NeuronCore v2, tensor_copy
+    # is not supported on the Scalar Engine. Instead, use nisa.activation with op=nl.copy")
+    if op is None or op is copy:
         return lambda x: x
     return np_binary(op)
 
