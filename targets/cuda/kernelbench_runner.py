@@ -97,7 +97,12 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             r"|17getStreamFromPool|20setCurrentCUDAStream|21getStreamFromExternal"
                             r"|^cudaStreamAddCallback$|^syscall$|^mprotect$|^p?write(?:v|64)?$"
                             # whether a dispatch mode is active: whether this call is the one being recorded
-                            r"|TorchDispatchModeTLS|PythonTorchFunctionTLS")
+                            r"|TorchDispatchModeTLS|PythonTorchFunctionTLS"
+                            # torch's own kernels called past the dispatcher, which the recorded ops never show:
+                            # at::cuda::mm(const Tensor&, ...) (ATen/CUDAFunctions.h), at::native::*, the composite
+                            # namespaces; ATen's cuBLAS wrappers and library handles
+                            r"|^_ZN2at(?:4cuda|3cpu|4meta|6native|\d\dcomposite[a-z]+)\d.*NS_6TensorE"
+                            r"|^_ZN2at4cuda4blas|getCurrentCUDA(?:Blas|BlasLt|SolverDn|Sparse)Handle")
 
 
 def extension_symbols(folder: str) -> list[str]:

@@ -269,6 +269,22 @@ def data_as_code(obj: Path, timeout: float = 30) -> list[str]:
     return found
 
 
+def indirect_functions(obj: Path, timeout: float = 30) -> list[str]:
+    """Symbols of type IFUNC (GNU indirect functions): the dynamic loader calls each one's resolver while it
+    relocates the program, before main and before any constructor. nvcc's front end refuses the `ifunc`
+    attribute, but a top-level `asm(".type f, @gnu_indirect_function")` makes one, and no honest solution needs it."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        return []
+    code, out, _ = _run([readelf, "-s", "-W", "-C", str(obj)], timeout)
+    found = []
+    for line in out.splitlines() if code == 0 else []:
+        parts = line.split(None, 7)
+        if len(parts) == 8 and parts[3] == "IFUNC":
+            found.append(parts[7])
+    return sorted(set(found))
+
+
 def code_outside_text(obj: Path, timeout: float = 30) -> list[str]:
     """Executable sections not named .text*: `.init`/`.fini` pieces run before/after main, spliced into the
     program's own _init/_fini, and no honest solution puts code anywhere but .text (nvcc and gcc use
@@ -562,6 +578,12 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
     if cand_fini is not None and base_fini is not None and cand_fini > base_fini:
         result.findings.append(Finding("object", f"the solution has a static destructor ({cand_fini - base_fini} bytes "
                                        "of .fini_array beyond the harness's): code that runs after main is not allowed",
+                                       line, 0))
+    ifuncs = indirect_functions(candidate, timeout)
+    if ifuncs:
+        result.findings.append(Finding("object", "the solution defines an indirect function (IFUNC) "
+                                       + ", ".join(f"`{name}`" for name in ifuncs[:5]) + ": its resolver runs while "
+                                       "the program is loaded, before main (code outside launch is not allowed)",
                                        line, 0))
     outside = code_outside_text(candidate, timeout)
     if ".note.GNU-stack" in outside:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 from speedpatch.targets.base import Finding
 
@@ -54,6 +55,19 @@ TORCH_VALUE = re.compile(r"^torch(?:\.\w+)*\.(?:[A-Z]\w*|u?int\d*|float\d*\w*|ha
                          r"strided|inf|nan|pi|e)$")
 # torch.utils._python_dispatch tells a model whether a dispatch mode is active: whether the runner records it
 FORBIDDEN_TORCH_PREFIXES = ("torch._", "torch.utils._", "torch.set_", "torch.use_deterministic")
+# From torch.utils.cpp_extension only load_inline, with the keywords that say what to compile and how to
+# optimize it. Refused: where it is built (`build_directory`: the runner reads the linked symbols of the
+# extensions built in the candidate's own folder, so one built elsewhere was never read) and what it links
+# or includes from elsewhere (`extra_ldflags=["-lcublas"]`, include paths).
+LOAD_INLINE = "torch.utils.cpp_extension.load_inline"
+LOAD_INLINE_KEYWORDS = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+                        "verbose", "with_cuda", "is_python_module", "with_pytorch_error_handling"}
+LOAD_INLINE_POSITIONAL = 3  # name, cpp_sources, cuda_sources (the order of the later ones changed across versions)
+# Compiler flags that link, load or include something from outside the sources (per flag, also after
+# -Xcompiler/-Xptxas-style prefixes and inside comma lists): `-lineinfo` is nvcc's, not a library.
+FORBIDDEN_FLAG = re.compile(r"(?:^|[\s,=])(?:-l(?!ineinfo\b)\S|-L|-Wl,|-Xlinker|--linker-options|-B|-fplugin|-specs"
+                            r"|-include|--pre-include|-imacros|-I|-isystem|-iquote|-idirafter|--include-path"
+                            r"|-ccbin|--compiler-bindir|-load|@)")
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
 
@@ -75,7 +89,8 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
     except SyntaxError as exc:
         return [Finding("python", f"the solution is not valid Python: {exc.msg}", line_offset + (exc.lineno or 1) - 1, 0)]
     findings: list[Finding] = []
-    aliases: dict[str, str] = {"torch": "torch", "nn": "torch.nn"}  # name -> module path it stands for
+    # name -> module path it stands for (the harness part imports these for the solution)
+    aliases: dict[str, str] = {"torch": "torch", "nn": "torch.nn", "load_inline": LOAD_INLINE}
 
     def add(node: ast.AST, message: str) -> None:
         findings.append(Finding("python", message, line_offset + getattr(node, "lineno", 1) - 1,
@@ -148,8 +163,35 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
             if used_as_value and not TORCH_VALUE.match(full):
                 add(node, f"uses `{full}` as a value (kept in a variable, passed or returned): a solution names torch's "
                           "modules and functions where it calls them, so the check above sees every path")
+        if isinstance(node, ast.Call):
+            path = _dotted(node.func)
+            head, _, rest = path.partition(".")
+            if path and (aliases.get(head, head) + ("." + rest if rest else "")) == LOAD_INLINE:
+                _check_load_inline(node, add)
     unique = {(f.line, f.column, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.column))
+
+
+def _check_load_inline(node: ast.Call, add: Any) -> None:
+    """load_inline's arguments: what to compile, not where to build it or what else to link or include."""
+    if len(node.args) > LOAD_INLINE_POSITIONAL or any(isinstance(a, ast.Starred) for a in node.args):
+        add(node, f"passes load_inline more than {LOAD_INLINE_POSITIONAL} positional arguments: name the others")
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            add(keyword, "passes load_inline `**` arguments: its keywords must be written out")
+        elif keyword.arg not in LOAD_INLINE_KEYWORDS:
+            add(keyword, f"passes load_inline `{keyword.arg}`: an extension is built in the runner's folder for it "
+                         "(whose linked symbols are checked) from its own sources, linking nothing else")
+        elif keyword.arg in ("extra_cflags", "extra_cuda_cflags"):
+            flags = keyword.value
+            items = flags.elts if isinstance(flags, (ast.List, ast.Tuple)) else [flags]
+            for item in items:
+                if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
+                    add(item, f"`{keyword.arg}` holds `{ast.unparse(item)}`: compiler flags must be written out "
+                              "as strings")
+                elif FORBIDDEN_FLAG.search(item.value):
+                    add(item, f"`{keyword.arg}` holds {item.value!r}: flags that link, load or include files from "
+                              "outside the solution's sources are not a kernel")
 
 
 def _dunder(name: str) -> bool:

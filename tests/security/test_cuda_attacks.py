@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 from attack import EXAMPLES, REPO, run_attack
+from speedpatch.model import REJECTED
+from speedpatch.targets.base import EvalContext, Kernel
+from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import local_gpu
 from speedpatch.targets.cuda.build import find_nvcc
 
@@ -209,3 +212,28 @@ def test_a_respelled_cheat_is_never_the_winner_of_an_optimize_run(tmp_path: Path
 
 def test_the_repository_examples_are_where_the_corpus_expects_them() -> None:
     assert MATMUL.is_file() and KB.is_file() and REPO.is_dir()
+
+
+# Attacks whose source cannot be its own baseline (they name the candidate's namespace in assembly), so they
+# are evaluated as a search evaluates a candidate: against the example's own solution as the baseline.
+AGAINST_BASELINE: dict[str, tuple[str, str]] = {
+    # nvcc refuses __attribute__((ifunc)), but a top-level asm makes `chosen` an indirect function; its resolver
+    # runs while the program is loaded, before main. Compiled, linked and run before the IFUNC check.
+    "an indirect function made by top-level assembly, resolved before main": (solution(
+        "static void impl() {}\nvoid* resolver() { volatile int x = 0; x++; return (void*)impl; }\nvoid chosen();\n"
+        'asm(".globl _ZN12sp_candidate6chosenEv\\n.type _ZN12sp_candidate6chosenEv, @gnu_indirect_function\\n"\n'
+        '    ".set _ZN12sp_candidate6chosenEv, _ZN12sp_candidate8resolverEv");', "  chosen();"),
+        "indirect function (IFUNC) `sp_candidate::chosen()`"),
+}
+
+
+@pytest.mark.parametrize("name", list(AGAINST_BASELINE))
+def test_a_cheat_is_rejected_against_the_problems_own_baseline(tmp_path: Path, name: str) -> None:
+    code, named = AGAINST_BASELINE[name]
+    work = tmp_path / "work"
+    work.mkdir()
+    ctx = EvalContext(kernel=Kernel("launch", "cuda", 0, 0, 0, 0, 0, ""), path=str(MATMUL), workdir=work, timeout=240,
+                      settings={}, baseline_source=MATMUL.read_text())
+    ev = CudaCompileBackend().evaluate(attacked(code), ctx)
+    assert ev.status == REJECTED, f"{name}: {ev.status} {ev.message}\n{ev.log[-2000:]}"
+    assert named in ev.message, ev.message

@@ -111,3 +111,51 @@ def test_a_model_that_skips_the_work_in_calls_it_knows_are_only_timed_is_incorre
     with pytest.raises(kb.Stop) as stop:
         _time(kb, Skipper(), set())  # one warm-up, then ten timed calls: the 11th is the last
     assert stop.value.status == "incorrect" and "in the timing loop" in stop.value.message, stop.value.message
+
+
+# Red-team: load_inline's arguments were not read. `build_directory` put the extension outside the folder whose
+# .so files the runner reads for linked symbols (so cuBLAS, streams or dlopen in it were never seen), and
+# `extra_ldflags` / linker flags in the compiler flags linked a library into it.
+LOAD_INLINE_ATTACKS = [
+    ('build_directory="."', "`build_directory`"),
+    ('extra_ldflags=["-lcublas"]', "`extra_ldflags`"),
+    ('extra_include_paths=["/tmp"]', "`extra_include_paths`"),
+    ('extra_cuda_cflags=["-O3", "-Xlinker", "-lcublas"]', "'-lcublas'"),
+    ('extra_cflags=["-O3 -Wl,--whole-archive"]', "'-O3 -Wl,--whole-archive'"),
+    ('extra_cflags=["-fplugin=/tmp/p.so"]', "-fplugin"),
+    ("extra_cflags=FLAGS", "compiler flags must be written out"),
+    ("**OPTIONS", "`**` arguments"),
+]
+
+
+@pytest.mark.parametrize(("argument", "named"), LOAD_INLINE_ATTACKS)
+def test_load_inline_builds_in_the_checked_folder_and_links_nothing_else(argument: str, named: str) -> None:
+    code = SOLUTION.replace("verbose=False,", f"verbose=False,\n    {argument},")
+    assert code != SOLUTION
+    found = [f.message for f in pycheck.check(code)]
+    assert any(named in m for m in found), found
+
+
+def test_compiler_flags_that_only_optimize_pass() -> None:
+    flags = '["-O3", "--use_fast_math", "-lineinfo", "-gencode=arch=compute_90,code=sm_90", "-Xptxas=-v", "-DNDEBUG"]'
+    code = SOLUTION.replace("verbose=False,", f"verbose=False,\n    extra_cuda_cflags={flags},\n    extra_cflags=['-O3'],")
+    assert pycheck.check(code) == []
+
+
+@pytest.mark.parametrize("symbol", [
+    "_ZN2at4cuda2mmERKNS_6TensorES3_",  # at::cuda::mm(const Tensor&, const Tensor&): cuBLAS, no dispatcher
+    "_ZN2at4cuda6mm_outERNS_6TensorERKS1_S4_",
+    "_ZN2at6native4reluERKNS_6TensorE",
+    "_ZN2at25compositeexplicitautograd3addERKNS_6TensorES3_d",
+    "_ZN2at4cuda4blas4gemmIfEEvcclllN3c1016OptionalArrayRefIlEEPKT_lS8_lS5_PS6_l",  # ATen's cuBLAS wrapper
+    "_ZN2at4cuda24getCurrentCUDABlasHandleEv",
+])
+def test_torch_kernels_called_past_the_dispatcher_are_foreign(symbol: str) -> None:
+    # The recorded ops are what passes through the dispatcher; these compute without passing it.
+    assert runner().FOREIGN_SYMBOL.search(symbol)
+
+
+@pytest.mark.parametrize("symbol", ["_ZN2at4cuda26getCurrentDevicePropertiesEv", "_ZN2at4cuda9warp_sizeEv",
+                                    "_ZNK2at10TensorBase8data_ptrIfEEPT_v"])
+def test_device_queries_and_tensor_accessors_are_not_foreign(symbol: str) -> None:
+    assert not runner().FOREIGN_SYMBOL.search(symbol)
