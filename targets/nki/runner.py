@@ -40,6 +40,7 @@ import argparse
 import ast
 import faulthandler
 import importlib.util
+import inspect
 import json
 import os
 import secrets
@@ -341,17 +342,44 @@ def import_nki() -> tuple[Any, str]:
     return None, f"cannot import nki ({text[:300]})"
 
 
+def _kernel_params(kernel: Any) -> list[str] | None:
+    """The kernel function's parameter names, when its wrapper lets inspect see them."""
+    for obj in (kernel, getattr(kernel, "fn", None), getattr(kernel, "__wrapped__", None)):
+        if obj is None:
+            continue
+        try:
+            return list(inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def call_arguments(kernel: Any, args: list[Any], outs: dict[str, Any],
+                   names: list[str] | tuple[str, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
+    """Positional INPUTS and keyword OUTPUTS, as always -- unless an OUTPUTS parameter comes before an INPUTS one
+    in the kernel's signature (the doc example tensor_maxpool_kernel_(in_tensor, out_tensor, pool_size)), where
+    positional inputs would fill the output's place: then every argument goes by name."""
+    params = _kernel_params(kernel) if names and outs else None
+    if not params or not set(names) <= set(params) or not set(outs) <= set(params):
+        return args, outs
+    first_input_after_output = any(params.index(o) < params.index(n) for o in outs for n in names)
+    if not first_input_after_output:
+        return args, outs
+    return [], {**dict(zip(names, args, strict=True)), **outs}
+
+
 def run_kernel(mode: str, nki: Any, kernel: Any, args: list[Any], outs: dict[str, np.ndarray],
-               grid: tuple[int, ...] = ()) -> Any:
+               grid: tuple[int, ...] = (), names: list[str] | tuple[str, ...] = ()) -> Any:
+    args, kwargs = call_arguments(kernel, args, outs, names)
     if grid:
         kernel = kernel[grid]  # every program of the grid: kernel[4, 2](...)
     if mode == "simulate":
         if hasattr(nki, "simulate_kernel"):
-            result = nki.simulate_kernel(kernel, *args, **outs)
+            result = nki.simulate_kernel(kernel, *args, **kwargs)
         else:
-            result = nki.simulate(kernel)(*args, **outs)
+            result = nki.simulate(kernel)(*args, **kwargs)
     else:
-        result = kernel(*args, **outs)
+        result = kernel(*args, **kwargs)
     if outs and result is None:
         result = tuple(outs.values()) if len(outs) > 1 else next(iter(outs.values()))
     return result
@@ -513,7 +541,7 @@ def evaluate_in_process(opts: argparse.Namespace, nki_mod: Any, problem: Any, ke
         rtol, atol = tolerance(problem, as_list(expected), inputs)
         outs = output_buffers(problem)
         try:
-            actual = run_kernel(opts.mode, nki_mod, kernel, copies_of(inputs), outs, grid)
+            actual = run_kernel(opts.mode, nki_mod, kernel, copies_of(inputs), outs, grid, list(inputs))
         except Exception as exc:  # noqa: BLE001
             return describe(exc, path, "runtime_error")
         try:

@@ -208,3 +208,49 @@ def test_bf16_inputs_get_the_low_precision_tolerance_even_when_the_reference_com
     assert runner.tolerance(plain, fp32, {"a": np.zeros((2, 2), dtype=np.float32)}) == (1e-4, 1e-4)
     declared = types.SimpleNamespace(TOLERANCE={"rtol": 1e-3, "atol": 1e-5})
     assert runner.tolerance(declared, fp32, bf16_inputs) == (1e-3, 1e-5)
+
+
+# An output parameter before a non-tensor input (the NKI doc example tensor_maxpool_kernel_(in_tensor,
+# out_tensor, pool_size)): positional inputs would land in out_tensor's place, so arguments go by name.
+OUTPUT_BEFORE_INPUT = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def pool_rows(in_tensor, out_tensor, pool_size):
+    c, h = in_tensor.shape
+    i_p = nl.arange(c)[:, None, None]
+    i_o = nl.arange(h // pool_size)[None, :, None]
+    i_k = nl.arange(pool_size)[None, None, :]
+    tile = nl.load(in_tensor)
+    nl.store(out_tensor, value=nl.max(tile[i_p, pool_size * i_o + i_k], axis=[2]))
+
+
+INPUTS = {"in_tensor": ((128, 64), "float32"), "pool_size": 4}
+OUTPUTS = {"out_tensor": ((128, 16), "float32")}
+
+
+def reference(in_tensor, pool_size):
+    return in_tensor.reshape(128, 64 // pool_size, pool_size).max(axis=2)
+'''
+
+
+def test_inputs_after_an_output_parameter_reach_the_kernel_by_name(tmp_path: Path):
+    ev = evaluate(OUTPUT_BEFORE_INPUT, tmp_path)
+    assert ev.status == OK and ev.correct, ev.message + "\n" + ev.log
+    # the input passed by name is still the launch's input: its bytes are required work
+    assert ev.feedback["required_work"]["dma_bytes"] >= 128 * 64 * 4
+
+
+def test_arguments_stay_positional_when_outputs_come_last():
+    def kernel(a, b, out):
+        return a, b, out
+
+    assert runner.call_arguments(kernel, [1, 2], {"out": 3}, ["a", "b"]) == ([1, 2], {"out": 3})
+
+
+def test_arguments_go_by_name_when_an_output_comes_before_an_input():
+    def kernel(a, out, k):
+        return a, out, k
+
+    assert runner.call_arguments(kernel, [1, 2], {"out": 3}, ["a", "k"]) == ([], {"a": 1, "k": 2, "out": 3})

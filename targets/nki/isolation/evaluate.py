@@ -98,7 +98,8 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
         outs = runner.output_buffers(problem)
         with physics.Ledger() as ledger:
             try:
-                actual = runner.run_kernel("emulate", None, launcher, runner.copies_of(inputs), outs, grid)
+                actual = runner.run_kernel("emulate", None, launcher, runner.copies_of(inputs), outs, grid,
+                                           list(inputs))
             except KernelError as exc:
                 return _failure(exc)
             except ProtocolError:
@@ -151,6 +152,9 @@ def _launch_tensors(server: Server, input_names: list[str], output_names: list[s
     """The launch's input tensors by name and its output tensors (returned, or OUTPUTS arguments)."""
     args = list(server.last_args)
     inputs = {name: args[i] for i, name in enumerate(input_names) if i < len(args) and isinstance(args[i], Tile)}
+    # inputs passed by name (runner.call_arguments: an output parameter before an input one)
+    inputs.update({name: server.last_kwargs[name] for name in input_names
+                   if isinstance(server.last_kwargs.get(name), Tile)})
     if output_names:
         return inputs, [server.last_kwargs.get(name) for name in output_names]
     result = server.last_result
