@@ -36,9 +36,11 @@
 #endif
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -100,7 +102,7 @@ struct Spec {
 };
 
 struct Options {
-  int seeds = 3;      // independent input sets checked for correctness, then rotated through the trials
+  int seeds = 3;      // independent input sets checked against the reference (timed trials: fresh sets)
   uint64_t seed0 = 0;  // first seed
   int warmup = 3;
   int trials = 100;   // per side
@@ -262,7 +264,7 @@ class Bench {
     // exist anywhere in the process. The baseline must pass its own harness, then the candidate.
     // Each side's output is read back before the other side runs: preparing a call poisons every output
     // buffer, so neither side can copy the other's answer.
-    for (int s = 0; s < int(pristine_.size()); ++s) {
+    for (int s = 0; s < opt_.seeds; ++s) {
       call(a, s, nullptr);
       std::vector<float> got_a = fetch(a);
       call(b, s, nullptr);
@@ -286,36 +288,45 @@ class Bench {
     }
     // Warm-ups (not timed), then trials alternating A,B / B,A so neither side always goes first.
     for (int i = 0; i < opt_.warmup; ++i) {
-      call(a, i % int(pristine_.size()), nullptr);
-      call(b, i % int(pristine_.size()), nullptr);
+      call(a, i % opt_.seeds, nullptr);
+      call(b, i % opt_.seeds, nullptr);
     }
-    // Every timed output of the candidate is checked, right after its call (the next call poisons it), outside
-    // the timed region. The schedule of calls is fixed by --seeds/--warmup/--trials, so a solution that counts
-    // its calls knows which ones are only timed: with only the last output checked, it skipped the work in
-    // those and did it in the calls it knew were checked (a forged time on a correct verdict).
+    // Every timed trial runs both sides on inputs never seen before, drawn from a source the solution cannot
+    // read: with the seeds' inputs rotated through the trials, a solution that kept each input set it saw with
+    // its output, and copied the kept output when the inputs matched, was correct in every call and timed at
+    // copy speed. The gold of a fresh set is the baseline's output (checked against the reference on every
+    // seed), within twice the tolerance (both sides are each within it of the reference).
+    // Every timed output of the candidate is compared, right after its call (the next call poisons it), outside
+    // the timed region: the schedule of calls is fixed by --seeds/--warmup/--trials, so a solution counting its
+    // calls knows which are only timed; with only the last output checked it skipped the work in those.
+    const int fresh = opt_.seeds;  // the slot after the seeds' sets
     for (int i = 0; i < opt_.trials; ++i) {
-      int set = (i + 1) % int(pristine_.size());  // the last trial does not use seed 0 (pointer caches)
-      Check c;
+      fresh_trial_inputs();
+      std::vector<float> got_a, got_b;
       if (i % 2 == 0) {
-        timed(a, set);
-        timed(b, set);
-        c = check(b, set);
+        timed(a, fresh);
+        got_a = fetch(a);
+        timed(b, fresh);
+        got_b = fetch(b);
       } else {
-        timed(b, set);
-        c = check(b, set);
-        timed(a, set);
+        timed(b, fresh);
+        got_b = fetch(b);
+        timed(a, fresh);
+        got_a = fetch(a);
       }
-      if (!c.ok) {
+      std::string why = disagreement(got_b, got_a);
+      if (!why.empty()) {
         emit("incorrect", "candidate output is wrong in the timing loop (timed call " + std::to_string(i + 1) + " of " +
-                              std::to_string(opt_.trials) + ", seed " + std::to_string(opt_.seed0 + set) + "): " + c.why);
+                              std::to_string(opt_.trials) + ", on fresh inputs): " + why);
         return 1;
       }
     }
-    // Each side runs once more on the set of its last timed call, and that output is checked: right once is
-    // not enough (a kernel that drifts, or caches by pointer, fails here).
+    // Each side runs once more on a seed's set (not seed 0: pointer caches), and that output is checked against
+    // the reference: right once is not enough (a kernel that drifts, or caches by pointer, fails here).
     for (Side* side : {&a, &b}) {
-      call(*side, side->last_set, nullptr);
-      Check c = check(*side, side->last_set);
+      int set = 1 % opt_.seeds;
+      call(*side, set, nullptr);
+      Check c = check(*side, set);
       if (!c.ok) {
         emit(side == &a ? "baseline_incorrect" : "incorrect",
              std::string(side->label) + " output is wrong after the timing loop: " + c.why);
@@ -328,7 +339,12 @@ class Bench {
 
  private:
   void make_inputs() {
-    pristine_.resize(size_t(opt_.seeds));
+    pristine_.resize(size_t(opt_.seeds) + 1);  // the seeds' sets, then the timed trials' fresh set
+    for (const Input& in : spec_.inputs) {
+      elem* dev = nullptr;
+      SPD_CHECK(cudaMalloc(&dev, in.count * sizeof(elem)), "allocating inputs");
+      pristine_[size_t(opt_.seeds)].push_back(dev);
+    }
     refs_.resize(size_t(opt_.seeds));
     host_inputs_.resize(size_t(opt_.seeds));
     for (int s = 0; s < opt_.seeds; ++s) {
@@ -355,6 +371,38 @@ class Bench {
     SPD_CHECK(cudaMalloc(&flush_, flush_words_ * sizeof(unsigned int)), "allocating the L2 flush buffer");
     SPD_CHECK(cudaEventCreate(&start_), "creating events");
     SPD_CHECK(cudaEventCreate(&stop_), "creating events");
+  }
+
+  // A fresh input set for the next timed trial, in the slot after the seeds' sets: uniform in each input's range
+  // and rounded to the element type like the seeds' sets, from seeds drawn from std::random_device (not
+  // derived from --seed, which a solution could recover from the inputs it is given).
+  void fresh_trial_inputs() {
+    std::random_device draw;
+    for (size_t k = 0; k < spec_.inputs.size(); ++k) {
+      const Input& in = spec_.inputs[k];
+      uint64_t seed = (uint64_t(draw()) << 32) ^ uint64_t(draw());
+      trial_host_.resize(in.count);
+      trial_narrow_.resize(in.count);
+      fill_uniform(trial_host_.data(), in.count, seed, in.lo, in.hi);
+      for (size_t i = 0; i < in.count; ++i) trial_narrow_[i] = to_elem(trial_host_[i]);
+      SPD_CHECK(cudaMemcpy(pristine_[size_t(opt_.seeds)][k], trial_narrow_.data(), in.count * sizeof(elem),
+                           cudaMemcpyHostToDevice), "copying a timed trial's inputs");
+    }
+  }
+
+  // Why the candidate's output of a fresh set is not the baseline's within twice the tolerance ("" when it is).
+  std::string disagreement(const std::vector<float>& got, const std::vector<float>& base) const {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      double g = got[i], w = base[i];
+      if (!std::isfinite(g) || std::fabs(g - w) > 2.0 * (spec_.atol + spec_.rtol * std::fabs(w))) {
+        if (bad++ == 0) first = i;
+      }
+    }
+    if (bad == 0) return "";
+    return std::to_string(bad) + " of " + std::to_string(got.size()) + " outputs differ from the baseline's on the "
+           "same inputs by more than twice the tolerance (first at index " + std::to_string(first) + ": got " +
+           std::to_string(got[first]) + ", baseline " + std::to_string(base[first]) + ")";
   }
 
   // The host reference on the rounded inputs of seed `s` (run after both sides have produced that seed's output).
@@ -472,7 +520,9 @@ class Bench {
   const Spec& spec_;
   Options opt_;
   const Device& dev_;
-  std::vector<std::vector<elem*>> pristine_;  // [seed][input] device copies never handed to a kernel
+  std::vector<std::vector<elem*>> pristine_;  // [seed][input] device copies never handed to a kernel; last: the trial's
+  std::vector<float> trial_host_;              // scratch for fresh_trial_inputs
+  std::vector<elem> trial_narrow_;
   std::vector<std::vector<float>> refs_;       // [seed] host reference outputs
   std::vector<elem*> outs_;                     // every side's device output (poisoned before every call)
   std::vector<std::vector<std::vector<float>>> host_inputs_;  // [seed][input] rounded host inputs, until the reference ran
