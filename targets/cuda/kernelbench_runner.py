@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 RESULT_FILE: list[str] = []  # set from --result: the line is also written there, to be read whole
@@ -308,12 +309,14 @@ def recorded_trials(trials: int, rng: Any = None) -> set[int]:
 
 
 def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush: Any,
-                args: argparse.Namespace, wants: list[Any] | None = None,
-                recorded: set[int] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """CUDA-event milliseconds of every trial per model, and each model's last output with its input set.
-    Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed before each.
-    With `wants` (the reference output of each set), every timed output of the candidate is checked as soon as
-    its call is timed; before each trial in `recorded`, one untimed call of the candidate has its ops recorded."""
+                args: argparse.Namespace, wants: list[Any] | None = None, recorded: set[int] | None = None,
+                fresh: Callable[[], list[Any]] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """CUDA-event milliseconds of every trial per model, and each model's last output with its input set (None
+    for a fresh set). Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed
+    before each. With `fresh`, every trial runs on a new input set from it and the candidate's output is checked
+    against the reference's of the same trial; else the trials rotate through `sets` and, with `wants` (the
+    reference output of each set), each timed output of the candidate is checked against it. Before each trial
+    in `recorded`, one untimed call of the candidate on that trial's inputs has its ops recorded."""
     times: dict[str, list[float]] = {"reference": [], "baseline": [], "candidate": []}
     last: dict[str, Any] = {}
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -325,15 +328,18 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
         torch.cuda.synchronize()
         for i in range(args.trials):
             set_index = (i + 1) % len(sets)
+            trial = fresh() if fresh is not None else sets[set_index]
             if recorded and i in recorded:
-                ops = foreign_ops(models["candidate"], sets[set_index])
+                # on a set of its own: the trial's inputs would reach the model before its timed call
+                ops = foreign_ops(models["candidate"], fresh() if fresh is not None else trial)
                 if ops:
                     raise Stop("rejected", f"ModelNew runs PyTorch ops in the timing loop (a call before timed call "
                                f"{i + 1} of {args.trials}) instead of computing them in its own kernels: "
                                + ", ".join(ops[:8]), 1)
+            outs: dict[str, Any] = {}
             for name in order if i % 2 == 0 else list(reversed(order)):
                 # Fresh copies per call: a model that writes its inputs cannot affect the next one.
-                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[set_index]]
+                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in trial]
                 flush.fill_(i)  # evict L2: writes 1.5x its size
                 torch.cuda.synchronize()
                 with torch.no_grad():
@@ -342,13 +348,19 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
                     stop.record()
                 torch.cuda.synchronize()  # everything the call launched has finished
                 times[name].append(start.elapsed_time(stop))
-                last[name] = (out, set_index)
+                last[name] = (out, None if fresh is not None else set_index)
+                outs[name] = out
                 # The schedule is fixed by the command line: with only the last output checked, a model counting
                 # its calls could skip the work in the ones it knows are only timed.
-                why = mismatch(torch, out, wants[set_index]) if wants is not None and name == "candidate" else ""
+                why = (mismatch(torch, out, wants[set_index]) if fresh is None and wants is not None
+                       and name == "candidate" else "")
                 if why:
                     raise incorrect(name, f"in the timing loop (timed call {i + 1} of {args.trials}, seed "
                                           f"{args.seed + set_index}): {why}")
+            why = mismatch(torch, outs["candidate"], outs["reference"]) if fresh is not None else ""
+            if why:
+                raise incorrect("candidate", f"in the timing loop (timed call {i + 1} of {args.trials}, on fresh "
+                                             f"inputs): {why}")
     except Stop:
         raise
     except Exception as exc:
@@ -356,13 +368,34 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
     return times, last
 
 
-def recheck(torch: Any, last: dict[str, Any], wants: list[Any]) -> None:
-    """The outputs of the timing loop's last calls are still right (a kernel can be right once, then drift)."""
+def recheck(torch: Any, last: dict[str, Any], wants: list[Any], models: dict[str, Any] | None = None,
+            sets: list[list[Any]] | None = None) -> None:
+    """The outputs of the timing loop's last calls are still right (a kernel can be right once, then drift);
+    when they were on a fresh set, each side runs once more on a seed's set (not the first: pointer caches)."""
     for name in ("baseline", "candidate"):
         out, set_index = last[name]
+        if set_index is None and models is not None and sets is not None:
+            set_index = 1 % len(sets)
+            try:
+                out = call(torch, models[name], sets[set_index])
+            except Exception as exc:
+                raise Stop("runtime_error", f"running failed: {type(exc).__name__}: {exc}", 4) from exc
         why = mismatch(torch, out, wants[set_index])
         if why:
             raise incorrect(name, f"after the timing loop: {why}")
+
+
+def fresh_inputs(torch: Any, problem: Any, device: Any) -> Callable[[], list[Any]]:
+    """A maker of input sets never seen before, for the timed trials: get_inputs() under a seed drawn from the
+    system (not from --seed): with the seeds' sets rotated through the trials, a model keeping each input set it
+    saw with its output, and copying the kept output when the inputs matched, was correct and timed at copy
+    speed. The gold of a fresh set is the reference Model's output on it (it runs in every trial)."""
+
+    def make() -> list[Any]:
+        torch.manual_seed(secrets.randbits(63))
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+
+    return make
 
 
 def run(args: argparse.Namespace) -> None:
@@ -376,8 +409,9 @@ def run(args: argparse.Namespace) -> None:
     wants = reference_outputs(torch, models, sets, args.seed)
     props = torch.cuda.get_device_properties(device)
     flush, l2 = l2_flush_buffer(torch, props, device)
-    times, last = time_models(torch, models, sets, flush, args, wants, recorded_trials(args.trials))
-    recheck(torch, last, wants)
+    times, last = time_models(torch, models, sets, flush, args, wants, recorded_trials(args.trials),
+                              fresh_inputs(torch, problem, device))
+    recheck(torch, last, wants, models, sets)
     ratios = [b / c for b, c in zip(times["baseline"], times["candidate"], strict=True) if c > 0]
     summary = {name: summarize(values) for name, values in times.items()}
     emit(

@@ -54,7 +54,7 @@ needs_cuda_torch = pytest.mark.skipif(
     reason="torch is not installed on this machine: the runner's timing loop runs on the GPU host")
 
 
-def _time(kb, candidate, recorded: set[int], trials: int = 10):
+def _time(kb, candidate, recorded: set[int], trials: int = 10, fresh: bool = False):
     import torch
 
     if not torch.cuda.is_available():
@@ -69,7 +69,10 @@ def _time(kb, candidate, recorded: set[int], trials: int = 10):
     wants = [torch.relu(s[0]) for s in sets]
     args = argparse.Namespace(warmup=1, trials=trials, seed=0)
     flush = torch.empty(1 << 20, dtype=torch.int32, device="cuda")
-    return kb.time_models(torch, models, sets, flush, args, wants, recorded)
+    def make() -> list:
+        return [torch.randn(4096, device="cuda")]
+
+    return kb.time_models(torch, models, sets, flush, args, wants, recorded, make if fresh else None)
 
 
 @needs_cuda_torch
@@ -159,3 +162,29 @@ def test_torch_kernels_called_past_the_dispatcher_are_foreign(symbol: str) -> No
                                     "_ZNK2at10TensorBase8data_ptrIfEEPT_v"])
 def test_device_queries_and_tensor_accessors_are_not_foreign(symbol: str) -> None:
     assert not runner().FOREIGN_SYMBOL.search(symbol)
+
+
+@needs_cuda_torch
+def test_a_model_that_keeps_outputs_by_input_content_never_meets_timed_inputs_it_has_seen() -> None:
+    import torch
+
+    kb = runner()
+
+    class Memo(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kept: list = []
+            self.hits = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for seen, out in self.kept:
+                if torch.equal(seen, x):
+                    self.hits += 1
+                    return out.clone()
+            out = x.clamp(min=0)
+            self.kept.append((x.clone(), out.clone()))
+            return out
+
+    memo = Memo()
+    _time(kb, memo, set(), fresh=True)  # one warm-up on a seed's set, then ten trials on fresh sets
+    assert memo.hits == 0, f"{memo.hits} timed calls met inputs the model had kept"
