@@ -16,6 +16,8 @@ from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
 from speedpatch.targets.nki.emulator.jit import jit, last_report
 from speedpatch.targets.nki.target import NkiTarget
 
+RNG_S = np.random.default_rng(3)
+
 # ---- nisa.iota(dst, pattern, offset, channel_multiplier) -----------------------------------------------
 
 
@@ -301,3 +303,45 @@ def test_torch_neuronx_offers_the_kernel_only_nki_jit_not_torch(tmp_path: Path):
                       baseline_source=problem)
     ev = target.backend("nki-emulator").evaluate(problem, ctx)
     assert ev.status != OK and "trace" in ev.message + ev.log
+
+
+# ---- a legacy transpose result (in PSUM) as a matmul operand ----------------------------------------------
+
+
+def _transpose_then_matmul(uses: int):
+    @jit
+    def k(a, b):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        a_t = nisa.nc_transpose(nl.load(a))  # the legacy return value: the Tensor engine writes PSUM
+        acc = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+        for _ in range(uses):
+            acc += nisa.nc_matmul(a_t, nl.load(b))
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    return k
+
+
+def test_a_legacy_transpose_result_feeds_a_matmul_through_one_sbuf_copy():
+    a = RNG_S.standard_normal((128, 128)).astype(np.float32)
+    b = RNG_S.standard_normal((128, 128)).astype(np.float32)
+    once = _transpose_then_matmul(1)(a, b)
+    np.testing.assert_allclose(once, a @ b, rtol=1e-4, atol=1e-3)
+    copies_once = last_report()["engines"]["vector"]["instructions"]
+    twice = _transpose_then_matmul(2)(a, b)
+    np.testing.assert_allclose(twice, 2 * (a @ b), rtol=1e-4, atol=1e-3)
+    # the second matmul reads the same SBUF copy: no second copy
+    assert last_report()["engines"]["vector"]["instructions"] == copies_once
+
+
+def test_a_tile_the_kernel_declared_in_psum_is_still_no_matmul_operand():
+    @jit
+    def k(a):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_transpose(dst=p, data=nl.load(a))
+        nl.store(out, value=nl.copy(nisa.nc_matmul(p, nl.load(a))))
+        return out
+
+    with pytest.raises(NkiError, match="must be in SBUF"):
+        k(np.zeros((128, 128), dtype=np.float32))

@@ -202,8 +202,30 @@ def reduce_axes(tile: Tile, axis: Any, what: str) -> tuple[int, ...]:
     return axes
 
 
+def _sbuf_operand(t: Any, what: str) -> Any:
+    """A legacy instruction result the emulator placed in PSUM (the return value of nisa.nc_transpose or
+    nisa.nc_matmul without a declared destination) used as a matmul operand: the legacy compiler chose where
+    such a tile lives and copies it to SBUF for the Tensor engine, which reads only SBUF (as nl.store from
+    PSUM gets a copy); public kernels validated on trn1 do this (nki-samples contributed fft1d:
+    nc_matmul(nc_transpose(x), nc_transpose(w))). A VectorE copy is charged. A tile the kernel declared in
+    PSUM stays an error. The copy is made once per result (a second matmul reading the same transpose reuses it,
+    unless the PSUM tile was written since) and the PSUM bank is freed after it, as the compiler's placement
+    would: the SBUF copy is what later matmuls read."""
+    if not (isinstance(t, Tile) and t.buffer.kind == "psum" and t.alloc.implicit_buffer):
+        return t
+    alloc = t.alloc
+    memo = alloc.sbuf_copy
+    if memo is not None and memo[0] is alloc.producer and memo[1] == (t.offset, t.shape, t.strides):
+        return memo[2]
+    copy = elementwise("copy", "vector", lambda v: v, [t], dtype=t.dtype)
+    alloc.sbuf_copy = (alloc.producer, (t.offset, t.shape, t.strides), copy)
+    costmodel.current().release(alloc)
+    return copy
+
+
 def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, what: str = "nc_matmul") -> Tile:
     """dst (M, N) (+)= stationary(K, M).T @ moving(K, N) on the Tensor engine into PSUM."""
+    stationary, moving = (_sbuf_operand(t, what) for t in (stationary, moving))
     for t, role in ((stationary, "stationary"), (moving, "moving")):
         if not isinstance(t, Tile):
             raise NkiError(f"{what}: {role} must be a tile")
@@ -231,6 +253,7 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
     result = np.matmul(stationary.read().T, moving.read(), dtype=np.float32)
     if dst is None:
         dst = new_tile((m, n), "float32", psum, name=what)
+        dst.alloc.implicit_buffer = True
         accumulate = False
     else:
         if dst.buffer.kind != "psum":
@@ -263,6 +286,7 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
     values = data.read().T
     if dst is None:
         dst = new_tile((f, p), data.dtype if out_buffer is sbuf else "float32", out_buffer, name=what)
+        dst.alloc.implicit_buffer = True
     elif tuple(dst.shape) != (f, p):
         raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
     dst.write(values)

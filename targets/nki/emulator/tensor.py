@@ -95,6 +95,8 @@ class Allocation:
         self.buffer = buffer
         self.name = name or "tensor"
         self.matmul_result = False
+        self.implicit_buffer = False  # a legacy instruction result whose memory the emulator chose (ops._sbuf_operand)
+        self.sbuf_copy: Any = None  # (producer, view, SBUF copy) of such a PSUM result read by a matmul
         self.slot: Any = None  # the cost model's record of its on-chip space
         self.pending_dma: Any = None  # a load not issued yet: it may still be retargeted (ops.dma)
         self.deferred_fill: Any = None  # fills the storage of a retargeted load if it is read after all
