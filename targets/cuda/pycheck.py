@@ -68,6 +68,24 @@ LOAD_INLINE_POSITIONAL = 3  # name, cpp_sources, cuda_sources (the order of the 
 FORBIDDEN_FLAG = re.compile(r"(?:^|[\s,=])(?:-l(?!ineinfo\b)\S|-L|-Wl,|-Xlinker|--linker-options|-B|-fplugin|-specs"
                             r"|-include|--pre-include|-imacros|-I|-isystem|-iquote|-idirafter|--include-path"
                             r"|-ccbin|--compiler-bindir|-load|@)")
+# The extension's C++ runs inside the runner's process: through the Python C API or pybind11's object API it
+# would reach the runner itself (its comparison, the nonce) and any module. An honest kernel's C++ needs
+# neither (load_inline's `functions=` writes the bindings; `PYBIND11_MODULE` with `m.def` and `py::arg` stay
+# allowed). Read as text with comments removed; token pasting and asm labels are refused too, since either
+# would build a name these rules cannot see. The linked-symbol check on the GPU host is the second line.
+SOURCE_ARGUMENTS = {"cpp_sources": 1, "cuda_sources": 2}  # keyword -> position
+CPP_FORBIDDEN = [
+    (re.compile(r"\b_?Py[A-Za-z_]\w*"), "the Python C API"),
+    (re.compile(r"\bTHP\w+"), "torch's Python bindings"),
+    (re.compile(r"\b(?:py|pybind11)\s*::\s*(?!arg\b)\w+"), "pybind11's Python object API"),
+    (re.compile(r"\b(?:using\s+namespace\s+|namespace\s+\w+\s*=\s*)(?:py|pybind11)\b"), "pybind11's namespace"),
+    (re.compile(r"\.\s*(?:attr|import)\s*\("), "a Python object's attributes or a Python import"),
+    (re.compile(r"\b(?:PyInterpreter|\w*DispatchModeTLS|PythonTorchFunctionTLS)\b"), "torch's Python dispatch state"),
+    (re.compile(r"#\s*include\s*[<\"](?:Python\.h|pybind11/|torch/csrc/|torch/python\.h)"), "a Python header"),
+    (re.compile(r"##"), "token pasting (a name built out of sight)"),
+    (re.compile(r"\)\s*(?:__asm__|__asm|asm)\s*\(\s*\""), "an asm label (a symbol named by a string)"),
+]
+CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
 
@@ -168,6 +186,7 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
             head, _, rest = path.partition(".")
             if path and (aliases.get(head, head) + ("." + rest if rest else "")) == LOAD_INLINE:
                 _check_load_inline(node, add)
+                _check_sources(node, _module_constants(tree), line_offset, findings)
     unique = {(f.line, f.column, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.column))
 
@@ -192,6 +211,66 @@ def _check_load_inline(node: ast.Call, add: Any) -> None:
                 elif FORBIDDEN_FLAG.search(item.value):
                     add(item, f"`{keyword.arg}` holds {item.value!r}: flags that link, load or include files from "
                               "outside the solution's sources are not a kernel")
+
+
+def _module_constants(tree: ast.Module) -> dict[str, ast.AST]:
+    """Names assigned exactly once at module level, to the value they were assigned."""
+    seen: dict[str, list[ast.AST]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            seen.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            seen.setdefault(stmt.target.id, []).append(stmt.value)
+    return {name: values[0] for name, values in seen.items() if len(values) == 1}
+
+
+def _source_pieces(node: ast.AST, constants: dict[str, ast.AST], depth: int = 0) -> list[ast.Constant] | None:
+    """The string constants a source argument is made of (literals, lists of them, `+`, names of module-level
+    constants), or None when it is computed some other way."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node]
+    parts: list[ast.AST] = []
+    if isinstance(node, (ast.List, ast.Tuple)):
+        parts = list(node.elts)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [node.left, node.right]
+    elif isinstance(node, ast.Name) and node.id in constants:
+        parts = [constants[node.id]]
+    else:
+        return None
+    pieces: list[ast.Constant] = []
+    for part in parts:
+        found = _source_pieces(part, constants, depth + 1)
+        if found is None:
+            return None
+        pieces += found
+    return pieces
+
+
+def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: int, findings: list[Finding]) -> None:
+    """The C++ and CUDA sources given to load_inline: written out, and without the Python C API."""
+    given = {k.arg: k.value for k in node.keywords if k.arg in SOURCE_ARGUMENTS}
+    for keyword, position in SOURCE_ARGUMENTS.items():
+        if keyword not in given and len(node.args) > position:
+            given[keyword] = node.args[position]
+    for keyword, value in given.items():
+        pieces = _source_pieces(value, constants)
+        if pieces is None:
+            findings.append(Finding("python", f"`{keyword}` is `{ast.unparse(value)[:60]}`: the extension's sources "
+                                    "must be written out as strings (or names of strings), so that they can be read",
+                                    line_offset + value.lineno - 1, value.col_offset))
+            continue
+        for piece in pieces:
+            text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), piece.value)
+            for pattern, what in CPP_FORBIDDEN:
+                hit = pattern.search(text)
+                if hit:
+                    line = line_offset + piece.lineno - 1 + text[: hit.start()].count("\n")
+                    findings.append(Finding("python", f"the extension's source uses `{hit.group(0).strip()}` "
+                                            f"({what}): its C++ runs in the runner's process, where that would reach "
+                                            "the runner itself, not compute a kernel", line, 0))
 
 
 def _dunder(name: str) -> bool:

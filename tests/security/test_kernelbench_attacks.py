@@ -188,3 +188,45 @@ def test_a_model_that_keeps_outputs_by_input_content_never_meets_timed_inputs_it
     memo = Memo()
     _time(kb, memo, set(), fresh=True)  # one warm-up on a seed's set, then ten trials on fresh sets
     assert memo.hits == 0, f"{memo.hits} timed calls met inputs the model had kept"
+
+
+# The known-open route of the previous pass: the extension's C++ runs in the runner's process, so through the
+# Python C API or pybind11's object API it reached the runner's module (its comparison, the nonce). The sources
+# are now read; each line below, added to the example's CUDA source, was accepted before.
+CPP_ATTACKS = [
+    ('PyObject* runner = PyImport_ImportModule("__main__");', "`PyObject`"),
+    ('static auto runner = py::module_::import("__main__");', "`py::module_`"),
+    ("namespace P = pybind11;", "`namespace P = pybind11`"),
+    ("using namespace pybind11;", "`using namespace pybind11`"),
+    ("#define CAT(a, b) a##b", "`##`"),
+    ('extern "C" void* load(const char*) __asm__("PyImport_" "ImportModule");', 'asm label'),
+    ("#include <Python.h>", "Python header"),
+    ("static void* wrap = (void*)&THPVariable_Wrap;", "`THPVariable_Wrap`"),
+    ("static int depth() { return c10::impl::TorchDispatchModeTLS::stack_len(); }", "`TorchDispatchModeTLS`"),
+]
+
+
+@pytest.mark.parametrize(("line", "named"), CPP_ATTACKS)
+def test_the_extensions_source_may_not_reach_python_from_inside_the_runner(line: str, named: str) -> None:
+    code = SOLUTION.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n" + line + "\n")
+    assert code != SOLUTION
+    found = pycheck.check(code)
+    assert any(named in f.message for f in found), [f.message for f in found]
+    assert any(SOLUTION.splitlines()[f.line - 1].startswith("#include <torch/extension.h>") for f in found), \
+        "the finding names the line of the source string it is on"
+
+
+def test_sources_computed_at_run_time_are_refused() -> None:
+    code = SOLUTION.replace("cuda_sources=relu_source,", 'cuda_sources=relu_source.replace("Q", "Py"),')
+    found = [f.message for f in pycheck.check(code)]
+    assert any("must be written out" in m for m in found), found
+
+
+def test_an_honest_extension_with_its_own_bindings_and_comments_passes() -> None:
+    bindings = 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu_cuda", &relu_cuda, py::arg("x")); }'
+    code = SOLUTION.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n"
+                            "// PyTorch's own binding below; Python sees relu_cuda\n").replace(
+        'cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",',
+        f'cpp_sources=["torch::Tensor relu_cuda(torch::Tensor x);", {bindings!r}],')
+    assert "PYBIND11_MODULE" in code
+    assert pycheck.check(code) == []
