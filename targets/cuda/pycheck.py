@@ -79,7 +79,10 @@ CPP_FORBIDDEN = [
     (re.compile(r"\bTHP\w+"), "torch's Python bindings"),
     (re.compile(r"\b(?:py|pybind11)\s*::\s*(?!arg\b)\w+"), "pybind11's Python object API"),
     (re.compile(r"\b(?:using\s+namespace\s+|namespace\s+\w+\s*=\s*)(?:py|pybind11)\b"), "pybind11's namespace"),
-    (re.compile(r"\.\s*(?:attr|import)\s*\("), "a Python object's attributes or a Python import"),
+    (re.compile(r"(?:\.|::)\s*(?:attr|import|ptr|inc_ref|dec_ref)\s*\("), "a Python object's attributes or a Python import"),
+    # pybind11's free functions, found by argument-dependent lookup from PYBIND11_MODULE's module object
+    (re.compile(r"\b(?:getattr|setattr|hasattr|delattr|isinstance|iter|repr|eval|exec|eval_file|reinterpret_borrow"
+                r"|reinterpret_steal)\s*(?:<[^<>]*>)?\s*\("), "pybind11's Python object API"),
     (re.compile(r"\b(?:PyInterpreter|\w*DispatchModeTLS|PythonTorchFunctionTLS)\b"), "torch's Python dispatch state"),
     (re.compile(r"#\s*include\s*[<\"](?:Python\.h|pybind11/|torch/csrc/|torch/python\.h)"), "a Python header"),
     (re.compile(r"##"), "token pasting (a name built out of sight)"),

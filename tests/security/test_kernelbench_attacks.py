@@ -199,6 +199,9 @@ CPP_ATTACKS = [
     ("namespace P = pybind11;", "`namespace P = pybind11`"),
     ("using namespace pybind11;", "`using namespace pybind11`"),
     ("#define CAT(a, b) a##b", "`##`"),
+    # no namespace named: the module object of PYBIND11_MODULE reaches pybind11 by its type and by ADL
+    ('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { auto r = decltype(m)::import("__main__"); }', "`::import(`"),
+    ('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { setattr(getattr(m, "__dict__"), "x", m); }', "`setattr(`"),
     ('extern "C" void* load(const char*) __asm__("PyImport_" "ImportModule");', 'asm label'),
     ("#include <Python.h>", "Python header"),
     ("static void* wrap = (void*)&THPVariable_Wrap;", "`THPVariable_Wrap`"),
