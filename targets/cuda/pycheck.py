@@ -198,6 +198,12 @@ def _check_load_inline(node: ast.Call, add: Any) -> None:
     """load_inline's arguments: what to compile, not where to build it or what else to link or include."""
     if len(node.args) > LOAD_INLINE_POSITIONAL or any(isinstance(a, ast.Starred) for a in node.args):
         add(node, f"passes load_inline more than {LOAD_INLINE_POSITIONAL} positional arguments: name the others")
+    names = [k.value for k in node.keywords if k.arg == "name"] + node.args[:1]
+    for name in names:
+        # the build folder is TORCH_EXTENSIONS_DIR/<name>: a path there would build it outside the checked folder
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+            add(name, f"passes load_inline the name `{ast.unparse(name)[:60]}`: an extension's name is an identifier "
+                      "written out (it names its build folder inside the runner's)")
     for keyword in node.keywords:
         if keyword.arg is None:
             add(keyword, "passes load_inline `**` arguments: its keywords must be written out")

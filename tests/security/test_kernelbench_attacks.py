@@ -129,6 +129,16 @@ LOAD_INLINE_ATTACKS = [
     ("extra_cflags=FLAGS", "compiler flags must be written out"),
     ("**OPTIONS", "`**` arguments"),
 ]
+NAME_ATTACKS = ['"../torch_ext_problem/speedpatch_relu"', "EXTENSION_NAME"]
+
+
+@pytest.mark.parametrize("name", NAME_ATTACKS)
+def test_the_extensions_name_is_an_identifier_written_out(name: str) -> None:
+    # its build folder is TORCH_EXTENSIONS_DIR/<name>: a path would put it outside the folder the runner reads
+    code = SOLUTION.replace('name="speedpatch_relu"', f"name={name}")
+    assert code != SOLUTION
+    found = [f.message for f in pycheck.check(code)]
+    assert any("an extension's name is an identifier" in m for m in found), found
 
 
 @pytest.mark.parametrize(("argument", "named"), LOAD_INLINE_ATTACKS)
