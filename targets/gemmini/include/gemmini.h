@@ -7,7 +7,8 @@
  * RISC-V emits the real custom-3 instruction.
  *
  * Deliberate limits (each reported at run time, never silently ignored):
- *  - tiled_conv_auto / tiled_conv: input_dilation == 1, no wrot180 / trans_* layouts (max pooling: yes);
+ *  - tiled_conv_auto / tiled_conv: input dilation up to 2 with stride 1 on Gemmini, the layout flags but not
+ *    the combinations upstream refuses too (see gemmini_conv.h); activations none and ReLU only;
  *  - weightA is accepted and ignored (a loading-priority hint); bert_scale serves IGELU and SOFTMAX. IGELU,
  *    LAYERNORM and SOFTMAX (tiled_matmul with WS or CPU, tiled_norm_auto) need a configuration with
  *    normalizations (HAS_NORMALIZATIONS) on the accelerator; LAYERNORM/SOFTMAX need a whole row of C per

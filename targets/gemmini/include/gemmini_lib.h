@@ -695,27 +695,29 @@ static inline void tiled_global_average_auto(const elem_t *input, elem_t *output
   free(ones);
 }
 
-/* Residual addition (upstream's argument list): C = act(C_scale * (A_scale*A + B_scale*B)), A, B and C
- * I x J with rows J elements apart. Each operand is scaled on its way into the accumulator (x * scale,
- * round half to even, saturated to elem_t), B accumulates onto A there, and the sum comes out through the
- * accumulator's scale (C_scale, round half to even, saturate, ReLU when asked). Type CPU computes the
- * same on the core. */
-static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
-                                     const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C,
-                                     bool relu, enum tiled_matmul_type_t matadd_type) {
+/* Residual addition (upstream's argument lists): C = act(C_scale * (A_scale*A + B_scale*B)), A, B and C
+ * I x J with rows `stride` elements apart (tiled_resadd_stride_auto; tiled_resadd_auto: stride J). Each
+ * operand is scaled on its way into the accumulator (x * scale, round half to even, saturated to elem_t),
+ * B accumulates onto A there, and the sum comes out through the accumulator's scale (C_scale, round half to
+ * even, saturate, ReLU when asked). Type CPU computes the same on the core. */
+static inline void tiled_resadd_stride_auto(const size_t I, const size_t J, const scale_t A_scale,
+                                            const scale_t B_scale, const acc_scale_t C_scale, const size_t stride,
+                                            const elem_t *A, const elem_t *B, elem_t *C, bool relu,
+                                            enum tiled_matmul_type_t matadd_type) {
   const int act = relu ? RELU : NO_ACTIVATION;
+  if (stride < J) gemmini_library_error("tiled_resadd_stride_auto", "the row stride is shorter than a row (J)");
   if (matadd_type == CPU) {
     for (size_t i = 0; i < I; i++)
       for (size_t j = 0; j < J; j++) {
-        const int64_t sum = (int64_t)gemmini_cpu_mvin_scale(A[i * J + j], A_scale) +
-                            (int64_t)gemmini_cpu_mvin_scale(B[i * J + j], B_scale);
-        C[i * J + j] = gemmini_cpu_acc_to_elem(sum, C_scale, act);
+        const int64_t sum = (int64_t)gemmini_cpu_mvin_scale(A[i * stride + j], A_scale) +
+                            (int64_t)gemmini_cpu_mvin_scale(B[i * stride + j], B_scale);
+        C[i * stride + j] = gemmini_cpu_acc_to_elem(sum, C_scale, act);
       }
     return;
   }
-  gemmini_extended4_config_ld(J * sizeof(elem_t), A_scale, true, DIM, 0);
-  gemmini_extended4_config_ld(J * sizeof(elem_t), B_scale, true, DIM, 1);
-  gemmini_extended_config_st(J * sizeof(elem_t), act, C_scale);
+  gemmini_extended4_config_ld(stride * sizeof(elem_t), A_scale, true, DIM, 0);
+  gemmini_extended4_config_ld(stride * sizeof(elem_t), B_scale, true, DIM, 1);
+  gemmini_extended_config_st(stride * sizeof(elem_t), act, C_scale);
   /* One DIM x DIM block at a time, rotating through the accumulator so that the next block's loads can
    * proceed while earlier ones are still being stored. */
   const uint32_t slots = (uint32_t)(ACC_ROWS / DIM);
@@ -724,19 +726,30 @@ static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale
     for (size_t j = 0; j < J; j += DIM) {
       const size_t rows = gemmini_min(DIM, I - i), cols = gemmini_min(DIM, J - j);
       const uint32_t acc = GEMMINI_ACC_ADDR | (slot * DIM);
-      gemmini_extended_mvin(A + i * J + j, acc, cols, rows);
-      gemmini_extended_mvin2(B + i * J + j, acc | GEMMINI_ACC_ACCUMULATE, cols, rows);
-      gemmini_extended_mvout(C + i * J + j, acc, cols, rows);
+      gemmini_extended_mvin(A + i * stride + j, acc, cols, rows);
+      gemmini_extended_mvin2(B + i * stride + j, acc | GEMMINI_ACC_ACCUMULATE, cols, rows);
+      gemmini_extended_mvout(C + i * stride + j, acc, cols, rows);
       slot = (slot + 1) % slots;
     }
 }
 
-/* Upstream's CPU reference for tiled_resadd_auto (same arguments, without the type): what the accelerator
- * path computes, on the core. */
-static inline void resadd_cpu(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
-                              const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C, bool relu) {
-  tiled_resadd_auto(I, J, A_scale, B_scale, C_scale, A, B, C, relu, CPU);
+static inline void tiled_resadd_auto(const size_t I, const size_t J, const scale_t A_scale, const scale_t B_scale,
+                                     const acc_scale_t C_scale, const elem_t *A, const elem_t *B, elem_t *C,
+                                     bool relu, enum tiled_matmul_type_t matadd_type) {
+  tiled_resadd_stride_auto(I, J, A_scale, B_scale, C_scale, J, A, B, C, relu, matadd_type);
 }
+
+/* Upstream's CPU reference for the residual addition, by argument count: 10 (I, J, stride, A_scale, B_scale,
+ * C_scale, A, B, C, relu), the current library's; 9 (without the stride: rows J apart), earlier versions'. */
+static inline void resadd_cpu(const size_t I, const size_t J, const size_t stride, const scale_t A_scale,
+                              const scale_t B_scale, const acc_scale_t C_scale, const elem_t *A, const elem_t *B,
+                              elem_t *C, bool relu) {
+  tiled_resadd_stride_auto(I, J, A_scale, B_scale, C_scale, stride, A, B, C, relu, CPU);
+}
+#define resadd_cpu_with_10_args(...) resadd_cpu(__VA_ARGS__)
+#define resadd_cpu_with_9_args(I, J, A_scale, B_scale, C_scale, A, B, C, relu) \
+  resadd_cpu(I, J, J, A_scale, B_scale, C_scale, A, B, C, relu)
+#define resadd_cpu(...) GEMMINI_BY_ARITY(resadd_cpu, __VA_ARGS__)
 
 /* LayerNorm / softmax of an I x J accumulator matrix (acc_t, rows J apart) into int8 (rows J apart), upstream's
  * tiled_norm / tiled_norm_auto (gemmini-rocc-tests include/gemmini.h): each block of up to DIM rows is moved
