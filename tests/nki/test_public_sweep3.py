@@ -345,3 +345,98 @@ def test_a_tile_the_kernel_declared_in_psum_is_still_no_matmul_operand():
 
     with pytest.raises(NkiError, match="must be in SBUF"):
         k(np.zeros((128, 128), dtype=np.float32))
+
+
+def _matmul_with_perf_mode(mode: object):
+    @jit
+    def k(a):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a, dtype=nl.bfloat16)
+        nl.store(out, value=nl.copy(nisa.nc_matmul(t, t, perf_mode=mode)))
+        return out
+
+    return k
+
+
+def test_the_fp8_double_row_performance_mode_is_refused_on_the_modeled_neuroncore_v2():
+    with pytest.raises(NkiError, match="NeuronCore-v2 .* has no performance mode"):
+        _matmul_with_perf_mode("double_row_gen3")(np.zeros((128, 128), dtype=np.float32))
+    with pytest.raises(NkiError, match="no performance mode"):
+        _matmul_with_perf_mode(nisa.matmul_perf_mode.double_row)(np.zeros((128, 128), dtype=np.float32))
+
+
+def test_perf_mode_none_is_the_plain_matmul():
+    a = RNG_S.standard_normal((128, 128)).astype(np.float32)
+    got = _matmul_with_perf_mode(nisa.matmul_perf_mode.none)(a)
+    np.testing.assert_allclose(got, a.T @ a, rtol=2e-2, atol=0.5)
+
+
+# ---- nc_matmul: several free axes, accumulate= ------------------------------------------------------------
+
+
+def test_a_moving_tile_with_two_free_axes_multiplies_flattened_into_a_matching_psum_tile():
+    a = RNG_S.standard_normal((128, 64)).astype(np.float32)
+    b = RNG_S.standard_normal((128, 2, 128)).astype(np.float32)
+
+    @jit
+    def k(a, b):
+        out = nl.ndarray((64, 2, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray((64, 2, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=nl.load(a), moving=nl.load(b))
+        nl.store(out, value=nl.copy(p))
+        return out
+
+    np.testing.assert_allclose(k(a, b), np.einsum("km,kfn->mfn", a, b), rtol=1e-4, atol=1e-3)
+
+
+def test_nc_matmul_accumulate_false_overwrites_and_true_adds():
+    a = RNG_S.standard_normal((128, 128)).astype(np.float32)
+
+    def run_twice(second: bool) -> np.ndarray:
+        @jit
+        def k(a):
+            out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+            p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+            t = nl.load(a)
+            nisa.nc_matmul(dst=p, stationary=t, moving=t, accumulate=False)
+            nisa.nc_matmul(dst=p, stationary=t, moving=t, accumulate=second)
+            nl.store(out, value=nl.copy(p))
+            return out
+
+        return k(a)
+
+    np.testing.assert_allclose(run_twice(False), a.T @ a, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(run_twice(True), 2 * (a.T @ a), rtol=1e-4, atol=1e-3)
+
+
+# ---- the static check: a local variable named like a module -----------------------------------------------
+
+LOCAL_GC = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    gc = nl.load(x)
+    nl.store(out, value=nl.multiply(gc, 2.0))
+    return out
+'''
+
+
+def test_a_local_variable_named_gc_is_not_the_gc_module():
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(LOCAL_GC)
+    assert target.static_check(LOCAL_GC, kernel) == []
+
+
+def test_the_gc_module_itself_stays_refused():
+    target = NkiTarget()
+    # `gc` used without the kernel binding it: the module's name, refused; so is `import gc`
+    unbound = LOCAL_GC.replace("    gc = nl.load(x)\n", "    gc.collect()\n    y = nl.load(x)\n").replace(
+        "nl.multiply(gc, 2.0)", "nl.multiply(y, 2.0)")
+    (kernel,) = target.find_kernels(unbound)
+    assert any("'gc'" in r for r in target.static_check(unbound, kernel))
+    imported = "import gc\n" + LOCAL_GC
+    (kernel,) = target.find_kernels(imported)
+    assert any("imports 'gc'" in r for r in target.static_check(imported, kernel))

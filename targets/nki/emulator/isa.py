@@ -80,11 +80,29 @@ def _bind(names: list[str], args: tuple, kwargs: dict, what: str) -> dict[str, A
     return bound
 
 
+class matmul_perf_mode(Enum):  # noqa: N801 - NKI's public name
+    """nc_matmul(perf_mode=): only `none` exists on the modeled NeuronCore-v2 (nc_matmul docs)."""
+
+    none = "none"
+    double_row = "double_row"
+
+
 def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
     """psum (+)= stationary.T @ moving. With a destination it accumulates into it (PSUM accumulation)."""
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3)
     a = _bind(["stationary", "moving"], rest, kwargs, "nc_matmul")
-    return ops.matmul(dst, a["stationary"], a["moving"], accumulate=dst is not None)
+    perf = a.get("perf_mode")
+    if perf is not None and perf not in ("none", matmul_perf_mode.none):
+        # nki.isa.nc_matmul docs, "Performance mode": "On NeuronCore-v2, performance mode is not supported. On
+        # NeuronCore-v3 and NeuronCore-v4, Tensor Engine supports FP8 double performance mode"
+        raise NkiError(f"nisa.nc_matmul(perf_mode={getattr(perf, 'value', perf)!r}): the Tensor engine of "
+                       f"NeuronCore-v2 (trn1, the modeled core) has no performance mode; the FP8 double-row mode "
+                       f"is NeuronCore-v3/v4 (trn2/trn3) only -- drop perf_mode and use plain 2-D tiles")
+    # accumulate= (nki >= 0.3): True adds into dst, False overwrites it, None (the default) accumulates into a
+    # destination, as the legacy `psum += nc_matmul(...)` / destination-first calls always did here
+    accumulate = a.get("accumulate")
+    return ops.matmul(dst, a["stationary"], a["moving"],
+                      accumulate=dst is not None if accumulate is None else bool(accumulate) and dst is not None)
 
 
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
@@ -786,7 +804,7 @@ PUBLIC_FUNCTIONS = frozenset({
 })
 PUBLIC_VALUES = frozenset({"engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine",
                            "unknown_engine", "reduce_cmd", "nc_version", "dge_mode",
-                           "oob_mode"})
+                           "oob_mode", "matmul_perf_mode"})
 
 
 def __getattr__(name: str) -> Any:

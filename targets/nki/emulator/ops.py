@@ -231,12 +231,15 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             raise NkiError(f"{what}: {role} must be a tile")
         if t.buffer.kind != "sbuf":
             raise NkiError(f"{what}: {role} operand {t.name!r} must be in SBUF (it is in {t.buffer.name})")
-        if t.ndim != 2:
-            raise NkiError(f"{what}: {role} must be 2-D (partition, free), got shape {t.shape}")
+        if t.ndim < 2:
+            raise NkiError(f"{what}: {role} must be (partition, free...), got shape {t.shape}")
         if not t.dtype.is_float:
             raise NkiError(f"{what}: {role} has integer dtype {t.dtype!r}; the Tensor engine multiplies floats")
-    k, m = stationary.shape
-    k2, n = moving.shape
+    # several free axes are read flattened, partition first (the public chunked delta-rule kernel, validated on
+    # trn1, multiplies a (128, 2, 128) moving tile into a (128, 2, 128) PSUM destination); the limits apply to
+    # the flattened free size
+    k, m = stationary.shape[0], math.prod(stationary.shape[1:])
+    k2, n = moving.shape[0], math.prod(moving.shape[1:])
     if k != k2:
         raise NkiError(f"{what}: contraction (partition) sizes differ: stationary {stationary.shape}, moving {moving.shape}")
     if k > P.PARTITIONS:
@@ -250,7 +253,7 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             f"{what}: stationary is {stationary.dtype!r} but moving is {moving.dtype!r}; both operands must "
             f"have the same dtype"
         )
-    result = np.matmul(stationary.read().T, moving.read(), dtype=np.float32)
+    result = np.matmul(stationary.read().reshape(k, m).T, moving.read().reshape(k, n), dtype=np.float32)
     if dst is None:
         dst = new_tile((m, n), "float32", psum, name=what)
         dst.alloc.implicit_buffer = True
@@ -260,8 +263,9 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             raise NkiError(f"{what}: destination {dst.name!r} must be in PSUM (it is in {dst.buffer.name})")
         if dst.dtype.name not in ("float32", "bfloat16"):
             raise NkiError(f"{what}: PSUM destination must be float32 (got {dst.dtype!r})")
-        if tuple(dst.shape) != (m, n):
+        if dst.shape[0] != m or math.prod(dst.shape[1:]) != n:
             raise NkiError(f"{what}: destination shape {dst.shape} != ({m}, {n}) = (stationary free, moving free)")
+        result = result.reshape(dst.shape)
     reads = [stationary.access(), moving.access()]
     if accumulate:
         result = dst.read() + result
