@@ -255,6 +255,24 @@ def test_nine_psum_accumulators_in_scope_overflow_the_eight_banks():
         k(np.zeros((128, 4), dtype=np.float32))
 
 
+def test_psum_tiles_python_still_names_but_never_uses_again_give_their_banks_to_new_ones():
+    # the compiler allocates PSUM by live ranges; a list holding dead tiles is not a use (the public chunked
+    # delta-rule kernel keeps eleven PSUM tiles in names across its helper's frames)
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        done = []
+        for _ in range(12):
+            acc = nl.ndarray((128, 4), nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=acc, stationary=nl.load(x[:, 0:128]), moving=nl.load(x[:, 128:132]))
+            done.append(acc)
+        nl.store(out, value=nl.copy(done[-1]))
+        return out
+
+    x = np.random.default_rng(0).standard_normal((128, 132)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x[:, :128].T @ x[:, 128:132], rtol=1e-4, atol=1e-3)
+
+
 def test_mod_alloc_holds_only_its_free_tiles_of_a_blocked_tensor():
     compiler = _module("compiler")
 

@@ -40,9 +40,10 @@ CASES = {
         ["a = nl.load(x[0:128, 0:128])", "b = nl.load(x[0:128, 0:512])", "c = nl.load(x[128:256, 0:512])",
          "nl.store(out[0:128, 0:1024], value=nisa.nc_matmul(a, nl.ndarray((128, 1024), nl.float32)))"],
         "moving free size 1024", RUNTIME_ERROR, BODY_LINE + 3),
-    "psum overflow": (
-        ["banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]"],
-        "PSUM overflow", RUNTIME_ERROR, BODY_LINE),
+    "psum overflow": (  # nine banks live at once: the first is used again after the ninth took its bank
+        ["banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]",
+         "copies = [nl.copy(b) for b in banks]"],
+        "PSUM overflow", RUNTIME_ERROR, BODY_LINE + 1),
     "psum tile bigger than a bank": (
         ["acc = nl.zeros((128, 1024), nl.float32, buffer=nl.psum)"], "one PSUM bank", RUNTIME_ERROR, BODY_LINE),
     "matmul dtype mismatch": (

@@ -80,7 +80,8 @@ class RegionTimes:
 class _Slot:
     """The on-chip space of one allocation, as the allocator sees it (holds no reference to the tile)."""
 
-    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions", "queued", "gone")
+    __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions", "queued", "gone",
+                 "evicted")
 
     def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str,
                  partitions: int = P.PARTITIONS) -> None:
@@ -94,6 +95,7 @@ class _Slot:
         self.name = name
         self.queued = False  # in the trace's reuse heap (retired, ordered by when its last access ends)
         self.gone = False  # its space was taken back (reused, released or spilled)
+        self.evicted = ""  # a PSUM tile whose bank a newer one took (Trace._evict_psum): why, if it is used again
 
     def retire(self) -> None:
         self.retired = True
@@ -213,6 +215,9 @@ class Trace:
         if self.live[kind] + nbytes > limit and kind == "sbuf":
             wait = max(wait, self._spill(nbytes, limit))
             slots = self.slots[kind]
+        if self.live[kind] + nbytes > limit and kind == "psum":
+            wait = max(wait, self._evict_psum(alloc.name, nbytes, limit))
+            slots = self.slots[kind]
         if self.live[kind] + nbytes > limit:
             in_scope = sorted((s for s in slots if not s.retired), key=lambda s: -s.nbytes)[:4]
             biggest = ", ".join(f"{s.name!r} {s.nbytes} B" for s in in_scope)
@@ -237,6 +242,27 @@ class Trace:
         banks = -(-free_bytes // P.PSUM_BANK_BYTES)
         in_scope = sum(s.nbytes for s in self.slots["psum"] if not s.retired)
         return in_scope + banks * P.PSUM_BANK_BYTES <= P.PSUM_BANKS * P.PSUM_BANK_BYTES
+
+    def _evict_psum(self, name: str, nbytes: int, limit: int) -> float:
+        """PSUM tiles in scope fill the 8 banks. A Python name keeping a tile alive is not a use: the compiler
+        allocates PSUM by the traced program's live ranges (a tile is live until its last access). So the banks
+        of the least recently used tiles go to the new one, after their last access, and a tile evicted so
+        that is accessed again proves more than 8 banks live at once: that access is the PSUM overflow
+        (Tile.access). Returns when the banks are free."""
+        free_at = 0.0
+        candidates = sorted((s for s in self.slots["psum"] if not s.retired and s.nbytes > 0),
+                            key=lambda s: s.last_access())
+        for slot in candidates:
+            if self.live["psum"] + nbytes <= limit:
+                break
+            self.slots["psum"].remove(slot)
+            slot.gone = True
+            slot.evicted = (f"PSUM overflow: {slot.name!r} is used again after its bank went to {name!r}; more "
+                            f"than the {P.PSUM_BANKS} banks of 2 KiB per partition of PSUM are live at once "
+                            f"(accumulate fewer tiles at a time, or copy results to SBUF sooner)")
+            self.live["psum"] -= slot.nbytes
+            free_at = max(free_at, slot.last_access())
+        return free_at
 
     def _spill(self, nbytes: int, limit: int) -> float:
         """SBUF tiles in scope do not fit: like the compiler, spill the least recently used ones to HBM

@@ -76,8 +76,10 @@ How an instruction is costed (costmodel.py schedules them):
   order) would make, e.g., a new accumulator wait for the store of the previous one while older space is
   long free -- the model artifact that ranked the Mamba tutorial's loop reordering (v2) below v1. If the tiles in scope at the
   same time do not fit, the least recently used SBUF tiles are spilled to HBM (a DMA store, and a DMA
-  reload at the next use), as the compiler spills; a single tile larger than SBUF, or PSUM tiles beyond
-  the 8 banks, are refused. nki.compiler.sbuf/psum.mod_alloc(num_free_tiles=(n,)) makes only n blocks of
+  reload at the next use), as the compiler spills; when PSUM tiles in scope fill the 8 banks, the least
+  recently used give their banks away after their last access (PSUM is allocated by live ranges; a Python
+  name is not a use) and one used again after that is a PSUM overflow; a single tile larger than SBUF is
+  refused. nki.compiler.sbuf/psum.mod_alloc(num_free_tiles=(n,)) makes only n blocks of
   a blocked tensor physical. PSUM tiles take whole 2 KiB banks. A zeroed PSUM accumulator costs no
   instruction: the first matmul into it overwrites instead of accumulating ([ARCH] "Every nc_matmul
   instruction can choose whether to override existing bank data ... or accumulate").

@@ -682,6 +682,8 @@ class Tile:
         alloc = self.alloc
         if alloc.pending_dma is not None:  # the load's result is used: issue the load now
             alloc.pending_dma()
+        if alloc.slot is not None and alloc.slot.evicted:  # its PSUM bank was given away: more than 8 live
+            raise NkiError(alloc.slot.evicted)
         if alloc.slot is not None and alloc.slot.spilled:  # the compiler spilled it: reload it first
             costmodel.current().reload(alloc)
         return (alloc, self.region())
