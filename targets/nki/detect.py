@@ -148,3 +148,53 @@ def scan_lines(text: str) -> list[Found]:
         else:
             i += 1
     return found
+
+
+NKI_LOOPS = {"affine_range", "sequential_range", "static_range"}
+
+
+def loop_returns_hoisted(text: str, kernel: str) -> str:
+    """The source with each `return` that ends the body of an NKI loop (nl.affine_range / sequential_range /
+    static_range) in kernel `kernel` moved after that loop, by dedenting its lines (line numbers unchanged).
+
+    NKI traces a kernel: an NKI loop's body is traced once and the whole loop is compiled, so a return at the
+    end of the body ends the trace, not the loop -- the documentation examples prof-kernel.py and
+    layout-dynamic-loop.py (aws-neuron-sdk general/nki/examples) return from inside their affine_range loop
+    and process every tile. The emulator runs a loop's iterations in Python, where that return would stop
+    after the first. Other returns, and source that does not parse, are left as they are."""
+    tree = parse_python(text)
+    if tree is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    moves: list[tuple[int, int, int]] = []  # (first line, last line, columns to remove), 1-based lines
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == kernel):
+            continue
+        for loop in _own_nodes(fn):
+            if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                    and _dotted(loop.iter.func).rpartition(".")[2] in NKI_LOOPS and loop.body):
+                continue
+            last = loop.body[-1]
+            others = [n for stmt in loop.body[:-1] for n in ast.walk(stmt) if isinstance(n, ast.Return)]
+            if isinstance(last, ast.Return) and not others and not loop.orelse and last.col_offset > loop.col_offset:
+                end = last.end_lineno or last.lineno
+                moves.append((last.lineno, end, last.col_offset - loop.col_offset))
+    for first, end, cols in moves:
+        for i in range(first - 1, end):
+            line = lines[i]
+            lead = len(line) - len(line.lstrip(" "))
+            lines[i] = line[min(cols, lead):]
+    return "".join(lines)
+
+
+def _own_nodes(fn: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body, without those of functions or classes defined inside it."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found

@@ -440,3 +440,60 @@ def test_the_gc_module_itself_stays_refused():
     imported = "import gc\n" + LOCAL_GC
     (kernel,) = target.find_kernels(imported)
     assert any("imports 'gc'" in r for r in target.static_check(imported, kernel))
+
+
+# ---- a return at the end of an NKI loop's body (doc examples prof-kernel.py, layout-dynamic-loop.py) -------
+
+RETURN_IN_LOOP = '''import math
+import numpy as np
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def exp_rows(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for p in nl.affine_range(math.ceil(x.shape[0] / 128)):
+        i_p = p * 128 + nl.arange(128)[:, None]
+        i_f = nl.arange(x.shape[1])[None, :]
+        t = nl.load(x[i_p, i_f], mask=(i_p < x.shape[0]))
+        nl.store(out[i_p, i_f], value=nl.exp(t), mask=(i_p < x.shape[0]))
+        return out
+
+
+INPUTS = {"x": ((300, 64), "float32")}
+
+
+def reference(x):
+    return np.exp(x)
+'''
+
+
+def test_a_return_ending_an_nki_loop_body_moves_after_the_loop_with_line_numbers_kept():
+    from speedpatch.targets.nki.detect import loop_returns_hoisted
+
+    moved = loop_returns_hoisted(RETURN_IN_LOOP, "exp_rows")
+    assert moved.splitlines()[14] == "    return out"
+    assert len(moved.splitlines()) == len(RETURN_IN_LOOP.splitlines())
+    assert [a for a, b in zip(moved.splitlines(), RETURN_IN_LOOP.splitlines(), strict=True) if a != b] == \
+        ["    return out"]
+
+
+def test_returns_in_python_loops_or_before_the_end_of_the_body_are_left_alone():
+    from speedpatch.targets.nki.detect import loop_returns_hoisted
+
+    python_loop = RETURN_IN_LOOP.replace("nl.affine_range(math.ceil(x.shape[0] / 128))",
+                                         "range(math.ceil(x.shape[0] / 128))")
+    assert loop_returns_hoisted(python_loop, "exp_rows") == python_loop
+    early = RETURN_IN_LOOP.replace("        return out\n", "        return out\n        t = t\n")
+    assert loop_returns_hoisted(early, "exp_rows") == early
+    assert loop_returns_hoisted(RETURN_IN_LOOP, "another_kernel") == RETURN_IN_LOOP
+
+
+def test_a_kernel_returning_inside_its_affine_range_loop_processes_every_tile(tmp_path: Path):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(RETURN_IN_LOOP)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=RETURN_IN_LOOP)
+    ev = target.backend("nki-emulator").evaluate(RETURN_IN_LOOP, ctx)
+    assert ev.status == OK and ev.correct, ev.message + ev.log

@@ -12,6 +12,7 @@ import numpy as np
 from speedpatch.model import OK, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext, run_process
 from speedpatch.targets.nki.backends.common import RUNNER, new_nonce, now, to_evaluation
+from speedpatch.targets.nki.detect import loop_returns_hoisted
 from speedpatch.targets.nki.emulator import PKGS_DIR
 
 
@@ -31,7 +32,8 @@ class NkiEmulatorBackend(Backend):
 
     def evaluate(self, source: str, ctx: EvalContext) -> Evaluation:
         candidate = ctx.workdir / "candidate.py"
-        candidate.write_text(source, encoding="utf-8")
+        # an NKI loop's body is traced once: a return ending it ends the trace, not the loop (detect.py)
+        candidate.write_text(loop_returns_hoisted(source, ctx.kernel.name), encoding="utf-8")
         # The harness comes from the original problem, never from the candidate. The engine always passes
         # it; a direct caller without one (a test, a script) gets the candidate judged by its own harness.
         nonce = new_nonce()
