@@ -47,7 +47,7 @@ def _solution_unit(layout: ProblemLayout, namespace: str, filename: str) -> str:
     body = INCLUDE_LINE.sub("", layout.solution)  # keeps the newline, so line numbers stay right
     quoted = filename.replace("\\", "/").replace('"', "")
     return (
-        "#define SPEEDPATCH_SPLIT 1\n#include \"harness.cuh\"\n"
+        "#define SPEEDPATCH_SPLIT 1\n#define SPEEDPATCH_SOLUTION_UNIT 1\n#include \"harness.cuh\"\n"
         + "".join(line + "\n" for line in hoisted)
         + f"namespace {namespace} {{\n#line {layout.solution_line + 1} \"{quoted}\"\n{body}\n}}  // namespace {namespace}\n"
     )

@@ -116,8 +116,10 @@ __global__ void mm(const float* A, const float* B, float* C, int n) {
         "#include <time.h>",
         after='}\nextern "C" __attribute__((weak)) int clock_gettime(clockid_t, struct timespec* t) { t->tv_sec = 0; return 0; }\n'
               "namespace sp_candidate {\n"), "clock_gettime"),
+    # The solution unit does not declare the harness's internals: the solution declares them itself.
     "harness result file reached through a macro-built namespace": (solution(
-        "#define NS s##pd", '  NS::result_file() = "/dev/null";'), "spd::result_file"),
+        "#define NS s##pd\n}\nnamespace NS { std::string& result_file(); }\nnamespace sp_candidate {",
+        '  NS::result_file() = "/dev/null";'), "spd::result_file"),
     "reference computed on the host, called through parentheses, next to a kernel it never launches": (
         "#include <vector>\n" + KERNEL + "void launch(const float* const* in, float* out) {\n"
         "  std::vector<float> a(size_t(N) * N), b(size_t(N) * N), c(size_t(N) * N);\n"
