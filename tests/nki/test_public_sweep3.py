@@ -497,3 +497,46 @@ def test_a_kernel_returning_inside_its_affine_range_loop_processes_every_tile(tm
                       baseline_source=RETURN_IN_LOOP)
     ev = target.backend("nki-emulator").evaluate(RETURN_IN_LOOP, ctx)
     assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- nl.softmax / nl.rms_norm (documented nki.language operators, emulated by their expansion) -------------
+
+
+def test_nl_softmax_along_the_free_axis_matches_numpy():
+    x = RNG_S.standard_normal((128, 256)).astype(np.float32)
+
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.softmax(nl.load(x), axis=1))
+        return out
+
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(k(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    engines = last_report()["engines"]
+    assert engines["scalar"]["instructions"] == 1  # the subtraction rides on exp's bias
+
+
+def test_nl_rms_norm_is_x_over_rms_times_w():
+    x = RNG_S.standard_normal((128, 256)).astype(np.float32)
+    w = RNG_S.standard_normal((1, 256)).astype(np.float32)
+
+    @jit
+    def k(x, w):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        wt = nl.load(w).broadcast_to((128, 256))
+        nl.store(out, value=nl.rms_norm(nl.load(x), wt, axis=1, n=256, epsilon=1e-6))
+        return out
+
+    want = x / np.sqrt((x ** 2).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(k(x, w), want, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_along_the_partition_axis_is_refused():
+    @jit
+    def k(x):
+        nl.softmax(nl.load(x), axis=0)
+        return x
+
+    with pytest.raises(NkiError, match="partition axis"):
+        k(np.zeros((128, 4), dtype=np.float32))

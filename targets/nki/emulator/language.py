@@ -676,6 +676,41 @@ def dropout(x: Tile, rate: Any, dtype: Any = None, mask: Any = None, dst: Tile |
     return ops.dropout("nl.dropout", x, rate, dst=dst, dtype=dtype, mask=mask)
 
 
+def softmax(x: Tile, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None, mask: Any = None,
+            **_: Any) -> Tile:
+    """nki.language.softmax(x, axis, dtype): exp(x - max) / sum(exp(x - max)) along free axes (the last
+    contiguous ones, as the docs require), emulated as the instructions it expands to: a VectorE max, the
+    subtraction fused into ScalarE's exp as its bias (the activation's free pre-add, arch guide), a VectorE sum,
+    reciprocal and multiply. compute_dtype behaves as dtype (its docs)."""
+    if not isinstance(x, Tile):
+        raise NkiError("nl.softmax: x must be a tile")
+    axes = ops.reduce_axes(x, axis, "nl.softmax")
+    m = max(x, axis=list(axes), keepdims=True, mask=mask)
+    from speedpatch.targets.nki.emulator import isa as _isa  # isa imports this module
+
+    e = _isa.activation(op=exp, data=x, bias=negative(m, mask=mask), mask=mask)
+    total = sum(e, axis=list(axes), keepdims=True, mask=mask)
+    return multiply(e, reciprocal(total, mask=mask), dtype=dtype or compute_dtype, mask=mask)
+
+
+def rms_norm(x: Tile, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, dtype: Any = None, compute_dtype: Any = None,
+             mask: Any = None, **_: Any) -> Tile:
+    """nki.language.rms_norm(x, w, axis, n, epsilon): x / RMS(x) * w, RMS the square root of the sum of squares
+    along axis over n values plus epsilon (its docs: "n: total number of values to calculate rms"), as the
+    instructions it expands to: ScalarE square, VectorE sum, the scale by 1/n and the epsilon in one
+    tensor_scalar, ScalarE rsqrt, two VectorE multiplies."""
+    if not isinstance(x, Tile):
+        raise NkiError("nl.rms_norm: x must be a tile")
+    axes = ops.reduce_axes(x, axis, "nl.rms_norm")
+    from speedpatch.targets.nki.emulator import isa as _isa
+
+    squares = sum(square(x, mask=mask), axis=list(axes), keepdims=True, mask=mask)
+    mean_eps = _isa.tensor_scalar(squares, np.multiply, 1.0 / float(n), op1=np.add, operand1=float(epsilon),
+                                  mask=mask)
+    normed = multiply(x, rsqrt(mean_eps, mask=mask), mask=mask)
+    return multiply(normed, w, dtype=dtype or compute_dtype, mask=mask)
+
+
 def device_print(prefix: str, x: Any, **_: Any) -> None:
     print(prefix, x.read() if isinstance(x, Tile) else x)
 
@@ -689,8 +724,8 @@ NOT_EMULATED = {
     # data-dependent memory access and randomness: not modeled
     "atomic_rmw": "atomic read-modify-write to HBM", "gather_flattened": "data-dependent gather",
     "rand": "on-device random numbers", "random_seed": "on-device random numbers",
-    # fused high-level operators the compiler expands
-    "softmax": "use exp/max/sum", "rms_norm": "use the nisa instructions", "layer_norm": "use bn_stats/bn_aggr",
+    # fused high-level operators the compiler expands (softmax and rms_norm are emulated by their expansion)
+    "layer_norm": "use bn_stats/bn_aggr",
     # rarely used element-wise functions
     "arctan": "element-wise function", "trunc": "element-wise function",
     "expand_dims": "reshape of on-chip tiles",
@@ -718,7 +753,7 @@ NOT_EMULATED_ISA = {
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
     "zeros_like", "empty_like", "loop_reduce", "shared_constant", "load", "store", "load_transpose2d", "copy",
-    "transpose", "matmul", "where", "dropout",
+    "transpose", "matmul", "where", "dropout", "softmax", "rms_norm",
     "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })

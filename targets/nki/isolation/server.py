@@ -33,7 +33,7 @@ NL_FUNCTIONS = frozenset({
     "affine_range", "arange", "copy", "device_print", "ds", "full", "load", "load_transpose2d", "matmul",
     "ndarray", "num_programs", "ones", "program_id", "program_ndim", "sequential_range", "static_range", "store",
     "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc", "finfo", "iinfo",
-    "empty_like", "loop_reduce", "dropout",
+    "empty_like", "loop_reduce", "dropout", "softmax", "rms_norm",
 })
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
