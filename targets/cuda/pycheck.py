@@ -84,11 +84,14 @@ CPP_FORBIDDEN = [
     (re.compile(r"\b(?:getattr|setattr|hasattr|delattr|isinstance|iter|repr|eval|exec|eval_file|reinterpret_borrow"
                 r"|reinterpret_steal)\s*(?:<[^<>]*>)?\s*\("), "pybind11's Python object API"),
     (re.compile(r"\b(?:PyInterpreter|\w*DispatchModeTLS|PythonTorchFunctionTLS)\b"), "torch's Python dispatch state"),
-    (re.compile(r"#\s*include\s*[<\"](?:Python\.h|pybind11/|torch/csrc/|torch/python\.h)"), "a Python header"),
+    (re.compile(r"#\s*include\s*[<\"](?:Python\.h|pybind11/|torch/csrc/|torch/python\.h)"), "a Python header"),  # on text with strings
     (re.compile(r"##"), "token pasting (a name built out of sight)"),
     (re.compile(r"\)\s*(?:__asm__|__asm|asm)\s*\(\s*\""), "an asm label (a symbol named by a string)"),
 ]
 CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# String and character literals, blanked before the name rules: a message such as "PyTorch tensor expected" is
+# text, not a call (a name in a string reaches nothing without dlsym, which the symbol check refuses).
+CPP_LITERAL = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
 
@@ -273,8 +276,9 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
             continue
         for piece in pieces:
             text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), piece.value)
+            code = CPP_LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
             for pattern, what in CPP_FORBIDDEN:
-                hit = pattern.search(text)
+                hit = pattern.search(text if what == "a Python header" else code)
                 if hit:
                     line = line_offset + piece.lineno - 1 + text[: hit.start()].count("\n")
                     findings.append(Finding("python", f"the extension's source uses `{hit.group(0).strip()}` "

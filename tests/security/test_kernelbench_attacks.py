@@ -214,6 +214,7 @@ CPP_ATTACKS = [
     ('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { setattr(getattr(m, "__dict__"), "x", m); }', "`setattr(`"),
     ('extern "C" void* load(const char*) __asm__("PyImport_" "ImportModule");', 'asm label'),
     ("#include <Python.h>", "Python header"),
+    ('#include "pybind11/eval.h"', "Python header"),
     ("static void* wrap = (void*)&THPVariable_Wrap;", "`THPVariable_Wrap`"),
     ("static int depth() { return c10::impl::TorchDispatchModeTLS::stack_len(); }", "`TorchDispatchModeTLS`"),
 ]
@@ -239,6 +240,8 @@ def test_an_honest_extension_with_its_own_bindings_and_comments_passes() -> None
     bindings = 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu_cuda", &relu_cuda, py::arg("x")); }'
     code = SOLUTION.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n"
                             "// PyTorch's own binding below; Python sees relu_cuda\n").replace(
+        "auto y = torch::empty_like(x);",
+        'TORCH_CHECK(x.is_cuda(), "a PyTorch CUDA tensor, as Python passes it");\n    auto y = torch::empty_like(x);').replace(
         'cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",',
         f'cpp_sources=["torch::Tensor relu_cuda(torch::Tensor x);", {bindings!r}],')
     assert "PYBIND11_MODULE" in code
