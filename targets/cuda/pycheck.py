@@ -275,7 +275,7 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
                                     line_offset + value.lineno - 1, value.col_offset))
             continue
         for piece in pieces:
-            text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), piece.value)
+            text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), str(piece.value))  # str by construction
             code = CPP_LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
             for pattern, what in CPP_FORBIDDEN:
                 hit = pattern.search(text if what == "a Python header" else code)
