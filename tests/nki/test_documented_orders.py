@@ -369,3 +369,33 @@ def test_one_activation_with_scale_and_bias_is_about_3x_faster_than_multiply_add
     np.testing.assert_allclose(a, b, rtol=1e-5)
     ratio = compute_us(r1) / compute_us(r2)
     assert 2.5 < ratio < 4.0, ratio
+
+
+def _activation_chain(n: int, dependent: bool):
+    @jit
+    def chain(x):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        last = t
+        for _ in range(n):
+            last = nisa.activation(op=nl.exp, data=last if dependent else t, scale=0.001)
+        nl.store(out, value=last)
+        return out
+
+    return chain
+
+
+def test_dependent_one_element_scalar_instructions_start_264_cycles_apart_independent_ones_100():
+    # [PERF] Opt #5a: back-to-back one-element ScalarE instructions, each reading the previous one's output,
+    # have an initiation interval of "around 189 ns (264 ScalarE cycles on NC-v2)"; without the dependency
+    # only the ~100-cycle static instruction overhead separates them ([ARCH])
+    x = np.zeros((128, 1), dtype=np.float32)
+    ghz = 1.4  # ScalarE clock ([ARCH])
+
+    def interval_cycles(dependent: bool) -> float:
+        _, short = run(_activation_chain(1, dependent), x)
+        _, long = run(_activation_chain(33, dependent), x)
+        return (long["latency_us"] - short["latency_us"]) * 1000 * ghz / 32
+
+    assert interval_cycles(dependent=True) == pytest.approx(264, abs=1)
+    assert interval_cycles(dependent=False) == pytest.approx(100, abs=1)

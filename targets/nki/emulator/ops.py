@@ -50,6 +50,11 @@ def engine_cost_ns(engine: str, free_elems: int, streams: int = 1, itemsize: int
 
 
 def access_latency_ns(engine: str) -> float:
+    """How long after an instruction of `engine` ends its result is readable by a dependent instruction.
+    ScalarE: its measured dependent interval less the static overhead the instruction itself already took
+    (params.SCALAR_DEPENDENT_INTERVAL_CYCLES); other engines: the SBUF/PSUM access overhead."""
+    if engine == "scalar":
+        return P.cycles_to_ns(P.SCALAR_DEPENDENT_INTERVAL_CYCLES - P.STATIC_OVERHEAD_CYCLES, engine)
     return P.cycles_to_ns(P.ACCESS_LATENCY_CYCLES, engine)
 
 

@@ -16,6 +16,10 @@ Sources (AWS Neuron documentation, awsdocs-neuron.readthedocs-hosted.com):
           instruction's "Estimated instruction cost", e.g. nki.isa.tensor_tensor: max(MIN_II, N) VectorE
           cycles when one input tile is in PSUM and the other in SBUF, max(MIN_II, 2N) for two SBUF fp32
           inputs; nki.isa.tensor_tensor_scan: max(MIN_II, 2N); nki.isa.nc_matmul writes only PSUM).
+  [PERF]  "NKI Performance Optimizations" (nki/deep-dives/nki_perf_guide), Opt #5a: back-to-back ScalarE
+          instructions of one element per partition, each reading the previous one's output, start "around
+          189 ns (264 ScalarE cycles on NC-v2)" apart (NC-v3: 222 ns, 266 cycles): "the next instruction cannot
+          start data read until the previous instruction has all of its output committed to the local SRAM".
   [PM]    "NKI Programming Model", section "SPMD: Launching multiple instances of a kernel": "A SPMD program
           is compiled into an executable that targets one NeuronCore, and the different instances of the
           SPMD program are executed serially on a single NeuronCore"; "Neuron compiler translates the SPMD
@@ -41,7 +45,11 @@ How an instruction is costed (costmodel.py schedules them):
   32-bit types, 2 for 16-bit, 4 for 8-bit, at 1.4 GHz ([ARCH]). Every instruction costs at least the
   static overhead (100 cycles, [ARCH] "static instruction overhead of 100 engine cycles" for small N),
   and its result becomes readable 60 cycles after it ends (the SBUF/PSUM tensor-access overhead, [ARCH]
-  "approximately 60 cycles", which other independent instructions hide).
+  "approximately 60 cycles", which other independent instructions hide). On ScalarE, the one engine whose
+  dependent interval is measured ([PERF] Opt #5a: 264 cycles between the starts of dependent one-element
+  instructions, vs the 100-cycle static overhead of independent ones), a result is readable 264 - 100 = 164
+  ScalarE cycles after its instruction ends; VectorE and GpSimd keep the 60 cycles of [ARCH] (no measured
+  dependent interval for them; see the NKI README, Known gaps).
   A most-minor free stride above 16 bytes halves the SBUF/PSUM bandwidth: the instruction takes 2x.
   VectorE and GpSimdE cannot access SBUF at the same time, nor VectorE and ScalarE PSUM ([ARCH]): such
   instructions are serialized on a shared port. A two-input VectorE instruction with one input tile in
@@ -116,6 +124,9 @@ TENSOR_LOAD_STATIONARY_SPEEDUP = 4  # "LoadStationary up to 4x faster than a Mul
 # ---- VectorE / ScalarE / GpSimdE [ARCH] ----------------------------------------------------------------
 STATIC_OVERHEAD_CYCLES = 100  # per instruction, the floor of its cost
 ACCESS_LATENCY_CYCLES = 60  # SBUF/PSUM tensor access overhead, hidden by independent work
+# ScalarE: dependent instructions start this many cycles apart when each is one element per partition
+# ([PERF] Opt #5a, "189 ns (264 ScalarE cycles on NC-v2)"); independent ones STATIC_OVERHEAD_CYCLES apart.
+SCALAR_DEPENDENT_INTERVAL_CYCLES = 264
 ACT_READ_ACCUMULATOR_CYCLES = 64  # activation_reduce's extra ActReadAccumulator instruction
 GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE = {4: 1.0, 2: 2.0, 1: 4.0}  # 16 x 32-bit lanes per 16 partitions
 MINOR_STRIDE_PENALTY_BYTES = 16  # most-minor free stride above this halves SBUF/PSUM bandwidth
