@@ -19,8 +19,18 @@ if TYPE_CHECKING:  # for annotations only: tree_sitter is imported at the first 
 MAX_SOURCE_CHARS = 2_000_000  # bigger files are not kernel sources worth parsing
 
 # Calls that make a function a Gemmini kernel: the public API (instruction macros, hardware loops,
-# the tiled library functions).
-GEMMINI_CALL = re.compile(r"^(gemmini_\w+|tiled_matmul\w*|tiled_conv\w*|tiled_global_average\w*|sp_tiled_\w+)$")
+# the tiled library functions: matmul, conv, residual addition, LayerNorm/softmax, global average and
+# upstream's DMA pooling, tiled_pool_auto*).
+GEMMINI_CALL = re.compile(
+    r"^(gemmini_\w+|tiled_(?:matmul|conv|resadd|norm|global_average|pool)\w*|sp_tiled_\w+)$"
+)
+# The instruction names of upstream's API before it was renamed gemmini_* (include/systolic.h, then the
+# first include/gemmini.h: matmul_mvin(dram, spad), matmul_fence() ...; bareMetalC/aligned.c still uses
+# them). Only these names: matmul_cpu, matmul_kernel... are ordinary functions.
+LEGACY_INSTRUCTION = re.compile(
+    r"^matmul_(?:mvin|block_mvin|mvout|preload|preload_zeros|compute_preloaded|compute_accumulated|config_ex|"
+    r"config_ld|config_st|flush|fence)$"
+)
 # The short instruction names many Gemmini codes use, as macros or wrapper functions over the gemmini_*
 # ones (config_ld, mvin, preload, compute_preloaded, ...). A call to one of them makes a kernel too; a
 # function with one of these names is an instruction wrapper, not a kernel.
@@ -191,12 +201,13 @@ def _functions(text: str, source: str | None = None) -> list[Function]:
 
 
 def calls_gemmini(fn: Function) -> bool:
-    return any(GEMMINI_CALL.match(c) or SHORT_INSTRUCTION.match(c) for c in fn.calls)
+    return any(GEMMINI_CALL.match(c) or SHORT_INSTRUCTION.match(c) or LEGACY_INSTRUCTION.match(c) for c in fn.calls)
 
 
 def is_instruction_wrapper(fn: Function) -> bool:
-    """A function named like a short instruction (mvin, preload...): part of the file's API layer."""
-    return SHORT_INSTRUCTION.match(fn.name) is not None
+    """A function named like a short or legacy instruction (mvin, matmul_mvin...): part of the file's API
+    layer."""
+    return SHORT_INSTRUCTION.match(fn.name) is not None or LEGACY_INSTRUCTION.match(fn.name) is not None
 
 
 def top_level_items(text: str) -> list[tuple[str, str, str]]:

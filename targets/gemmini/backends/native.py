@@ -9,19 +9,33 @@ Settings ([backend.gemmini-native] in speedpatch.toml):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from speedpatch.model import INFRA_ERROR, REJECTED, Evaluation
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, REJECTED, Evaluation, Kernel
 from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResult, run_process
 from speedpatch.targets.gemmini.backends import common, trusted, upstream
+from speedpatch.targets.gemmini.target import WHOLE_PROGRAM
 
 STATS_FILE = "gemmini-stats.json"
 # How build.model_archive's failures begin (as opposed to the candidate's own compile errors).
 MODEL_BUILD_FAILURES = ("model build failed", "model archive failed", "no gemmini_params.h")
+
+
+# Upstream headers speedpatch does not ship, with what they hold (said when a program includes one).
+# gemmini_nn.h has changed its functions' argument lists from version to version (im2col, pooling, the
+# tiled_matmul_nn* wrappers), and its programs (cifar_quant.c, transformer.c, the imagenet/ networks) also
+# need their generated weight headers: the checkout that has them is the way to run them.
+UPSTREAM_ONLY_HEADERS = {
+    "gemmini_nn.h": "upstream's neural-network layer helpers (ConvParams/FcParams, tiled_matmul_nn_auto, im2col, "
+                    "conv_dw, pooling and residual-add layers)",
+}
+MISSING_UPSTREAM_HEADER = re.compile(r"fatal error: (?:\S*/)?(" + "|".join(re.escape(h) for h in UPSTREAM_ONLY_HEADERS)
+                                     + r"): No such file or directory")
 
 
 def _build_module() -> ModuleType:
@@ -55,9 +69,16 @@ def build_with_upstream(build: Any, src: Path, ctx: EvalContext, root: Path,
     for d in include_dirs(ctx, ctx.settings or {}):
         incs += ["-I", str(d)]
     exe = ctx.workdir / (src.stem + ".native")
-    argv = [cc, *build.USER_CFLAGS, *incs, str(src), str(archive), *build.LINK_LIBS, "-o", str(exe)]
+    obj = ctx.workdir / build.PROGRAM_OBJECT  # the program's data at a fixed place, as build_native links it
     start = time.monotonic()
-    out = run_process(argv, cwd=ctx.workdir, timeout=ctx.timeout)
+    out = run_process([cc, *build.USER_CFLAGS, *incs, "-c", str(src), "-o", str(obj)], cwd=ctx.workdir,
+                      timeout=ctx.timeout)
+    if out.returncode != 0:
+        return out, None
+    link = run_process([cc, str(obj), str(archive), *build.LINK_LIBS, *build.program_data_link_flags(ctx.workdir),
+                        "-o", str(exe)], cwd=ctx.workdir, timeout=max(1.0, ctx.timeout - (time.monotonic() - start)))
+    out = ProcResult(link.returncode, "\n".join(o for o in (out.output, link.output) if o), time.monotonic() - start,
+                     link.timed_out)
     if out.returncode != 0:
         return out, None
     # As build.build_native does: the model charges host cycles per instruction of each basic block from
@@ -67,6 +88,38 @@ def build_with_upstream(build: Any, src: Path, ctx: EvalContext, root: Path,
         output = "\n".join(o for o in (out.output, f"warning: {problem}; host blocks cost a constant") if o)
         out = ProcResult(out.returncode, output, out.seconds, out.timed_out)
     return out, exe
+
+
+def adapt_source(source: str, original: str, kernel: Kernel | None) -> tuple[str, Evaluation | None]:
+    """The program's own RISC-V counter reads and fences made native (upstream.adapt_program), or the
+    evaluation that refuses it. The program as written (or a whole program, which runs as it is) is adapted
+    everywhere. A candidate only outside its kernel region: the region's clock reads are not the program's,
+    and a kernel may not read the clock (checks.py refuses read_cycles and inline assembly by name; a macro
+    or a function of the file that reads the counter is refused here, by what it expands to)."""
+    reads = upstream.counter_reads(source)
+    whole = kernel is None or kernel.reason == WHOLE_PROGRAM or source == original
+    keep: tuple[int, int] | None = None
+    if not whole and kernel is not None:
+        split = trusted.split_candidate(source, original, kernel)
+        if isinstance(split, str):
+            return source, None  # not the program around a region: left as written (its asm will not build)
+        keep = (len(split.prefix), len(split.prefix) + len(split.region))
+        inside = [r for r in reads if r.start < keep[1] and r.end > keep[0]]
+        if inside:
+            return source, Evaluation(status=REJECTED, message=(
+                f"the kernel reads the RISC-V {inside[0].counter} counter in inline assembly (line {inside[0].line}): "
+                "kernels may not read the clock (the timing is the program's)"))
+        names = upstream.clock_names(source, keep)
+        used = sorted(set(re.findall(r"\b\w+\b", split.region)) & names.keys())
+        if used:
+            return source, Evaluation(status=REJECTED, message=(
+                f"the kernel uses {', '.join(used)}, which reads the RISC-V {names[used[0]]}: kernels may not "
+                "read the clock (the timing is the program's)"))
+        reads = [r for r in reads if r.end <= keep[0] or r.start >= keep[1]]
+    refusals = upstream.counter_read_refusals(reads)
+    if refusals:
+        return source, Evaluation(status=COMPILE_ERROR, message="; ".join(refusals))
+    return upstream.adapt_program(source, keep), None
 
 
 def settings_problem(settings: dict[str, Any]) -> str:
@@ -122,11 +175,16 @@ class NativeBackend(Backend):
             result, exe, rejections = build.build_trusted(
                 split.prefix, split.region, split.suffix, ctx.kernel.name, split.declaration, source_name(ctx),
                 ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
-        elif settings.get("include_dir"):
-            root = Path(str(settings["include_dir"])).expanduser()
-            result, exe = build_with_upstream(build, src, ctx, root, params_dir)
         else:
-            result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
+            adapted, refused = adapt_source(source, original, ctx.kernel)
+            if refused is not None:
+                return refused
+            src.write_text(adapted, encoding="utf-8", errors="replace")
+            if settings.get("include_dir"):
+                root = Path(str(settings["include_dir"])).expanduser()
+                result, exe = build_with_upstream(build, src, ctx, root, params_dir)
+            else:
+                result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
         rec = common.receipt(
             self.name,
             model="speedpatch native Gemmini model (functional + cycle model, targets/gemmini/model)",
@@ -145,6 +203,12 @@ class NativeBackend(Backend):
                               receipt=rec)
         if exe is None:
             ev = common.build_failed(result, ctx.timeout)
+            missing = MISSING_UPSTREAM_HEADER.search(result.output)
+            if missing and not result.timed_out:
+                ev.message = (f"the program includes {missing.group(1)}, {UPSTREAM_ONLY_HEADERS[missing.group(1)]}, "
+                              "which speedpatch's Gemmini headers do not provide: evaluate it against a "
+                              "gemmini-rocc-tests checkout with --include-dir (or [backend.gemmini-native] "
+                              f"include_dir); {ev.message}")
             ev.receipt = rec
             return ev
         stats_path = ctx.workdir / STATS_FILE

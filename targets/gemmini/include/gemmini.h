@@ -340,6 +340,50 @@ static inline uint32_t gemmini_float_bits(float value) {
 #endif
 #endif /* GEMMINI_NO_SHORT_NAMES */
 
+/* ---- legacy instruction names ------------------------------------------------------------------------
+ * Upstream's API before the gemmini_* rename (include/systolic.h, then the first include/gemmini.h; its
+ * bareMetalC/aligned.c still calls them): the two-argument forms whose meaning the current instructions
+ * keep (mvin/mvout one DIM x DIM block, block_mvin len blocks side by side, preload/compute with
+ * DIM x DIM operands, config_ld/config_st a DRAM stride, flush, fence). Left out: matmul_config_ex
+ * (its acc_shift/relu6_shift read-out predates the float accumulator scale) and the still older forms
+ * with dependency bits or a dummy first argument (their argument counts are a compile error). A program
+ * defining these names itself defines GEMMINI_NO_LEGACY_NAMES first; a name already #defined is left alone. */
+#ifndef GEMMINI_NO_LEGACY_NAMES
+#ifndef matmul_mvin
+#define matmul_mvin(dram_addr, spad_addr) gemmini_mvin(dram_addr, spad_addr)
+#endif
+#ifndef matmul_block_mvin
+#define matmul_block_mvin(dram_addr, spad_addr, len) gemmini_block_mvin(dram_addr, spad_addr, len)
+#endif
+#ifndef matmul_mvout
+#define matmul_mvout(dram_addr, spad_addr) gemmini_mvout(dram_addr, spad_addr)
+#endif
+#ifndef matmul_preload
+#define matmul_preload(BD, C) gemmini_preload(BD, C)
+#endif
+#ifndef matmul_preload_zeros
+#define matmul_preload_zeros(C) gemmini_preload_zeros(C)
+#endif
+#ifndef matmul_compute_preloaded
+#define matmul_compute_preloaded(A, BD) gemmini_compute_preloaded(A, BD)
+#endif
+#ifndef matmul_compute_accumulated
+#define matmul_compute_accumulated(A, BD) gemmini_compute_accumulated(A, BD)
+#endif
+#ifndef matmul_config_ld
+#define matmul_config_ld(stride) gemmini_config_ld(stride)
+#endif
+#ifndef matmul_config_st
+#define matmul_config_st(stride) gemmini_config_st(stride)
+#endif
+#ifndef matmul_flush
+#define matmul_flush(skip) gemmini_flush(skip)
+#endif
+#ifndef matmul_fence
+#define matmul_fence() gemmini_fence()
+#endif
+#endif /* GEMMINI_NO_LEGACY_NAMES */
+
 /* ---- performance counters (the counter module, funct k_COUNTER) -------------------------------------
  * Command word (rs1): [0] reset all counters, [1] end the snapshot, [2] take a snapshot, [3] configure,
  * [6:4] counter index (8 counters), [17:12] event, [31] event is an external count. Event numbers are
