@@ -86,6 +86,14 @@ class CounterRead:
     line: int  # 1-based
 
 
+def _past_literal(text: str, at: int) -> int:
+    """Offset just past the string or char literal that opens at text[at] (escapes skipped)."""
+    quote, j = text[at], at + 1
+    while j < len(text) and text[j] != quote:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def _close(text: str, open_at: int) -> int:
     """Offset just past the parenthesis matching text[open_at] ('('), skipping string and char literals;
     -1 when unbalanced."""
@@ -93,10 +101,7 @@ def _close(text: str, open_at: int) -> int:
     while i < len(text):
         ch = text[i]
         if ch in "\"'":
-            j = i + 1
-            while j < len(text) and text[j] != ch:
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
+            i = _past_literal(text, i)
             continue
         if ch == "(":
             depth += 1
@@ -113,10 +118,7 @@ def _top_level_split(body: str, sep: str) -> list[str]:
     while i < len(body):
         ch = body[i]
         if ch in "\"'":
-            j = i + 1
-            while j < len(body) and body[j] != ch:
-                j += 2 if body[j] == "\\" else 1
-            i = j + 1
+            i = _past_literal(body, i)
             continue
         if ch in "([":
             depth += 1
