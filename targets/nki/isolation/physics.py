@@ -169,7 +169,8 @@ def _repeated_elements(out: Tile, label: str) -> str:
     `row.ap([[0, 128], [1, 2048]])` over one stored row was correct at 5.6 us against the honest 14.2 us."""
     shape = tuple(out.alloc.shape)
     contiguous = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
-    if (tuple(out.shape) == shape and getattr(out, "strides", None) is not None and tuple(out.strides) == contiguous
+    strides = getattr(out, "strides", None)
+    if (tuple(out.shape) == shape and strides is not None and tuple(strides) == contiguous
             and out.offset == 0 and not out.oob):
         return ""  # the whole tensor (the common case), without listing its positions
     pos = np.asarray(out.pos).reshape(-1)
