@@ -53,6 +53,16 @@ def _solution_unit(layout: ProblemLayout, namespace: str, filename: str) -> str:
     )
 
 
+def _forwarding_unit() -> str:
+    return (
+        "#define SPEEDPATCH_SPLIT 1\n#define SPEEDPATCH_SOLUTION_UNIT 1\n#include \"harness.cuh\"\n"
+        f"namespace sp_candidate {{ {LAUNCH_DECL} }}\n"
+        "namespace sp_baseline {\n"
+        "void launch(const ::spd::elem* const* inputs, ::spd::elem* output) { sp_candidate::launch(inputs, output); }\n"
+        "}  // namespace sp_baseline\n"
+    )
+
+
 def _main_unit() -> str:
     return (
         "#define SPEEDPATCH_SPLIT 1\n#include \"harness.cuh\"\n"
@@ -83,7 +93,11 @@ def kit_units(candidate: str, baseline: str | None, path: str) -> Units:
     units = Units(harness_hash=hashlib.sha256(base.harness.encode()).hexdigest()[:16])
     units.files["harness.cuh"] = base.harness
     units.files["candidate.cu"] = _solution_unit(cand, "sp_candidate", name)
-    units.files["baseline.cu"] = _solution_unit(base, "sp_baseline", name)
+    # The file measured against itself (`speedpatch evaluate`, a run's baseline evaluation): the baseline side
+    # calls the candidate's launch instead of compiling the same solution a second time. The unit then depends
+    # only on the harness, so the compile cache serves it to every such evaluation of the problem.
+    units.files["baseline.cu"] = (_forwarding_unit() if base.solution == cand.solution
+                                  else _solution_unit(base, "sp_baseline", name))
     units.files["main.cu"] = _main_unit()
     units.files[HARNESS_ONLY] = _solution_unit(dataclasses.replace(cand, solution=""), "sp_candidate", name)
     return units

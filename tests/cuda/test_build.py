@@ -93,6 +93,16 @@ def test_units_put_each_solution_in_its_own_namespace_with_original_line_numbers
     assert units.files["harness.cuh"] == layout.harness
 
 
+def test_a_file_measured_against_itself_compiles_its_solution_once(matmul_source: str) -> None:
+    # The baseline side calls the candidate's launch: a unit that depends only on the harness, so the compile
+    # cache serves it to every self-evaluation of the problem, whatever the solution.
+    other = matmul_source.replace("#define BLOCK 16", "#define BLOCK 32")
+    mine, theirs = kit_units(matmul_source, None, str(MATMUL)), kit_units(other, other, str(MATMUL))
+    assert mine.files["baseline.cu"] == theirs.files["baseline.cu"]
+    assert "BLOCK" not in mine.files["baseline.cu"] and "sp_candidate::launch(inputs, output)" in mine.files["baseline.cu"]
+    assert "#define BLOCK 16" in kit_units(other, matmul_source, str(MATMUL)).files["baseline.cu"]
+
+
 def test_units_declare_launch_with_the_harness_element_type(matmul_source: str) -> None:
     # spd::elem is float unless the harness defines SPEEDPATCH_ELEMENT, so every unit agrees on the type.
     main = kit_units(matmul_source, None, str(MATMUL)).files["main.cu"]
