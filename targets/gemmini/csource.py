@@ -266,3 +266,11 @@ def host_mac_loop_depth(text: str) -> int:
                     deepest = max(deepest, loops)
         stack.extend((child, loops) for child in node.children)
     return deepest
+
+
+def skip_literal(text: str, at: int) -> int:
+    """Offset just past the string or char literal that opens at text[at] (escapes skipped)."""
+    quote, i = text[at], at + 1
+    while i < len(text) and text[i] != quote:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1

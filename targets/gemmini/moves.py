@@ -29,6 +29,7 @@ from itertools import product
 
 from speedpatch.model import Kernel
 from speedpatch.targets.base import Move
+from speedpatch.targets.gemmini.csource import skip_literal
 from speedpatch.targets.gemmini.schedules import (
     DIM,
     HALF_ACC_ROWS,
@@ -61,20 +62,12 @@ class Call:
 
 
 # ------------------------------------------------------------------------------------------- parsing
-def _skip_literal(text: str, i: int) -> int:
-    quote = text[i]
-    i += 1
-    while i < len(text) and text[i] != quote:
-        i += 2 if text[i] == "\\" else 1
-    return i + 1
-
-
 def _split_args(inner: str) -> list[str]:
     args, depth, start, i = [], 0, 0, 0
     while i < len(inner):
         ch = inner[i]
         if ch in "\"'":
-            i = _skip_literal(inner, i)
+            i = skip_literal(inner, i)
             continue
         if ch in "([{":
             depth += 1
@@ -95,7 +88,7 @@ def find_calls(text: str) -> list[Call]:
         while i < len(text) and depth:
             ch = text[i]
             if ch in "\"'":
-                i = _skip_literal(text, i)
+                i = skip_literal(text, i)
                 continue
             depth += ch == "("
             depth -= ch == ")"
@@ -753,7 +746,7 @@ def _find_named_calls(text: str, function: str) -> list[list[str]]:
         depth, i = 1, m.end()
         while i < len(text) and depth:
             if text[i] in "\"'":
-                i = _skip_literal(text, i)
+                i = skip_literal(text, i)
                 continue
             depth += text[i] == "("
             depth -= text[i] == ")"

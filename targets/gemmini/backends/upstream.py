@@ -21,6 +21,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedpatch.targets.gemmini.csource import skip_literal
+
 FENCE_ASM = re.compile(r"\basm\s+volatile\s*\(\s*\"fence\"\s*\)")
 RDCYCLE_ASM = re.compile(r"\basm\s+volatile\s*\(\s*\"rdcycle\s+%0\"\s*:\s*\"=r\"\s*\(\s*(\w+)\s*\)\s*\)")
 
@@ -86,14 +88,6 @@ class CounterRead:
     line: int  # 1-based
 
 
-def _past_literal(text: str, at: int) -> int:
-    """Offset just past the string or char literal that opens at text[at] (escapes skipped)."""
-    quote, j = text[at], at + 1
-    while j < len(text) and text[j] != quote:
-        j += 2 if text[j] == "\\" else 1
-    return j + 1
-
-
 def _close(text: str, open_at: int) -> int:
     """Offset just past the parenthesis matching text[open_at] ('('), skipping string and char literals;
     -1 when unbalanced."""
@@ -101,7 +95,7 @@ def _close(text: str, open_at: int) -> int:
     while i < len(text):
         ch = text[i]
         if ch in "\"'":
-            i = _past_literal(text, i)
+            i = skip_literal(text, i)
             continue
         if ch == "(":
             depth += 1
@@ -118,7 +112,7 @@ def _top_level_split(body: str, sep: str) -> list[str]:
     while i < len(body):
         ch = body[i]
         if ch in "\"'":
-            i = _past_literal(body, i)
+            i = skip_literal(body, i)
             continue
         if ch in "([":
             depth += 1
