@@ -35,11 +35,11 @@ def test_spike_does_not_rank_candidates(spike) -> None:
 
 
 @pytest.mark.slow
-def test_spike_checks_a_correct_program_and_reports_host_instructions(spike, tmp_path: Path) -> None:
+def test_spike_checks_a_correct_program_and_reports_the_models_figure_and_host_instructions(spike, tmp_path: Path) -> None:
     ev = spike.evaluate(SMALL, _ctx(tmp_path))
     assert ev.status == NOT_MEASURED, ev.message + ev.log[-2000:]
-    assert ev.correct and ev.unit == "instructions" and ev.value and ev.value > 0
-    assert ev.feedback["host_instructions"] == int(ev.value)
+    assert ev.correct and ev.unit == "cycles" and ev.value and ev.value > 0
+    assert 0 < ev.feedback["host_instructions"] < ev.value
     assert "riscv64-unknown-elf-gcc" in ev.receipt["compiler"] or "riscv" in ev.receipt["compiler"]
 
 
@@ -68,4 +68,5 @@ def test_an_offline_gemmini_winner_is_reverified_on_spike(spike, tmp_path: Path)
     problem = api.make_problem(str(path), SMALL, "matmul_kernel", config)
     record = api.optimize(problem, config, Store(tmp_path))
     assert record.speedup and record.speedup > 1, record.message
-    assert record.best.evaluation.receipt["reverified"] == "correct on gemmini-spike"
+    note = record.best.evaluation.receipt["reverified"]
+    assert note.startswith("correct on gemmini-spike (") and note.endswith(" cycles there)"), note

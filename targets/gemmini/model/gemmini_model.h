@@ -22,6 +22,9 @@ uint64_t gemmini_model_cycles(void);
 
 /* Host work that the trace-pc hook cannot see (e.g. a Spike wrapper counting instructions itself). */
 void gemmini_model_charge_host(uint64_t cycles);
+/* What the host pays for a library memcpy/memmove (set = 0) or memset (set = 1) of n bytes, on every
+ * platform the same: natively libc is not instrumented, on Spike picolibc's own loop is not counted. */
+uint64_t gemmini_model_copy_cycles(uint64_t n, int set);
 
 /* Where DRAM is, for a simulator that has its own memory (Spike): both functions copy n bytes and
  * report a bad address by calling gemmini_model_memory_fault. Natively (the default) DRAM is host memory. */

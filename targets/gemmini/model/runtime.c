@@ -210,6 +210,10 @@ void gm_fail(const char *fmt, ...) {
 #ifdef GEMMINI_MODEL_SPIKE
 #include "trusted_region.h"
 #define F_VERDICT 125 /* the Spike harness hands over its verdict line: rs1 = address, rs2 = length */
+/* ... and marks its timed region, which the model measures and logs like gemmini_model_region_* natively
+ * (no calls into the model exist on Spike). A kernel object may not issue any of the three (build.py). */
+#define F_REGION_BEGIN 123
+#define F_REGION_END 124
 #endif
 
 static void host_segment(uintptr_t return_address, int basic_block);
@@ -224,6 +228,15 @@ static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t retur
     const uint64_t n = rs2 < sizeof text ? rs2 : sizeof text;
     gm_dram_read(rs1, text, n);
     gemmini_model_verdict(text, n);
+    return 0;
+  }
+  if (funct == F_REGION_BEGIN) {
+    gemmini_model_region_begin();
+    return 0;
+  }
+  if (funct == F_REGION_END) {
+    gemmini_model_region_t figures;
+    gemmini_model_region_end(&figures);
     return 0;
   }
 #endif
@@ -498,6 +511,11 @@ void __sanitizer_cov_trace_pc(void) {
   host_segment((uintptr_t)__builtin_return_address(0), 1);
 }
 
+/* What a memcpy/memmove (set = 0) or memset (set = 1) of n bytes called from the program costs the host. */
+uint64_t gemmini_model_copy_cycles(uint64_t n, int set) {
+  return T_HOST_CALL_CYCLES + n / (set ? T_HOST_SET_BYTES_PER_CYCLE : T_HOST_COPY_BYTES_PER_CYCLE);
+}
+
 #ifdef GEMMINI_MODEL_WRAP_LIBC
 /* The native link routes the user's memcpy/memmove/memset through these (-Wl,--wrap=...), because libc
  * is not instrumented: copying data on the host is work, whether written as a loop or as a call. */
@@ -505,20 +523,20 @@ void *__real_memcpy(void *dst, const void *src, size_t n);
 void *__real_memmove(void *dst, const void *src, size_t n);
 void *__real_memset(void *dst, int value, size_t n);
 
-static void charge_libc(size_t n, unsigned bytes_per_cycle) {
+static void charge_libc(size_t n, int set) {
   const int models_own = in_model && gm_guard_key && model_busy == MODEL_BUSY_TOKEN;
-  if (!models_own && model_started()) gm_guard_host_add(T_HOST_CALL_CYCLES + n / bytes_per_cycle);
+  if (!models_own && model_started()) gm_guard_host_add(gemmini_model_copy_cycles(n, set));
 }
 void *__wrap_memcpy(void *dst, const void *src, size_t n) {
-  charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);
+  charge_libc(n, 0);
   return __real_memcpy(dst, src, n);
 }
 void *__wrap_memmove(void *dst, const void *src, size_t n) {
-  charge_libc(n, T_HOST_COPY_BYTES_PER_CYCLE);
+  charge_libc(n, 0);
   return __real_memmove(dst, src, n);
 }
 void *__wrap_memset(void *dst, int value, size_t n) {
-  charge_libc(n, T_HOST_SET_BYTES_PER_CYCLE);
+  charge_libc(n, 1);
   return __real_memset(dst, value, n);
 }
 #endif
