@@ -110,3 +110,31 @@ def test_no_winner_passing_keeps_the_original(tmp_path, second, monkeypatch):
     assert record.best.id == record.baseline.id
     assert record.speedup in (None, 1.0)
     assert any("no winner passed re-verification" in e.data["message"] for e in events if e.kind == ev.WARNING)
+
+
+def _measured_there(factor_for):
+    """A second backend that also measures: toy-count's own figure for the same source, times a factor
+    chosen per kernel (1 = the first backend's figure is reproduced)."""
+    def evaluate(self, source, ctx):
+        first = targets.get_target("toy").backend("toy-count").evaluate(source, ctx)
+        factor = factor_for("return sum(xs)" in source.split("def kernel_sum", 1)[1].split("\n\n\n", 1)[0])
+        return Evaluation(status=OK, value=first.value * factor, unit=first.unit, message="same outputs")
+    return evaluate
+
+
+def test_a_winner_whose_figure_the_second_backend_reproduces_is_reported_with_both(tmp_path, second, monkeypatch):
+    monkeypatch.setattr(SecondOpinion, "evaluate", _measured_there(lambda builtin: 1.02))
+    record, _, _ = _run(tmp_path)
+    assert record.best.plan == "Use the builtin sum."
+    note = record.best.evaluation.receipt["reverified"]
+    assert note.startswith("correct on toy-second-opinion (") and note.endswith(f" {record.best.evaluation.unit} there)")
+
+
+def test_a_winner_whose_figure_the_second_backend_measures_far_slower_is_rejected(tmp_path, second, monkeypatch):
+    monkeypatch.setattr(SecondOpinion, "evaluate", _measured_there(lambda builtin: 1.5 if builtin else 1.0))
+    record, store, events = _run(tmp_path)
+    assert record.best.plan != "Use the builtin sum."
+    (rejected, *_) = [c for c in store.candidates(record.run_id) if c.plan == "Use the builtin sum."]
+    assert rejected.evaluation.status == "rejected"
+    assert "33.3% below" in rejected.evaluation.message and "at most 3% is allowed" in rejected.evaluation.message
+    assert any("was the fastest but is rejected" in e.data["message"] for e in events if e.kind == ev.WARNING)
