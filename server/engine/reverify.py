@@ -6,8 +6,10 @@ a second one of the same target (`Backend.reverify_with`, for gemmini-native: ge
 build run on Spike) that checks correctness independently. When the run ends, its best candidate is run
 there: if it is not correct there, it is rejected with the second backend's reason and the next best is
 tried (at most MAX_TRIES); if none passes, the run reports no speedup. An infrastructure failure of the
-second backend, or its time limit, is not evidence against the candidate: the winner is kept and says it was
-not re-verified.
+second backend (not installed, its own build broken) is not evidence against the candidate: the winner is
+kept and says it was not re-verified. Running out of time there is the candidate's own run: a kernel that
+spins only on the second platform would otherwise keep a figure nobody checked, so it is rejected, with
+what to change (more time, or `[search] reverify = false` to report unchecked winners).
 
 Where the second backend also measures the candidate's figure in the same unit (gemmini-spike: the same
 cycle model, outside the program's reach), the winner's figure must be reproduced there: a first figure
@@ -27,7 +29,7 @@ TIME_FACTOR = 4  # the second backend may take this many evaluation timeouts (Sp
 # How far below the second backend's figure the first may lie. gemmini-native and gemmini-spike run the same
 # cycle model; they differ only in how host work is counted (x86 basic blocks as compiled with the trace-pc
 # hook, against RISC-V instructions Spike retired). Honest kernels measured within 0.4% of each other, and
-# natively counted host work is the larger (benchmarks/gemmini_reverify_agreement.py).
+# natively counted host work is the larger (benchmarks/gemmini_spike_agreement.py prints both).
 FIGURE_TOLERANCE = 0.03
 
 
@@ -95,13 +97,20 @@ def reverify(check: Reverifier, base: Candidate, ranked: list[Candidate],
                 and result.unit == cand.evaluation.unit else ""
             best = _note(cand, f"correct on {check.backend}{there}")
             return Outcome(best, warnings), [*changed, best]
-        if result.status in (INFRA_ERROR, TIMEOUT):  # says nothing about the candidate: inconclusive
-            best = _note(cand, f"not re-verified: {check.backend} did not finish ({result.message})"[:300])
-            warnings.append(f"the winner {cand.id} was not re-verified: {check.backend} did not finish: "
+        if result.status == INFRA_ERROR:  # says nothing about the candidate: inconclusive
+            best = _note(cand, f"not re-verified: {check.backend} did not work ({result.message})"[:300])
+            warnings.append(f"the winner {cand.id} was not re-verified: {check.backend} did not work: "
                             f"{result.message}")
             return Outcome(best, warnings), [*changed, best]
-        bad = _rejected(cand, check.backend, result,
-                        f"re-verification on {check.backend}: {forged}" if forged else "")
+        if forged:
+            why = f"re-verification on {check.backend}: {forged}"
+        elif result.status == TIMEOUT:
+            why = (f"re-verification on {check.backend} did not finish ({result.message}): a winner must be checked "
+                   f"there; give it more time ([search] eval_timeout, times {TIME_FACTOR} there) or set [search] "
+                   "reverify = false to report unchecked winners")
+        else:
+            why = ""
+        bad = _rejected(cand, check.backend, result, why)
         changed.append(bad)
         why = bad.evaluation.message if bad.evaluation else ""
         warnings.append(f"candidate {cand.id} was the fastest but is rejected: {why}")

@@ -86,14 +86,19 @@ def test_an_infrastructure_failure_is_not_held_against_the_winner(tmp_path, seco
     assert "simulator crashed" in record.best.evaluation.receipt["reverified"]
 
 
-def test_a_second_backend_that_runs_out_of_time_is_inconclusive_too(tmp_path, second, monkeypatch):
+def test_a_winner_that_runs_out_of_time_on_the_second_backend_is_rejected(tmp_path, second, monkeypatch):
+    # its own run did not finish there: a kernel that spins only on the second platform keeps no figure
     from speedpatch.model import TIMEOUT
 
-    monkeypatch.setattr(SecondOpinion, "evaluate",
-                        lambda self, source, ctx: Evaluation(status=TIMEOUT, message="timed out after 480 s"))
-    record, _, _ = _run(tmp_path)
-    assert record.best.plan == "Use the builtin sum."
-    assert "timed out after 480 s" in record.best.evaluation.receipt["reverified"]
+    slow = "Use the builtin sum."
+    monkeypatch.setattr(SecondOpinion, "evaluate", lambda self, source, ctx: Evaluation(
+        status=TIMEOUT, message="timed out after 480 s") if "return sum(xs)" in source.split("def kernel_sum", 1)[1]
+        .split("\n\n\n", 1)[0] else Evaluation(status=OK))
+    record, store, _ = _run(tmp_path)
+    assert record.best.plan != slow
+    (rejected, *_) = [c for c in store.candidates(record.run_id) if c.plan == slow]
+    assert rejected.evaluation.status == "rejected" and "did not finish (timed out after 480 s)" in \
+        rejected.evaluation.message and "reverify = false" in rejected.evaluation.message
 
 
 def test_reverify_off_reports_the_winner_unchecked(tmp_path, second):
