@@ -207,3 +207,10 @@ def test_the_models_dma_cannot_be_pointed_past_its_own_memory_check(gemmini_c, t
     out = run(f"{address['dram_write'] - address['main']}\n")
     assert out.returncode == 3 and "aimed at the model's own memory" in out.output, out.output
     assert "cycles " not in out.output
+
+
+def test_starting_the_timed_region_twice_stops_the_run(gemmini_c):
+    # a second start would restart the region's clock in the middle of the measurement
+    body = "void gemmini_model_region_begin(void);\n  gemmini_model_region_begin();\n  gemmini_model_region_begin();"
+    run = gemmini_c(PROGRAM % body)()
+    assert run.returncode == 4 and "the timed region changed outside the model" in run.output

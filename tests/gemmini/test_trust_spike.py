@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from speedpatch.model import INCORRECT, NOT_MEASURED, REJECTED
+from speedpatch.model import INCORRECT, NOT_MEASURED, REJECTED, RUNTIME_ERROR
 from speedpatch.targets import get_target
 from speedpatch.targets.base import EvalContext
 
@@ -65,6 +65,15 @@ def test_a_kernel_may_not_mark_the_timed_region_or_a_library_copy_itself(spike, 
     # 123/124 would restart or end the model's timed region; 122/121 would leave its host work uncounted
     ev = evaluate(spike, tmp_path, f"  ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, {funct});\nLIBRARY")
     assert ev.status == REJECTED and f"RoCC instruction funct {funct}" in ev.message
+
+
+@pytest.mark.slow
+def test_a_kernel_that_writes_into_program_code_is_stopped_on_spike(spike, tmp_path):
+    # Code and constants are locked read + execute (start.S, PMP): otherwise a kernel could rewrite the
+    # harness's instructions that run after it returns (its verdict, its timed region's end).
+    body = "LIBRARY  *(volatile unsigned *)(void *)matmul_kernel = 0x00000013u; /* a nop over our own code */\n"
+    ev = evaluate(spike, tmp_path, body)
+    assert ev.status == RUNTIME_ERROR and "exit status 135" in ev.message, ev.message  # mcause 7: store access fault
 
 
 @pytest.mark.slow

@@ -170,6 +170,8 @@ static void kernel_closed(const char *where) {
 void gemmini_model_region_begin(void) {
   gm_guard_check("the start of the timed region");
   kernel_closed("the start of the timed region");
+  /* the harness ends every region it starts: a second start would restart the clock mid-measurement */
+  if (r_open) gm_guard_tampered("the timed region", "a second start while one was open");
   r_host = T.host, r_macs = S.macs, r_read = S.dram_read_bytes, r_write = S.dram_write_bytes;
   r_host_cycles = S.host_block_cycles + S.host_external_cycles, r_insns = gm_insn_no;
   r_open = 1;

@@ -1,6 +1,7 @@
-/* Bare-metal start for Spike: trap vector, FPU on, stack, thread pointer (picolibc keeps errno in TLS),
- * zeroed .bss, main(), then exit through HTIF. A trap (illegal instruction, bad address) ends the run
- * with exit status 128 + mcause instead of looping forever. */
+/* Bare-metal start for Spike: trap vector, FPU on, code and constants made read-only, stack, thread
+ * pointer (picolibc keeps errno in TLS), zeroed .bss, main(), then exit through HTIF. A trap (illegal
+ * instruction, bad address, a store into code) ends the run with exit status 128 + mcause instead of
+ * looping forever. */
   .section .text.start, "ax"
   .globl _start
 _start:
@@ -13,6 +14,15 @@ _start:
   li t0, (1 << 13)          /* mstatus.FS = initial: the program may use the FPU */
   csrs mstatus, t0
   csrwi fcsr, 0
+  /* The program runs in machine mode, where memory is writable unless a LOCKED physical-memory-protection
+   * entry says otherwise (privileged spec, PMP: L applies the entry to M-mode too, until reset). Entry 0,
+   * top-of-range: [0, __readonly_end) readable and executable, not writable. Without it the one RWX image
+   * let a kernel rewrite the harness's code that runs after it returns. Kernel objects may not touch CSRs. */
+  la t0, __readonly_end
+  srli t0, t0, 2
+  csrw pmpaddr0, t0
+  li t0, 0x8d               /* L | A=TOR | X | R */
+  csrw pmpcfg0, t0
   la sp, __stack_top
   la tp, __tdata_start
   la t0, __bss_start
