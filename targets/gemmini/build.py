@@ -621,8 +621,8 @@ def kernel_object_problems(obj: Path, timeout: float = 60, riscv: bool = False) 
 
 
 # On Spike the kernel's RoCC instructions are real custom-3 instructions; these are Gemmini's (the
-# verdict hand-over, 125, and the timed region's marks, 123 and 124, are the harness's alone; 121 and 122
-# mark a library copy, spike/host_copies.c's alone).
+# verdict hand-over, 125, the timed region's marks, 123 and 124, and the checked kernel call's, 120 and 119,
+# are the harness's alone; 121 and 122 mark a library copy, spike/host_copies.c's alone).
 GEMMINI_FUNCTS = frozenset(range(0, 22)) | {126}
 RISCV_ALLOWED_CALLS = (ALLOWED_CALLS - {"__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd",
                                         "gemmini_model_fence"})

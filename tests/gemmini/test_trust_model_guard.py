@@ -214,3 +214,12 @@ def test_starting_the_timed_region_twice_stops_the_run(gemmini_c):
     body = "void gemmini_model_region_begin(void);\n  gemmini_model_region_begin();\n  gemmini_model_region_begin();"
     run = gemmini_c(PROGRAM % body)()
     assert run.returncode == 4 and "the timed region changed outside the model" in run.output
+
+
+def test_ending_the_timed_region_with_accelerator_work_outstanding_stops_the_run(gemmini_c):
+    # the harness fences right before the end: work still outstanding means its fence was jumped over
+    body = ("void gemmini_model_region_begin(void);\n  void gemmini_model_region_end(void *);\n"
+            "  static elem_t zeros[DIM][DIM];\n  char figures[64];\n  gemmini_model_region_begin();\n"
+            "  gemmini_config_ld(DIM);\n  gemmini_mvin(zeros, 0);\n  gemmini_model_region_end(figures);")
+    run = gemmini_c(PROGRAM % body)()
+    assert run.returncode == 4 and "its fence before the region's end was skipped" in run.output

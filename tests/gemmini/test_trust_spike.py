@@ -77,6 +77,15 @@ def test_a_kernel_that_writes_into_program_code_is_stopped_on_spike(spike, tmp_p
 
 
 @pytest.mark.slow
+def test_a_kernel_that_rewrites_the_harnesss_saved_registers_is_refused_on_spike(spike, tmp_path):
+    # The kernel's frame address is its caller's stack pointer: the trampoline's saved return address and
+    # s0-s11 lie there. Rewritten, the harness would go on with registers (or a return) the kernel chose.
+    body = "LIBRARY  ((volatile unsigned long *)__builtin_frame_address(0))[1] ^= 1;\n"
+    ev = evaluate(spike, tmp_path, body)
+    assert ev.status == REJECTED and "tampering: the harness's registers or stack frames" in ev.message, ev.message
+
+
+@pytest.mark.slow
 def test_a_kernel_that_reads_a_control_register_is_refused(spike, tmp_path):
     ev = evaluate(spike, tmp_path, '  unsigned long c;\n  asm volatile("rdcycle %0" : "=r"(c));\n  (void)c;\nLIBRARY')
     assert ev.status == REJECTED and "instruction rdcycle" in ev.message

@@ -32,7 +32,7 @@ LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, 
                 "false, false, false, 0, WS);")
 # The model's variables the attacks write (guard.c's sealed state, in the order guard.c's state_digest mixes it).
 SEALED = ["gm_insn_no", "r_host", "r_macs", "r_read", "r_write", "r_host_cycles", "r_insns", "r_open", "r_logged",
-          "r_log_digest", "verdict_hash", "verdicts", "k_open", "k_frames"]
+          "r_log_digest", "verdict_hash", "verdicts", "k_open", "k_frames", "k_top"]
 SYMBOLS = ["stdout", "T", "S", "gm_guard_key", "gm_guard_host_seal", "gm_host_pending", "state_seal", *SEALED]
 
 pytestmark = [pytest.mark.slow,

@@ -132,6 +132,10 @@ class SpikeBackend(Backend):
         remaining = max(5.0, ctx.timeout - result.seconds)
         run = driver.run_spike(elf, ctx.workdir, remaining, stats_path, params_dir)
         stats = common.read_stats(stats_path)
+        tampered = trusted.TAMPERING.search(run.output)
+        if tampered and run.returncode == 4:
+            return Evaluation(status=REJECTED, message=tampered.group(0).removeprefix("gemmini-model: error: "),
+                              log=run.output, receipt=rec)
         lines = [m.group(0) + "\n" for m in RESULT_LINE.finditer(run.output)]
         mine = [ln for ln in lines if ln.rstrip("\n").endswith(f" nonce={secret.nonce}")]
         if not run.timed_out and lines and (len(lines) != 1 or len(mine) != 1):

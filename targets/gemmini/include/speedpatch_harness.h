@@ -325,6 +325,37 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_d
 #ifdef SPEEDPATCH_TRUSTED
 #define SPEEDPATCH_CALL_KERNEL(fn, a, b, c, d) \
   gemmini_model_call_kernel((void (*)(const void *, const void *, const void *, void *))(fn), (a), (b), (c), (d))
+#elif defined(SPEEDPATCH_SPIKE_VOUCH) && defined(BAREMETAL)
+/* gemmini-spike's trusted build: the same check through the harness's own RISC-V trampoline. It pushes the
+ * return address and s0-s11, hands the model inside Spike its stack pointer and the stack's top (RoCC funct
+ * 120; the model hashes everything in between, i.e. these registers and every harness frame), calls the
+ * kernel, and hands the stack pointer over again (funct 119; the model compares) before restoring them.
+ * Code is read-only on Spike (start.S), so the kernel cannot bypass it; it may issue neither instruction. */
+void speedpatch_spike_call_kernel(void (*fn)(const void *, const void *, const void *, void *), const void *a,
+                                  const void *b, const void *c, void *d);
+__asm__(".text\n"
+        ".globl speedpatch_spike_call_kernel\n"
+        ".type speedpatch_spike_call_kernel, @function\n"
+        "speedpatch_spike_call_kernel:\n"
+        "  addi sp, sp, -112\n"
+        "  sd ra, 0(sp)\n  sd s0, 8(sp)\n  sd s1, 16(sp)\n  sd s2, 24(sp)\n  sd s3, 32(sp)\n  sd s4, 40(sp)\n"
+        "  sd s5, 48(sp)\n  sd s6, 56(sp)\n  sd s7, 64(sp)\n  sd s8, 72(sp)\n  sd s9, 80(sp)\n  sd s10, 88(sp)\n"
+        "  sd s11, 96(sp)\n"
+        "  mv t0, a0\n"
+        "  la t1, __stack_top\n"
+        "  .insn r 0x7b, 3, 120, x0, sp, t1\n"
+        "  mv a0, a1\n  mv a1, a2\n  mv a2, a3\n  mv a3, a4\n"
+        "  jalr t0\n"
+        "  .insn r 0x7b, 3, 119, x0, sp, x0\n"
+        "  ld ra, 0(sp)\n  ld s0, 8(sp)\n  ld s1, 16(sp)\n  ld s2, 24(sp)\n  ld s3, 32(sp)\n  ld s4, 40(sp)\n"
+        "  ld s5, 48(sp)\n  ld s6, 56(sp)\n  ld s7, 64(sp)\n  ld s8, 72(sp)\n  ld s9, 80(sp)\n  ld s10, 88(sp)\n"
+        "  ld s11, 96(sp)\n"
+        "  addi sp, sp, 112\n"
+        "  ret\n"
+        ".size speedpatch_spike_call_kernel, .-speedpatch_spike_call_kernel\n");
+#define SPEEDPATCH_CALL_KERNEL(fn, a, b, c, d)                                                                 \
+  speedpatch_spike_call_kernel((void (*)(const void *, const void *, const void *, void *))(fn), (a), (b), (c), \
+                               (d))
 #else
 #define SPEEDPATCH_CALL_KERNEL(fn, a, b, c, d) (fn)((a), (b), (c), (d))
 #endif

@@ -40,7 +40,7 @@ static uint64_t verdict_hash, verdicts;
 /* The kernel call (gemmini_model_call_kernel): whether one is under way, and a keyed hash of everything of
  * the harness's on the stack at that moment (its callee-saved registers, the return address, every frame up
  * to the stack's top), compared when the kernel returns. */
-static uint64_t k_open, k_frames;
+static uint64_t k_open, k_frames, k_top; /* k_open: the saved-registers address while a call is open */
 
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -61,7 +61,7 @@ static uint64_t state_digest(void) {
                              S.dram_read_bytes, S.dram_write_bytes, S.fences, S.host_external_cycles,
                              gm_insn_no, r_host, r_macs, r_read, r_write,
                              r_host_cycles, r_insns, (uint64_t)r_open, r_logged, r_log_digest,
-                             verdict_hash, verdicts, k_open, k_frames};
+                             verdict_hash, verdicts, k_open, k_frames, k_top};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) h = mix(h, fields[i]);
   return h;
 }
@@ -106,33 +106,46 @@ void gm_guard_check(const char *where) {
 }
 
 /* ---- the kernel call ---- */
-#if defined(__x86_64__) && !defined(GEMMINI_MODEL_SPIKE)
-extern void *__libc_stack_end; /* glibc: the top of the initial stack, above main's frame */
 
-/* What the harness has on the stack, from `saved` (the caller's six callee-saved registers, as the
- * trampoline pushed them, then its return address) to the stack's top. */
-static uint64_t harness_frames_digest(const uint64_t *saved) {
-  uint64_t h = mix(gm_guard_key, (uint64_t)(uintptr_t)saved);
-  const uint64_t *top = (const uint64_t *)__libc_stack_end;
-  for (const uint64_t *p = saved; p < top; p++) h = mix(h, *p);
+/* What the harness has on the stack, from `saved` (the caller's callee-saved registers and return address,
+ * as the trampoline pushed them) up to the stack's top, read without the timing model seeing it. */
+static uint64_t harness_frames_digest(uint64_t saved, uint64_t top) {
+  uint64_t h = mix(gm_guard_key, saved);
+  uint64_t chunk[64];
+  for (uint64_t at = saved; at < top;) {
+    const uint64_t n = top - at < sizeof chunk ? (top - at) / 8 : sizeof chunk / 8;
+    if (n == 0) break;
+    gm_host_memory_read(at, chunk, n * 8);
+    for (uint64_t i = 0; i < n; i++) h = mix(h, chunk[i]);
+    at += n * 8;
+  }
   return h;
 }
 
-void gm_kernel_enter(const uint64_t *saved) {
+void gm_kernel_enter_at(uint64_t saved, uint64_t top) {
   gm_guard_check("the kernel call");
   if (k_open) gm_guard_tampered("the kernel call", "a second call while one was under way");
-  k_open = 1;
-  k_frames = harness_frames_digest(saved);
+  k_open = saved ? saved : 1;
+  k_top = top;
+  k_frames = harness_frames_digest(saved, top);
   gm_guard_seal();
 }
 
-void gm_kernel_leave(const uint64_t *saved) {
+void gm_kernel_leave_at(uint64_t saved) {
   gm_guard_check("the kernel's return");
-  if (!k_open || harness_frames_digest(saved) != k_frames)
+  if (k_open != (saved ? saved : 1) || harness_frames_digest(saved, k_top) != k_frames)
     gm_guard_tampered("the harness's registers or stack frames", "the kernel's return");
   k_open = 0;
   gm_guard_seal();
 }
+
+#if defined(__x86_64__) && !defined(GEMMINI_MODEL_SPIKE)
+extern void *__libc_stack_end; /* glibc: the top of the initial stack, above main's frame */
+
+void gm_kernel_enter(const uint64_t *saved) {
+  gm_kernel_enter_at((uint64_t)(uintptr_t)saved, (uint64_t)(uintptr_t)__libc_stack_end);
+}
+void gm_kernel_leave(const uint64_t *saved) { gm_kernel_leave_at((uint64_t)(uintptr_t)saved); }
 
 /* gemmini_model_call_kernel(fn, a, b, c, d): fn(a, b, c, d) with the harness's callee-saved registers, its
  * return address and its frames hashed before and checked after. Natively the kernel shares the stack: its
@@ -155,6 +168,8 @@ __asm__(".text\n"
         "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbp\n  popq %rbx\n  ret\n"
         ".size gemmini_model_call_kernel, .-gemmini_model_call_kernel\n");
 #else
+/* On Spike the harness's own RISC-V trampoline (speedpatch_harness.h) hands the model its stack pointer and
+ * the stack's top around the call (RoCC funct 120 and 119, runtime.c). */
 void gemmini_model_call_kernel(void (*fn)(const void *, const void *, const void *, void *), const void *a,
                                const void *b, const void *c, void *d) {
   fn(a, b, c, d);
@@ -182,6 +197,9 @@ void gemmini_model_region_end(gemmini_model_region_t *out) {
   gm_guard_check("the end of the timed region");
   kernel_closed("the end of the timed region");
   if (!r_open || T.host < r_host || S.macs < r_macs) gm_guard_tampered("the timed region's start", "its end");
+  /* The harness fences right before this point; accelerator work still outstanding means a kernel
+   * returned past that fence (on Spike, by rewriting its return address), leaving its work out of the figure. */
+  if (T.all_done > T.host) gm_guard_tampered("the harness's control flow (its fence before the region's end was skipped)", "the end of the timed region");
   if (gm_block_table_digest() != table_digest) gm_guard_tampered("the host-work block table", "the end of the timed region");
   out->cycles = T.host - r_host;
   out->array_macs = S.macs - r_macs;
@@ -236,7 +254,8 @@ int gm_guard_owns(uint64_t addr, uint64_t n) {
       {&r_read, sizeof r_read}, {&r_write, sizeof r_write}, {&r_host_cycles, sizeof r_host_cycles},
       {&r_insns, sizeof r_insns}, {&r_open, sizeof r_open}, {&verdict_hash, sizeof verdict_hash},
       {&verdicts, sizeof verdicts}, {r_log, sizeof r_log}, {&r_logged, sizeof r_logged},
-      {&r_log_digest, sizeof r_log_digest}, {&k_open, sizeof k_open}, {&k_frames, sizeof k_frames}};
+      {&r_log_digest, sizeof r_log_digest}, {&k_open, sizeof k_open}, {&k_frames, sizeof k_frames},
+      {&k_top, sizeof k_top}};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
     const uint64_t lo = (uint64_t)(uintptr_t)owned[i].p, hi = lo + owned[i].size;
     if (addr < hi && addr + n > lo) return 1;

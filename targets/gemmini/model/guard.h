@@ -17,6 +17,11 @@ __attribute__((noreturn)) void gm_guard_tampered(const char *what, const char *w
 uint64_t gm_block_table_digest(void); /* runtime.c: a hash of the host-work block table */
 void gm_guard_stats(FILE *f);          /* the verdict's hash and count, for the statistics file */
 int gm_guard_owns(uint64_t addr, uint64_t n); /* whether a DMA range touches the model's own state */
+/* The checked kernel call: the harness's stack from `saved` (its registers and return address, pushed by
+ * its trampoline) to `top`, hashed before the kernel runs and compared when it returns. */
+void gm_kernel_enter_at(uint64_t saved, uint64_t top);
+void gm_kernel_leave_at(uint64_t saved);
+void gm_host_memory_read(uint64_t addr, void *dst, uint64_t n); /* runtime.c: program memory, untimed */
 
 /* The host clock and the work not yet charged to it move on every basic block of the program (trace-pc):
  * a cheap seal of just those two values. The model's other state moves only inside the model's own entry
