@@ -274,3 +274,24 @@ def skip_literal(text: str, at: int) -> int:
     while i < len(text) and text[i] != quote:
         i += 2 if text[i] == "\\" else 1
     return i + 1
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """`text` cut at each `sep` outside brackets and string or char literals (a call's arguments, an asm
+    statement's operand groups); the parts are not stripped."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "\"'":
+            i = skip_literal(text, i)
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts

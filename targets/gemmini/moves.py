@@ -29,7 +29,7 @@ from itertools import product
 
 from speedpatch.model import Kernel
 from speedpatch.targets.base import Move
-from speedpatch.targets.gemmini.csource import skip_literal
+from speedpatch.targets.gemmini.csource import skip_literal, split_top_level
 from speedpatch.targets.gemmini.schedules import (
     DIM,
     HALF_ACC_ROWS,
@@ -63,22 +63,7 @@ class Call:
 
 # ------------------------------------------------------------------------------------------- parsing
 def _split_args(inner: str) -> list[str]:
-    args, depth, start, i = [], 0, 0, 0
-    while i < len(inner):
-        ch = inner[i]
-        if ch in "\"'":
-            i = skip_literal(inner, i)
-            continue
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(inner[start:i].strip())
-            start = i + 1
-        i += 1
-    args.append(inner[start:].strip())
-    return args
+    return [arg.strip() for arg in split_top_level(inner, ",")]
 
 
 def find_calls(text: str) -> list[Call]:

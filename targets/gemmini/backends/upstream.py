@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from speedpatch.targets.gemmini.csource import skip_literal
+from speedpatch.targets.gemmini.csource import skip_literal, split_top_level
 
 FENCE_ASM = re.compile(r"\basm\s+volatile\s*\(\s*\"fence\"\s*\)")
 RDCYCLE_ASM = re.compile(r"\basm\s+volatile\s*\(\s*\"rdcycle\s+%0\"\s*:\s*\"=r\"\s*\(\s*(\w+)\s*\)\s*\)")
@@ -107,25 +107,6 @@ def _close(text: str, open_at: int) -> int:
     return -1
 
 
-def _top_level_split(body: str, sep: str) -> list[str]:
-    parts, depth, i, last = [], 0, 0, 0
-    while i < len(body):
-        ch = body[i]
-        if ch in "\"'":
-            i = skip_literal(body, i)
-            continue
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(body[last:i])
-            last = i + 1
-        i += 1
-    parts.append(body[last:])
-    return parts
-
-
 def counter_reads(text: str) -> list[CounterRead]:
     """Every inline-asm statement of `text` whose template is one RISC-V counter read into one register
     output (rdcycle/rdtime/rdinstret, csrr/csrrs of cycle, time, instret or their machine-mode CSRs)."""
@@ -134,7 +115,7 @@ def counter_reads(text: str) -> list[CounterRead]:
         end = _close(text, m.end() - 1)
         if end < 0:
             continue
-        parts = _top_level_split(text[m.end():end - 1], ":")
+        parts = split_top_level(text[m.end():end - 1], ":")
         if len(parts) < 2:
             continue
         pieces = _STRING.findall(parts[0])
@@ -142,7 +123,7 @@ def counter_reads(text: str) -> list[CounterRead]:
             continue  # not a template made only of string literals
         template = " ".join("".join(pieces).replace("\\t", " ").replace("\\n", " ").split())
         tm = _COUNTER_TEMPLATE.match(template)
-        outputs = _top_level_split(parts[1], ",")
+        outputs = split_top_level(parts[1], ",")
         om = _OUTPUT.match(outputs[0]) if len(outputs) == 1 else None
         if tm is None or om is None:
             continue
