@@ -16,14 +16,6 @@ SMALL = QUICK_PATH.read_text().replace("MAT_DIM_I 128", "MAT_DIM_I 48").replace(
     .replace("MAT_DIM_K 128", "MAT_DIM_K 64")
 
 
-@pytest.fixture(scope="module")
-def spike():
-    backend = get_target("gemmini").backend("gemmini-spike")
-    usable = backend.availability({})
-    if not usable.usable:
-        pytest.skip(f"gemmini-spike unavailable: {usable.reason}")
-    return backend
-
 
 def _ctx(tmp_path: Path) -> EvalContext:
     (k,) = get_target("gemmini").find_kernels(SMALL)

@@ -21,14 +21,6 @@ LIBRARY_CALL = ("  tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def spike():
-    backend = get_target("gemmini").backend("gemmini-spike")
-    usable = backend.availability({})
-    if not usable.usable:
-        pytest.skip(usable.reason)
-    return backend
-
 
 def both(spike, tmp_path: Path, body: str) -> tuple[float, float]:
     """The kernel's figure natively and on Spike."""

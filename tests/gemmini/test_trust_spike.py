@@ -17,14 +17,6 @@ QUICK = QUICK_PATH.read_text()
 SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {\n"
 
 
-@pytest.fixture(scope="module")
-def spike():
-    backend = get_target("gemmini").backend("gemmini-spike")
-    usable = backend.availability({})
-    if not usable.usable:
-        pytest.skip(usable.reason)
-    return backend
-
 
 def evaluate(spike, tmp_path: Path, body: str | None):
     target = get_target("gemmini")
