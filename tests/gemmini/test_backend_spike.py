@@ -16,7 +16,6 @@ SMALL = QUICK_PATH.read_text().replace("MAT_DIM_I 128", "MAT_DIM_I 48").replace(
     .replace("MAT_DIM_K 128", "MAT_DIM_K 64")
 
 
-
 def _ctx(tmp_path: Path) -> EvalContext:
     (k,) = get_target("gemmini").find_kernels(SMALL)
     return EvalContext(kernel=k, path=str(QUICK_PATH), workdir=tmp_path, timeout=240, seed=2)

@@ -21,7 +21,6 @@ LIBRARY_CALL = ("  tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias
 pytestmark = pytest.mark.slow
 
 
-
 def both(spike, tmp_path: Path, body: str) -> tuple[float, float]:
     """The kernel's figure natively and on Spike."""
     target = get_target("gemmini")

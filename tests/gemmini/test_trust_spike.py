@@ -17,7 +17,6 @@ QUICK = QUICK_PATH.read_text()
 SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {\n"
 
 
-
 def evaluate(spike, tmp_path: Path, body: str | None):
     target = get_target("gemmini")
     (k,) = target.find_kernels(QUICK)
