@@ -156,9 +156,15 @@ def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation
         sandbox_required=config.sandbox.required, executor=make_executor(config, target, backend, workers=1),
     )
     try:
-        return pool.submit(problem.source if source is None else source).result()
+        ev = pool.submit(problem.source if source is None else source).result()
     finally:
         pool.shutdown()
+    if backend.reverify_with and ev.correct:
+        # a run re-verifies its winner there; one evaluation does not, and its receipt says so
+        ev.receipt = {**(ev.receipt or {}), "reverified": f"not re-verified: one evaluation on {backend.name} only (a "
+                      f"run's winner is re-verified on {backend.reverify_with}; evaluate with --backend "
+                      f"{backend.reverify_with} to measure it there)"}
+    return ev
 
 
 def _check_backend(target: Target, backend: Backend, config: Config) -> None:

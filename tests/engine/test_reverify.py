@@ -143,3 +143,11 @@ def test_a_winner_whose_figure_the_second_backend_measures_far_slower_is_rejecte
     assert rejected.evaluation.status == "rejected"
     assert "33.3% below" in rejected.evaluation.message and "at most 3% is allowed" in rejected.evaluation.message
     assert any("was the fastest but is rejected" in e.data["message"] for e in events if e.kind == ev.WARNING)
+
+
+def test_a_single_evaluation_says_it_was_not_re_verified_and_where_it_would_be(tmp_path, second):
+    config = toy_config(tmp_path, offline=True)
+    ev_ = api.evaluate(toy_problem(tmp_path, config), None, config)
+    assert ev_.correct
+    assert ev_.receipt["reverified"].startswith("not re-verified: one evaluation on toy-count only")
+    assert "--backend toy-second-opinion" in ev_.receipt["reverified"]
