@@ -52,7 +52,7 @@ def _note(cand: Candidate, text: str) -> Candidate:
     return replace(cand, evaluation=replace(ev, receipt={**(ev.receipt or {}), "reverified": text}))
 
 
-def figure_problem(first: Evaluation, second: Evaluation, backend: str) -> str:
+def _figure_problem(first: Evaluation, second: Evaluation, backend: str) -> str:
     """Why the first backend's figure is not reproduced by the second's ("" when it is, or when the second
     measured nothing comparable)."""
     if second.value is None or first.value is None or second.unit != first.unit or second.value <= 0:
@@ -62,7 +62,8 @@ def figure_problem(first: Evaluation, second: Evaluation, backend: str) -> str:
     below = 1 - first.value / second.value
     return (f"its figure, {first.value:,.0f} {first.unit}, is {below:.1%} below the {second.value:,.0f} {second.unit} "
             f"{backend} measured for the same code, where the program cannot reach the measurement (at most "
-            f"{FIGURE_TOLERANCE:.0%} is allowed): the figure was forged, or the code behaves differently on the two")
+            f"{FIGURE_TOLERANCE:.0%} is allowed): the figure was forged, or the code does not behave or cost the same "
+            "on both")
 
 
 def _rejected(cand: Candidate, backend: str, result: Evaluation, why: str = "") -> Candidate:
@@ -91,7 +92,7 @@ def reverify(check: Reverifier, base: Candidate, ranked: list[Candidate],
             return Outcome(best, warnings), [*changed, best]
         result = check.run(cand.source)
         assert cand.evaluation is not None
-        forged = figure_problem(cand.evaluation, result, check.backend) if result.correct else ""
+        forged = _figure_problem(cand.evaluation, result, check.backend) if result.correct else ""
         if result.correct and not forged:
             there = f" ({result.value:,.0f} {result.unit} there)" if result.value is not None \
                 and result.unit == cand.evaluation.unit else ""
