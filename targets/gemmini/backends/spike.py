@@ -185,7 +185,7 @@ def _first_region(stats: dict[str, Any] | None, verdict: str) -> dict[str, int] 
     if trials is not None and int((stats or {}).get("harness_regions") or 0) != int(trials.group(1)):
         return (f"on Spike the model measured {int((stats or {}).get('harness_regions') or 0)} timed regions, the "
                 f"harness reports {trials.group(1)} trials: the harness's loop was changed")
-    first = dict(zip(("cycles", "macs", "read", "write", "host", "rocc"), (int(v) for v in figures[0]), strict=False))
+    first = dict(zip((key for key, _ in trusted.RECORD_FIELDS), (int(v) for v in figures[0]), strict=False))
     required = re.search(r" macs=(\d+)", verdict)
     if required is None:
         return first
