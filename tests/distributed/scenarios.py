@@ -94,7 +94,8 @@ def main(out: Path) -> None:
 
     def save() -> None:  # after every scenario, so that a failing one still leaves the others' results
         out.write_text(json.dumps(results))
-    common = ("--offline", "-T", "2", "--seed", "1", "--json")
+    # a small search (2 moves per parent, beam 2): the same-run comparison needs any search, not a long one
+    common = ("--offline", "-T", "2", "-B", "2", "-N", "2", "-K", "1", "--seed", "1", "--json")
 
     local = workspace(root, "local", "")
     results["local"] = cli(local, "optimize", EXAMPLE.name, *common)
