@@ -51,9 +51,10 @@ def test_a_kernel_that_issues_the_verdict_instruction_is_refused(spike, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("funct", [121, 122, 123, 124])
+@pytest.mark.parametrize("funct", [119, 120, 121, 122, 123, 124])
 def test_a_kernel_may_not_mark_the_timed_region_or_a_library_copy_itself(spike, tmp_path, funct):
-    # 123/124 would restart or end the model's timed region; 122/121 would leave its host work uncounted
+    # 123/124 would restart or end the model's timed region, 122/121 leave its host work uncounted, and
+    # 120/119 open or close the checked kernel call with the stack pointer the kernel chose
     ev = evaluate(spike, tmp_path, f"  ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, {funct});\nLIBRARY")
     assert ev.status == REJECTED and f"RoCC instruction funct {funct}" in ev.message
 
