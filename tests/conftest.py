@@ -21,3 +21,9 @@ def pytest_collection_finish(session) -> None:
         warnings.warn(f"--dist loadgroup does not group {len(lost)} tests (e.g. {lost[0]}) with this pytest and "
                       "pytest-xdist (pytest-xdist issue #1386): they run on several workers at once; install the "
                       "test extras' pytest (<9.2)", stacklevel=1)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Grouped tests first (the Ray scenarios, the VS Code end-to-end tests): each group is one unit of minutes
+    on one worker, and collected last (tests/vscode) it started when the other worker had little left to do."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker("xdist_group") else 1)  # stable: order kept within
