@@ -29,6 +29,7 @@ from speedpatch.targets.base import ProcResult, run_process
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE / "include"  # gemmini_params.h, xcustom.h and the public library headers
 MODEL_DIR = HERE / "model"
+FUNCTS_HEADER = INCLUDE_DIR / "speedpatch_functs.h"  # the Spike-only RoCC functs of the trusted side
 PARAMS_HEADER = "gemmini_params.h"
 
 MODEL_CFLAGS = ["-O2", "-std=gnu11", "-fwrapv", "-Wall"]
@@ -76,7 +77,7 @@ def model_key(params_dir: Path | None = None) -> str:
     cc = compiler()
     h.update(_compiler_identity(cc).encode())
     h.update(" ".join(NATIVE_MODEL_CFLAGS).encode())
-    for path in sorted(MODEL_DIR.glob("*.[ch]")) + [INCLUDE_DIR / "xcustom.h", params_header(params_dir)]:
+    for path in sorted(MODEL_DIR.glob("*.[ch]")) + [INCLUDE_DIR / "xcustom.h", FUNCTS_HEADER, params_header(params_dir)]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:20]
 
@@ -620,10 +621,20 @@ def kernel_object_problems(obj: Path, timeout: float = 60, riscv: bool = False) 
     return problems
 
 
-# On Spike the kernel's RoCC instructions are real custom-3 instructions; these are Gemmini's (the
-# verdict hand-over, 125, the timed region's marks, 123 and 124, and the checked kernel call's, 120 and 119,
-# are the harness's alone; 121 and 122 mark a library copy, spike/host_copies.c's alone).
+# On Spike the kernel's RoCC instructions are real custom-3 instructions; these are Gemmini's.
 GEMMINI_FUNCTS = frozenset(range(0, 22)) | {126}
+
+
+def _harness_functs(header: Path) -> dict[int, str]:
+    """funct -> name of every `#define SPEEDPATCH_FUNCT_<NAME> <number>` in the shared header."""
+    found = re.findall(r"^#define SPEEDPATCH_FUNCT_([A-Z_]+) (\d+)\b", header.read_text(), re.MULTILINE)
+    return {int(number): name.lower().replace("_", " ") for name, number in found}
+
+
+# The functs the model inside Spike takes as messages from the trusted side (verdict hand-over, timed
+# region marks, the checked kernel call, library copy marks), read from the one header that the model,
+# the extension, the harness and host_copies.c include: a kernel issuing one is refused by name.
+HARNESS_FUNCTS = _harness_functs(FUNCTS_HEADER)
 RISCV_ALLOWED_CALLS = (ALLOWED_CALLS - {"__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd",
                                         "gemmini_model_fence"})
 RISCV_FORBIDDEN = re.compile(r"^(?:ecall|ebreak|c\.ebreak|[sum]ret|wfi|sfence\.\w+|csr\w*|rdcycle\w*|rdtime\w*|rdinstret\w*)$")
@@ -653,7 +664,11 @@ def _riscv_instruction_problems(dump: str, undefined: set[str]) -> list[str]:
         word, mnemonic = int(m.group(1), 16), m.group(2)
         if mnemonic == ".4byte" and word & 0x7F == 0x7B:  # custom-3: a RoCC instruction
             funct = word >> 25
-            if funct not in GEMMINI_FUNCTS:
+            if funct in HARNESS_FUNCTS:
+                found.setdefault(f"issues RoCC instruction funct {funct} ({HARNESS_FUNCTS[funct]}), which is reserved "
+                                 "for speedpatch's harness (include/speedpatch_functs.h): remove it; a kernel uses "
+                                 "Gemmini's own instructions only", set()).add(function)
+            elif funct not in GEMMINI_FUNCTS:
                 found.setdefault(f"issues RoCC instruction funct {funct}, which is not a Gemmini instruction",
                                  set()).add(function)
         elif RISCV_FORBIDDEN.match(mnemonic) and not RISCV_FLOAT_CSR.match(mnemonic):

@@ -47,6 +47,8 @@ struct speedpatch_conv_shape {
 
 #ifndef SPEEDPATCH_KERNEL_TU
 
+#include "speedpatch_functs.h" /* the RoCC functs only the harness issues on Spike */
+
 #ifndef SPEEDPATCH_SEED
 #define SPEEDPATCH_SEED 1
 #endif
@@ -214,7 +216,7 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_close(struct speedpat
                    SPEEDPATCH_NONCE);
   if (n > 0) {
     const uint64_t len = (size_t)n < sizeof line ? (uint64_t)n : sizeof line - 1;
-    ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, (uint64_t)(uintptr_t)line, len, 125);
+    ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, (uint64_t)(uintptr_t)line, len, SPEEDPATCH_FUNCT_VERDICT);
     fputs(line, stdout);
   }
 #else
@@ -310,10 +312,10 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_d
 #elif defined(SPEEDPATCH_SPIKE_VOUCH) && defined(BAREMETAL)
 /* gemmini-spike's trusted build: the model inside Spike measures and logs the region (RoCC funct 123/124,
  * which only the harness may issue); its figures reach the backend through the statistics file only. */
-#define SPEEDPATCH_REGION_BEGIN() ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, 123)
+#define SPEEDPATCH_REGION_BEGIN() ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, SPEEDPATCH_FUNCT_REGION_BEGIN)
 #define SPEEDPATCH_REGION_END(region) \
   do {                                \
-    ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, 124); \
+    ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, SPEEDPATCH_FUNCT_REGION_END); \
     memset((region), 0, sizeof *(region)); \
   } while (0)
 #else
@@ -343,10 +345,10 @@ __asm__(".text\n"
         "  sd s11, 96(sp)\n"
         "  mv t0, a0\n"
         "  la t1, __stack_top\n"
-        "  .insn r 0x7b, 3, 120, x0, sp, t1\n"
+        "  .insn r 0x7b, 3, " SPEEDPATCH_FUNCT_STR(SPEEDPATCH_FUNCT_KERNEL_ENTER) ", x0, sp, t1\n"
         "  mv a0, a1\n  mv a1, a2\n  mv a2, a3\n  mv a3, a4\n"
         "  jalr t0\n"
-        "  .insn r 0x7b, 3, 119, x0, sp, x0\n"
+        "  .insn r 0x7b, 3, " SPEEDPATCH_FUNCT_STR(SPEEDPATCH_FUNCT_KERNEL_LEAVE) ", x0, sp, x0\n"
         "  ld ra, 0(sp)\n  ld s0, 8(sp)\n  ld s1, 16(sp)\n  ld s2, 24(sp)\n  ld s3, 32(sp)\n  ld s4, 40(sp)\n"
         "  ld s5, 48(sp)\n  ld s6, 56(sp)\n  ld s7, 64(sp)\n  ld s8, 72(sp)\n  ld s9, 80(sp)\n  ld s10, 88(sp)\n"
         "  ld s11, 96(sp)\n"

@@ -209,15 +209,17 @@ void gm_fail(const char *fmt, ...) {
 
 #ifdef GEMMINI_MODEL_SPIKE
 #include "trusted_region.h"
-#define F_VERDICT 125 /* the Spike harness hands over its verdict line: rs1 = address, rs2 = length */
+#include "../include/speedpatch_functs.h" /* the numbers, shared with the harness and build.py's check */
+/* the Spike harness hands over its verdict line: rs1 = address, rs2 = length */
+#define F_VERDICT SPEEDPATCH_FUNCT_VERDICT
 /* ... and marks its timed region, which the model measures and logs like gemmini_model_region_* natively
- * (no calls into the model exist on Spike). A kernel object may not issue any of the three (build.py). */
-#define F_REGION_BEGIN 123
-#define F_REGION_END 124
+ * (no calls into the model exist on Spike). A kernel object may not issue any of these (build.py). */
+#define F_REGION_BEGIN SPEEDPATCH_FUNCT_REGION_BEGIN
+#define F_REGION_END SPEEDPATCH_FUNCT_REGION_END
 /* ... and calls the kernel through its trampoline, which hands over its stack pointer (rs1) and the stack's
  * top (rs2) before the call and its stack pointer after: the harness's frames are checked as natively. */
-#define F_KERNEL_ENTER 120
-#define F_KERNEL_LEAVE 119
+#define F_KERNEL_ENTER SPEEDPATCH_FUNCT_KERNEL_ENTER
+#define F_KERNEL_LEAVE SPEEDPATCH_FUNCT_KERNEL_LEAVE
 #endif
 
 static void host_segment(uintptr_t return_address, int basic_block);

@@ -13,6 +13,7 @@
 extern "C" {
 #include "gemmini_model.h"
 }
+#include "../include/speedpatch_functs.h"
 
 #ifndef HOST_CYCLES_PER_INSTRUCTION
 #define HOST_CYCLES_PER_INSTRUCTION 1 /* an in-order core at one instruction per cycle */
@@ -67,8 +68,8 @@ static void charge_host(processor_t *p) {
 }
 
 // A library copy (host_copies.c): charged by the model's rule for its size, its own instructions not.
-#define F_COPY_ENDS 121
-#define F_COPY_BEGINS 122
+#define F_COPY_ENDS SPEEDPATCH_FUNCT_COPY_ENDS
+#define F_COPY_BEGINS SPEEDPATCH_FUNCT_COPY_BEGINS
 
 static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
   if (!serialized(p)) return PC_SERIALIZE_BEFORE;
