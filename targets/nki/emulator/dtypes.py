@@ -45,6 +45,8 @@ class DType:
             return np.asarray(values, dtype=np.float32).astype(kind).astype(np.float32)
         if self.name == "float16":
             return np.asarray(values, dtype=np.float32).astype(np.float16).astype(np.float32)
+        if self.name == "tfloat32":
+            return round_tf32(values)
         if self.is_float:
             return np.asarray(values, dtype=np.float32)
         info = np.iinfo(self.storage)
@@ -62,6 +64,19 @@ def round_bf16(values: np.ndarray) -> np.ndarray:
     bits = x.view(np.uint32).astype(np.uint64)
     bias = ((bits >> 16) & 1) + 0x7FFF
     rounded = ((bits + bias) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, rounded).astype(np.float32)
+
+
+def round_tf32(values: np.ndarray) -> np.ndarray:
+    """float32 -> tfloat32 (1 sign, 8 exponent, 10 mantissa bits: nki.language.tfloat32 docs "(1S,8E,10M)"),
+    round to nearest, ties to even, as bf16; returned as float32. The Tensor engine multiplies tf32 at the
+    16-bit rate (one pass, not fp32's four): without this rounding an fp32 matmul loaded as tf32 kept fp32's
+    24-bit precision at a quarter of the cost (red-team: 512^3 fp32 matmul correct at 20.3 us against the
+    honest 25.6 us)."""
+    x = np.ascontiguousarray(values, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    bias = ((bits >> 13) & 1) + 0xFFF
+    rounded = ((bits + bias) & 0xFFFFE000).astype(np.uint32).view(np.float32)
     return np.where(np.isnan(x), x, rounded).astype(np.float32)
 
 

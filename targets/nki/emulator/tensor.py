@@ -395,7 +395,7 @@ class Tile:
         """The same bits read as another type of the same width (t.view(nl.float32) of an int32 tile; public
         kernels build float thresholds from integer bit patterns this way, e.g. nki-samples exact_topk_mask;
         the hardware reinterpret cast of the NKI Access Patterns deep dive's ap(dtype=)). No data moves; only
-        types the emulator stores in their own width (float32, tfloat32, int/uint 8/16/32) can be viewed."""
+        types the emulator stores in their own width (float32, int/uint 8/16/32) can be viewed."""
         try:
             target = as_dtype(dtype)
         except NkiError:
@@ -406,6 +406,12 @@ class Tile:
         if own.itemsize != target.itemsize:
             raise NkiError(f"{self.name}.view({target!r}): {own!r} is {own.itemsize} bytes and {target!r} "
                            f"{target.itemsize}; a reinterpret view keeps the element width")
+        if "tfloat32" in (own.name, target.name) and own != target:
+            # fp32 bits read as tf32 would reach the Tensor engine's one-pass tf32 matmul unrounded (fp32
+            # precision at the 16-bit rate); the emulator converts to tf32 only by rounding (dtypes.round_tf32)
+            raise NotEmulatedError(f"{self.name}.view({target!r}) from {own!r} is part of NKI but not of the "
+                                   f"speedpatch emulator; convert to tf32 with a casting copy or load "
+                                   f"(nl.load(..., dtype=nl.tfloat32), nisa.tensor_copy(..., dtype=nl.tfloat32))")
         if stored != {own.name, target.name}:
             raise NotEmulatedError(f"{self.name}.view({target!r}) from {own!r} is part of NKI but not of the "
                                    f"speedpatch emulator (it stores bf16/fp16/fp8 widened to float32); views "

@@ -1,0 +1,103 @@
+"""nki-emulator: kernels that buy a lower cost-model figure with work the modeled hardware cannot do.
+
+Each attack was accepted with a figure below the honest kernel's before its fix (the numbers are in each
+test's comment). Each kernel runs through the real nki-emulator backend (isolated kernel process), on a
+problem small enough to take about a second per evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from speedpatch.model import INCORRECT, OK, RUNTIME_ERROR
+from speedpatch.targets.base import EvalContext
+from speedpatch.targets.nki.target import NkiTarget
+
+pytestmark = pytest.mark.slow
+
+# A matmul with reuse (every operand tile feeds four matmuls): Tensor-engine bound once the operands are
+# resident in SBUF, so the matmul's charge decides the figure.
+MATMUL = '''"""result = lhsT.T @ rhs, 512 x 512 x 512 fp32."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                a = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                res_psum += nisa.nc_matmul(a, b)
+            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(res_psum, dtype=result.dtype))
+    return result
+
+
+INPUTS = {"lhsT": ((512, 512), "float32"), "rhs": ((512, 512), "float32")}
+
+
+def reference(lhsT, rhs):
+    return lhsT.T @ rhs
+'''
+
+# Both operands resident in SBUF as `{dtype}`; `{operand}` is how a matmul operand is taken from them.
+RESIDENT = '''@nki.jit
+def matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_all = nl.ndarray((K // 128, nl.par_dim(128), M), dtype={dtype}, buffer=nl.sbuf)
+    b_all = nl.ndarray((K // 128, nl.par_dim(128), N), dtype={dtype}, buffer=nl.sbuf)
+    for k in nl.affine_range(K // 128):
+        a_all[k] = nl.load(lhsT[k * 128:(k + 1) * 128, :], dtype={dtype})
+        b_all[k] = nl.load(rhs[k * 128:(k + 1) * 128, :], dtype={dtype})
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                a = a_all[k, :, m * 128:(m + 1) * 128]
+                b = b_all[k, :, n * 512:(n + 1) * 512]
+                res_psum += nisa.nc_matmul({operand_a}, {operand_b})
+            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(res_psum, dtype=result.dtype))
+    return result
+'''
+
+
+def resident(dtype: str, view: str = "") -> str:
+    return RESIDENT.format(dtype=dtype, operand_a=f"a{view}", operand_b=f"b{view}")
+
+
+def evaluate(tmp_path: Path, problem: str, kernel_source: str | None):
+    target = NkiTarget()
+    (kernel,) = target.find_kernels(problem)
+    source = problem if kernel_source is None else target.splice(problem, kernel, kernel_source)
+    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
+                      baseline_source=problem)
+    return target.backend("nki-emulator").evaluate(source, ctx)
+
+
+def test_the_honest_resident_fp32_matmul_is_measured(tmp_path):
+    ev = evaluate(tmp_path, MATMUL, resident("nl.float32"))
+    assert ev.status == OK, ev.message + "\n" + ev.log
+
+
+def test_an_fp32_matmul_done_in_tf32_has_only_tf32_precision(tmp_path):
+    # tf32 multiplies at the 16-bit rate (a quarter of fp32's four passes). Red-team, before tf32 values were
+    # rounded to their 10 mantissa bits: correct at 20.3 us against the honest fp32 kernel's 25.6 us.
+    ev = evaluate(tmp_path, MATMUL, resident("nl.tfloat32"))
+    assert ev.status == INCORRECT, f"{ev.status} {ev.value}: {ev.message}"
+    assert "differs at" in ev.message, ev.message
+
+
+def test_fp32_operands_viewed_as_tf32_are_refused(tmp_path):
+    # the same bits reinterpreted as tf32 (t.view(nl.tfloat32)) reached the one-pass matmul unrounded
+    ev = evaluate(tmp_path, MATMUL, resident("nl.float32", view=".view(nl.tfloat32)"))
+    assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
+    assert "view(nl.tfloat32) from nl.float32" in ev.message and "dtype=nl.tfloat32" in ev.message, ev.message
