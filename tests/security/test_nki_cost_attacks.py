@@ -101,3 +101,55 @@ def test_fp32_operands_viewed_as_tf32_are_refused(tmp_path):
     ev = evaluate(tmp_path, MATMUL, resident("nl.float32", view=".view(nl.tfloat32)"))
     assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
     assert "view(nl.tfloat32) from nl.float32" in ev.message and "dtype=nl.tfloat32" in ev.message, ev.message
+
+
+# Vector-engine bound: two multiplies and two adds per element over 2048 elements per partition.
+POLYNOMIAL = '''"""y = ((x + 1) * x + 1) * x, elementwise on (128, 2048) fp32."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def poly(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    acc = nl.add(t, 1.0)
+    acc = nl.multiply(acc, t)
+    acc = nl.add(acc, 1.0)
+    acc = nl.multiply(acc, t)
+    nl.store(out, value=acc)
+    return out
+
+
+INPUTS = {"x": ((128, 2048), "float32")}
+
+
+def reference(x):
+    return ((x + 1.0) * x + 1.0) * x
+'''
+
+
+def test_a_tile_viewed_as_more_than_128_partitions_is_no_instruction_operand(tmp_path):
+    # every element of the (128, 2048) tiles gathered into a (262144, 1) view: one element per "partition",
+    # so each instruction was charged its static overhead instead of 2048 elements per lane. Red-team:
+    # correct at 11.8 us against the honest kernel's 22.4 us.
+    ev = evaluate(tmp_path, POLYNOMIAL, '''@nki.jit
+def poly(x):
+    import numpy as np
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    acc = nl.ndarray((128, 2048), dtype=nl.float32, buffer=nl.sbuf)
+    ip = np.repeat(np.arange(128), 2048).reshape(-1, 1)
+    jf = np.tile(np.arange(2048), 128).reshape(-1, 1)
+    tv, av = t[ip, jf], acc[ip, jf]
+    nisa.tensor_scalar(dst=av, data=tv, op0=nl.add, operand0=1.0)
+    nisa.tensor_tensor(dst=av, data1=av, data2=tv, op=nl.multiply)
+    nisa.tensor_scalar(dst=av, data=av, op0=nl.add, operand0=1.0)
+    nisa.tensor_tensor(dst=av, data1=av, data2=tv, op=nl.multiply)
+    nl.store(out, value=acc)
+    return out
+''')
+    assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
+    assert "viewed as 262144 partitions" in ev.message and "at most 128" in ev.message, ev.message

@@ -123,6 +123,22 @@ def _partition_aligned(values: list[Any], operands: Sequence[Any]) -> list[Any]:
     return out
 
 
+def check_lanes(tiles: Sequence[Any], what: str) -> None:
+    """Every on-chip operand and destination of an engine instruction spans at most 128 partitions: the
+    engines have 128 lanes, one per partition ([ARCH] "128 parallel lanes", nl.tile_size.pmax). An
+    allocation is checked when it is made; a gather view (a tile indexed with index arrays that are no
+    progression) is not, and one of shape (128 * 2048, 1) over a (128, 2048) tile made an instruction cost
+    one element per lane instead of 2048 (red-team: a polynomial correct at 11.8 us against the honest
+    22.4 us)."""
+    for t in tiles:
+        if isinstance(t, Tile) and t.buffer.kind != "hbm" and t.partitions > P.PARTITIONS:
+            raise NkiError(
+                f"{what}: operand {t.name!r} is viewed as {t.partitions} partitions (view shape {t.shape}); an "
+                f"engine instruction spans at most {P.PARTITIONS} (nl.tile_size.pmax) -- index the partition "
+                f"axis with at most 128 positions and keep the free axes free"
+            )
+
+
 def check_partitions(tiles: Sequence[Tile], what: str) -> None:
     parts = {t.partitions for t in tiles if t.shape}
     if len(parts) > 1:
@@ -152,6 +168,7 @@ def elementwise(
     tiles = [x for x in operands if isinstance(x, Tile)] + list(extra_reads)
     for t in tiles:
         require_on_chip(t, what)
+    check_lanes([*tiles, dst, *extra_writes], what)
     check_partitions(tiles, what)
     values = _partition_aligned([values_of(x, mask) for x in operands], operands)
     if integer:
