@@ -57,6 +57,14 @@ class DynSlice:
         return slice(start, start + int(self.size) * self.step, self.step)
 
 
+_writes = 0  # every Tile.write so far (isolation/server.py: did a failed request already write a result?)
+
+
+def write_count() -> int:
+    """How many tile writes the emulator has made in this process (it only grows)."""
+    return _writes
+
+
 def as_buffer(value: Any) -> Buffer:
     if isinstance(value, Buffer):
         return value
@@ -746,6 +754,8 @@ class Tile:
 
     def write(self, values: Any, mask: Any = None, exact: bool = False) -> None:
         """Store values, rounded to this tile's dtype (exact=True: they already are)."""
+        global _writes
+        _writes += 1
         m = self._mask(mask)
         self._check_bounds(m)
         try:

@@ -182,6 +182,9 @@ class Server:
                                if name in NL_TILE_FUNCTIONS or isinstance(v, (E_nl.NkiOp, E_nl.Reduction))}
         self.tile_callables |= {id(v) for name, v in self.modules["isa"].items() if name in ISA_FUNCTIONS}
         self.deferred_error: list[Any] | None = None  # [kind, message, line] of the first failed deferred op
+        # [kind, message, line] of the first request that failed after it had written a tile: the kernel may
+        # catch the error, but the launch is not measured (see _failed)
+        self.partial_failure: list[Any] | None = None
         self._trampolines: dict[int, Callable[..., Any]] = {}
         self.requests = 0
         self._source_lines = -1
@@ -312,6 +315,7 @@ class Server:
         self.table.release(released)
         self.requests += 1
         line = line if type(line) is int and 0 < line <= self.source_lines else 0
+        writes = E_tensor.write_count()
         if op in DEFERRED:
             if self.deferred_error is None:
                 try:
@@ -327,6 +331,7 @@ class Server:
                         self.table.add_at(slot, result)
                 except Exception as exc:  # noqa: BLE001
                     self.deferred_error = [type(exc).__name__, str(exc)[:2000], line]
+                    self._failed(writes, self.deferred_error)
             return None
         if self.deferred_error is not None:
             failed, self.deferred_error = self.deferred_error, None
@@ -336,7 +341,18 @@ class Server:
             return ["ok", self.encode(result)]
         except Exception as exc:  # noqa: BLE001 - the kernel's error, told back to the kernel
             kind = type(exc).__name__
+            self._failed(writes, [kind, str(exc)[:2000], line])
             return ["err", kind, str(exc)[:2000]]
+
+    def _failed(self, writes_before: int, failure: list[Any]) -> None:
+        """A request failed. If it had already written a tile, its instruction may have stored its result
+        without being charged (the cost is issued after the write; an access to an evicted PSUM tile fails
+        only then): a kernel that catches such errors got every instruction for free (red-team: a polynomial
+        correct at 9.9 us against the honest 22.4 us). Such a launch is never measured, caught or not. A
+        failure before any write (a wrong argument, an API probe) changed nothing and stays the kernel's
+        to handle."""
+        if self.partial_failure is None and E_tensor.write_count() != writes_before:
+            self.partial_failure = failure
 
     def _dispatch(self, op: str, line: int, args: list[Any]) -> Any:
         if op == "call":
@@ -448,6 +464,15 @@ class Server:
                     self.deferred_error = None
                     raise KernelError("runtime_error", {"type": kind, "message": text, "line": line,
                                                         "text": self.source_line(line)})
+                failure, self.partial_failure = self.partial_failure, None
+                if failure is not None and message[0] != "error":  # an error the kernel did not catch is its own
+                    kind, text, line = failure
+                    raise KernelError("runtime_error", {
+                        "type": kind, "line": line, "text": self.source_line(line),
+                        "message": f"{text} -- the kernel caught this error and went on, but the failed "
+                                   f"instruction had already written its result, uncharged; a launch in which "
+                                   f"an instruction failed is not measured: fix the instruction instead of "
+                                   f"catching its error"})
                 self.table.release(message[2])
                 return message
             reply = self.handle(message)
