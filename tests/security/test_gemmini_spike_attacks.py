@@ -1,0 +1,76 @@
+"""gemmini-spike: a kernel that takes control flow from the harness's RISC-V program.
+
+On Spike the kernel and the harness are one bare-metal program in machine mode. The kernel object is
+inspected instruction by instruction (no CSR access, no RoCC funct reserved for the harness, no indirect
+jump), but a kernel may still write memory, its own stack frame included: rewriting its saved return
+address makes its `ret` go anywhere, with no indirect jump in its code. These attacks use that to run
+instructions the inspection never saw, and each one hides host work from the figure that re-verification
+holds a native winner to (server/engine/reverify.py). Each kernel first does the library call (so its
+output is correct) and then 100,000 loop iterations of host work (about 500,000 instructions: honestly
+measured, the figure is about 514,000 cycles against the library call's 14,000)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from speedpatch.model import RUNTIME_ERROR
+from speedpatch.targets import get_target
+from speedpatch.targets.base import EvalContext
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "gemmini" / "matmul_128.c"
+LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
+                "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
+                "false, false, false, 0, WS);")
+
+
+def kernel(tail: str, before: str = "") -> str:
+    """The library call, hidden host work, then `tail` (which redirects `work`'s return). The entry keeps a
+    16-byte frame with its return address to the harness's trampoline at 8(sp): code that pops 16 bytes
+    and returns through that slot goes back to the harness as if nothing happened."""
+    return f"""{before}
+__attribute__((noinline)) static void set_word(volatile unsigned long *at, unsigned long value) {{ *at = value; }}
+__attribute__((noinline)) static void work(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {{
+  {LIBRARY_CALL}
+  gemmini_fence();
+  volatile long s = 0;
+  for (long i = 0; i < 100000; i++) s += i;
+  {tail}
+  s += 1; /* (no tail call: set_word must return here, and this frame's epilogue then return elsewhere) */
+}}
+void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {{
+  work(A, B, bias, C);
+  gemmini_fence();
+}}"""
+
+
+@pytest.fixture(scope="module")
+def spike():
+    backend = get_target("gemmini").backend("gemmini-spike")
+    usable = backend.availability({})
+    if not usable.usable:
+        pytest.skip(f"gemmini-spike unavailable: {usable.reason}")
+    return backend
+
+
+def evaluate(spike, tmp_path: Path, region: str):
+    original = EXAMPLE.read_text()
+    (k,) = get_target("gemmini").find_kernels(original)
+    work = tmp_path / "work"
+    work.mkdir()
+    ctx = EvalContext(kernel=k, path=str(EXAMPLE), workdir=work, timeout=240, baseline_source=original)
+    return spike.evaluate(original[:k.start] + region + original[k.end:], ctx)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_returns_into_instruction_words_it_wrote_as_data_is_stopped(spike, tmp_path):
+    # csrw minstret, x0 (Spike's instruction count, from which the model charges host work); then pop the
+    # entry's 16-byte frame and return to the harness. Before data was made non-executable (start.S, PMP
+    # entry 1) this ran and the model timed the kernel at 14,130 cycles.
+    stub = ("static unsigned int stub[4] __attribute__((aligned(8))) = "
+            "{0xb0201073u, 0x00813083u, 0x01010113u, 0x00008067u};")
+    ev = evaluate(spike, tmp_path, kernel("set_word((volatile unsigned long *)__builtin_frame_address(0) - 1, "
+                                          "(unsigned long)stub);", before=stub))
+    assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
+    assert "exit status 129" in ev.message, ev.message  # 128 + mcause 1: instruction access fault
