@@ -14,15 +14,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from speedpatch.model import RUNTIME_ERROR
+from speedpatch.model import REJECTED, RUNTIME_ERROR
 from speedpatch.targets import get_target
 from speedpatch.targets.base import EvalContext
+from speedpatch.targets.gemmini import build
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "gemmini" / "matmul_128.c"
 LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
                 "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
                 "false, false, false, 0, WS);")
+
+
+def insn_r(funct: int) -> int:
+    """`.insn r 0x7b, 3, funct, x0, x0, x0`: a custom-3 (RoCC) instruction word."""
+    return (funct << 25) | (3 << 12) | 0x7B
+
+
+COPY_ENDS = insn_r(next(f for f, name in build.HARNESS_FUNCTS.items() if name == "copy ends"))
 
 
 def kernel(tail: str, before: str = "") -> str:
@@ -74,3 +83,21 @@ def test_a_kernel_that_returns_into_instruction_words_it_wrote_as_data_is_stoppe
                                           "(unsigned long)stub);", before=stub))
     assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
     assert "exit status 129" in ev.message, ev.message  # 128 + mcause 1: instruction access fault
+
+
+@pytest.mark.slow
+def test_a_kernel_that_returns_onto_the_copy_wrappers_end_mark_to_drop_its_host_work_is_refused(spike, tmp_path):
+    # The copy wrappers' end mark (host_copies.c) makes the model forget the instructions since the copy
+    # began. Found by its word in the readable code and "returned" onto, it made the model forget the
+    # kernel's host work instead; the wrapper's epilogue (pop 16 bytes, return through 8(sp)) then went back
+    # to the harness. Before the model required a copy under way it timed the kernel at 14,134 cycles.
+    find = f"""__attribute__((noinline)) static unsigned long copy_end_mark(void) {{
+  const volatile unsigned short *p = (const volatile unsigned short *)0x80000000ul;
+  for (unsigned long i = 0; i < 0x40000; i++)
+    if (p[i] == {COPY_ENDS & 0xFFFF:#x}u && p[i + 1] == {COPY_ENDS >> 16:#x}u) return (unsigned long)(p + i);
+  return 0;
+}}"""
+    ev = evaluate(spike, tmp_path, kernel("set_word((volatile unsigned long *)__builtin_frame_address(0) - 1, "
+                                          "copy_end_mark());", before=find))
+    assert ev.status == REJECTED, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
+    assert "tampering: the host clock" in ev.message and "no copy under way" in ev.message, ev.message

@@ -71,6 +71,17 @@ static void charge_host(processor_t *p) {
 #define F_COPY_ENDS SPEEDPATCH_FUNCT_COPY_ENDS
 #define F_COPY_BEGINS SPEEDPATCH_FUNCT_COPY_BEGINS
 
+// The model's tamper stop (guard.c): its message, exit status 4, the evaluation REJECTED.
+extern "C" [[noreturn]] void gm_guard_tampered(const char *what, const char *where);
+
+// Whether a copy's BEGINS was seen and its ENDS not yet. ENDS forgets the instructions retired since the
+// last charge, so it may only close a copy: a kernel that rewrote its own saved return address "returned"
+// straight onto the ENDS instruction inside __wrap_memcpy (found by scanning the read-only code for its
+// word), whose epilogue then returned to the harness as usual; 500,000 instructions of its host work
+// vanished and the model timed it at the library call's 14,134 cycles (red-team,
+// tests/security/test_gemmini_spike_attacks.py). A real copy has no accelerator instruction inside.
+static bool in_copy;
+
 static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
   if (!serialized(p)) return PC_SERIALIZE_BEFORE;
   rocc_insn_union_t u;
@@ -79,11 +90,19 @@ static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
   const reg_t xs1 = u.r.xs1 ? state->XPR[insn.rs1()] : static_cast<reg_t>(-1);
   const reg_t xs2 = u.r.xs2 ? state->XPR[insn.rs2()] : static_cast<reg_t>(-1);
   if (u.r.funct == F_COPY_ENDS) {
+    if (!in_copy)
+      gm_guard_tampered("the host clock", "a library copy's end with no copy under way (code jumped into the copy "
+                                          "wrapper to drop the instructions it had run)");
+    in_copy = false;
     last_retired = state->minstret->read();
     return pc + 4;
   }
+  if (in_copy)
+    gm_guard_tampered("the host clock", "a RoCC instruction inside a library copy (code jumped into the copy "
+                                        "wrapper)");
   charge_host(p);
   if (u.r.funct == F_COPY_BEGINS) {
+    in_copy = true;
     gemmini_model_charge_host(gemmini_model_copy_cycles(xs1, xs2 != 0));
     return pc + 4;
   }
