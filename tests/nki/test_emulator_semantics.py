@@ -295,6 +295,41 @@ def test_mod_alloc_holds_only_its_free_tiles_of_a_blocked_tensor():
         kernel(nl.sbuf)(x)
 
 
+def _aliased_blocks_kernel(buffer):
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        blocks = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=buffer)
+        blocks[0] = nl.load(x[:, 0:512])
+        first = nl.exp(blocks[0])  # reads block 0
+        blocks[2] = nl.load(x[:, 512:1024])  # on the same memory as block 0 with 2 free tiles
+        nl.store(out[:, 0:512], value=nl.copy(blocks[0]))
+        nl.store(out[:, 512:1024], value=first)
+        return out
+
+    return k
+
+
+def test_mod_alloc_blocks_on_the_same_memory_share_their_data():
+    compiler = _module("compiler")
+    x = np.random.default_rng(0).standard_normal((128, 1024)).astype(np.float32)
+    aliased = _aliased_blocks_kernel(compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))(x)
+    # block 0 reads what block 2 (2 % 2 == 0) wrote last
+    np.testing.assert_array_equal(aliased[:, 0:512], x[:, 512:1024])
+    separate = _aliased_blocks_kernel(compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(4,)))(x)
+    np.testing.assert_array_equal(separate[:, 0:512], x[:, 0:512])
+
+
+def test_a_write_to_a_mod_alloc_block_waits_for_the_reads_of_the_block_on_its_memory():
+    compiler = _module("compiler")
+    x = np.random.default_rng(0).standard_normal((128, 1024)).astype(np.float32)
+    _aliased_blocks_kernel(compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(4,)))(x)
+    separate = last_report()["latency_us"]
+    _aliased_blocks_kernel(compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))(x)
+    # the load into block 2 cannot start before exp has read block 0 (the same memory)
+    assert last_report()["latency_us"] > separate
+
+
 # ---- modules of the public API -------------------------------------------------------------------------
 
 
