@@ -16,19 +16,24 @@ _start:
   csrwi fcsr, 0
   /* The program runs in machine mode, where memory is writable and executable unless a LOCKED
    * physical-memory-protection entry says otherwise (privileged spec, PMP: L applies the entry to M-mode
-   * too, until reset). Entry 0, top-of-range: [0, __readonly_end) readable and executable, not writable.
-   * Without it the one RWX image let a kernel rewrite the harness's code that runs after it returns.
-   * Entry 1: everything above it (data, heap, stack, the rest of memory) readable and writable, not
-   * executable. Without it a kernel wrote instruction words into its own static array and "returned" into
-   * them (its saved return address rewritten): code the kernel object's inspection never saw, which wrote
-   * minstret and dropped 500,000 instructions of host work from the figure (red-team,
+   * too, until reset). Three top-of-range entries:
+   *   0: [0, __text_end) code: readable and executable, not writable. Without it the one RWX image let a
+   *      kernel rewrite the harness's code that runs after it returns.
+   *   1: [__text_end, __readonly_end) constants (the harness's compiled-in secrets among them): read only.
+   *   2: everything above (data, heap, stack, the rest of memory): readable and writable, not executable.
+   * Without 1 and 2 a kernel wrote instruction words into its own array (static or const) and "returned"
+   * into them through its rewritten return address: code the kernel object's inspection never saw, which
+   * wrote minstret and dropped 500,000 instructions of host work from the figure (red-team,
    * tests/security/test_gemmini_spike_attacks.py). Kernel objects may not touch CSRs. */
-  la t0, __readonly_end
+  la t0, __text_end
   srli t0, t0, 2
   csrw pmpaddr0, t0
-  li t0, -1                 /* the top of the address space */
+  la t0, __readonly_end
+  srli t0, t0, 2
   csrw pmpaddr1, t0
-  li t0, 0x8b8d             /* entry 1: L | A=TOR | W | R; entry 0: L | A=TOR | X | R */
+  li t0, -1                 /* the top of the address space */
+  csrw pmpaddr2, t0
+  li t0, 0x8b898d           /* 2: L | A=TOR | W | R; 1: L | A=TOR | R; 0: L | A=TOR | X | R */
   csrw pmpcfg0, t0
   la sp, __stack_top
   la tp, __tdata_start
