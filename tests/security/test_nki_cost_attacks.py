@@ -254,3 +254,95 @@ def test_a_mod_alloc_block_reloaded_before_its_use_is_still_correct(tmp_path):
     ev = evaluate(tmp_path, ROW_NORM, ROW_NORM_BLOCKS.format(
         free=2, second_pass="buf[c] = nl.load(x[:, c * 2048:(c + 1) * 2048])"))
     assert ev.status == OK, ev.message + "\n" + ev.log
+
+
+# a @ b with a untransposed: the stationary operand needs a.T, tile by tile (nc_transpose on the Tensor engine).
+MATMUL_NT = '''"""result = a @ b, a (512, 512) untransposed, b (512, 512) fp32."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul(a, b):
+    M, K = a.shape
+    _, N = b.shape
+    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    b_all = nl.ndarray((K // 128, nl.par_dim(128), N), dtype=nl.float32, buffer=nl.sbuf)
+    for k in nl.affine_range(K // 128):
+        b_all[k] = nl.load(b[k * 128:(k + 1) * 128, :])
+    for m in nl.affine_range(M // 128):
+        a_rows = nl.load(a[m * 128:(m + 1) * 128, :])
+        res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(K // 128):
+            {stationary}
+            res_psum += nisa.nc_matmul(aT, b_all[k])
+        nl.store(result[m * 128:(m + 1) * 128, :], value=nl.copy(res_psum, dtype=result.dtype))
+    return result
+
+
+INPUTS = {{"a": ((512, 512), "float32"), "b": ((512, 512), "float32")}}
+
+
+def reference(a, b):
+    return a @ b
+'''
+HONEST_NT = MATMUL_NT.format(stationary="aT = nl.copy(nisa.nc_transpose(a_rows[:, k * 128:(k + 1) * 128]))")
+
+
+def test_the_honest_transposing_matmul_is_measured(tmp_path):
+    ev = evaluate(tmp_path, HONEST_NT, None)
+    assert ev.status == OK, ev.message + "\n" + ev.log
+
+
+def test_a_transposed_view_is_no_matmul_operand(tmp_path):
+    # a_rows indexed [i_f, i_p]: the partitions on the view's second axis, so reading it handed the Tensor
+    # engine a.T without a transpose. Red-team: correct at 23.6 us against the honest kernel's 30.4 us.
+    problem = MATMUL_NT.format(stationary="aT = a_rows[np.arange(128)[None, :], (k * 128 + np.arange(128))[:, None]]")
+    kernel = "@nki.jit\n" + problem.split("@nki.jit\n")[1].split("\n\n\nINPUTS")[0].replace(
+        "    M, K = a.shape\n", "    import numpy as np\n    M, K = a.shape\n") + "\n"
+    ev = evaluate(tmp_path, HONEST_NT, kernel)
+    assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
+    assert "partitions on view axis 1" in ev.message and "nc_transpose" in ev.message, ev.message
+
+
+# A (128, 128) tile rearranged across its partitions: `{rows}` picks the partition each output row reads.
+REARRANGE = '''"""out = {what} of x (128, 128) fp32."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rearrange(x):
+    import numpy as np
+    out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    r = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=t[{index}])
+    nl.store(out, value=r)
+    return out
+
+
+INPUTS = {{"x": ((128, 128), "float32")}}
+
+
+def reference(x):
+    return {reference}
+'''
+
+
+@pytest.mark.parametrize(("what", "index", "reference"), [
+    ("the transpose", "np.arange(128)[None, :], np.arange(128)[:, None]", "x.T.copy()"),
+    ("the rows reversed", "(127 - np.arange(128))[:, None], np.arange(128)[None, :]", "x[::-1].copy()"),
+], ids=["transposed view", "reversed partitions"])
+def test_a_lane_wise_copy_cannot_move_data_across_partitions(tmp_path, what, index, reference):
+    # a Vector-engine copy of a view whose rows come from other partitions: a transpose or a row shuffle
+    # for the price of a copy (only the Tensor engine and DMA move data between partitions); accepted as
+    # correct before lanes were checked
+    problem = REARRANGE.format(what=what, index=index, reference=reference)
+    ev = evaluate(tmp_path, problem, None)
+    assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
+    assert "across partitions" in ev.message, ev.message

@@ -139,6 +139,64 @@ def check_lanes(tiles: Sequence[Any], what: str) -> None:
             )
 
 
+def lane_axis(t: Tile, what: str) -> int:
+    """The view axis along which `t`'s elements change partition, checked: every element at index i of that
+    axis lies in the same partition, and i -> partition is a progression (p0 + i * step, step >= 1). An
+    engine lane reads and writes its own partition; the engines cannot move data across partitions (only
+    the Tensor engine's transpose/matmul and DMA can, at their cost) [ARCH]. A view whose partition index
+    sits on a free axis (t[i_f, i_p]: a transposed view) or permutes partitions (a gather with a
+    permutation) read as an operand moved the data for free: red-team, a transposed view of the loaded rows
+    as nc_matmul's stationary operand made a = a.T twice over, a @ b correct at 23.6 us against the
+    honest 30.4 us (nc_transpose + copy per tile)."""
+    axis = t.par_axis
+    alloc = t.alloc
+    if t.ndim == 0 or alloc.buffer.kind == "hbm":
+        return axis
+    if t.shape == alloc.shape and t.strides == alloc.strides and t.offset == 0 and not t.oob and axis == alloc.par_axis:
+        return axis  # the whole tensor as allocated (the common case)
+    key = (t.offset, t.shape, t.strides, t.lo, t.hi, axis) if t.strides is not None else None
+    cache = alloc.region_cache
+    if key is not None and ("lanes", key) in cache:
+        return axis
+    pos = np.asarray(t.pos)
+    inner = math.prod(alloc.shape[alloc.par_axis + 1:])
+    part = np.where(pos >= 0, (pos // max(1, inner)) % alloc.shape[alloc.par_axis], -1)
+    rows = np.moveaxis(part, axis, 0).reshape(t.shape[axis], -1)
+    first = np.max(rows, axis=1)  # each lane's partition (-1 for a lane wholly out of bounds)
+    crossing = (rows >= 0) & (rows != first[:, None])
+    if crossing.any():
+        lane = int(np.argwhere(crossing.any(axis=1))[0][0])
+        raise NkiError(f"{what}: operand {t.name!r} (view {t.shape}) reads several partitions in one lane (lane "
+                       f"{lane} of view axis {axis}); engines cannot move data across partitions -- transpose "
+                       f"with nisa.nc_transpose or a DMA, and index the partition axis first")
+    used = first[first >= 0]
+    if used.size > 1 and (np.any(np.diff(used) < 1) or np.unique(np.diff(used)).size > 1):
+        raise NkiError(f"{what}: operand {t.name!r} (view {t.shape}) reads its partitions out of order (not "
+                       f"start + step * lane); engines cannot move data across partitions -- use a slice or "
+                       f"nl.arange on the partition axis, or a DMA to reorder rows")
+    if key is not None and len(cache) < 4096:
+        cache[("lanes", key)] = ()
+    return axis
+
+
+def check_same_lanes(tiles: Sequence[Any], what: str) -> None:
+    """Operands and destination of one engine instruction keep their partitions on the same view axis:
+    NumPy pairs elements by position, so an operand with its partitions on another axis would be a
+    transpose in a lane-wise instruction."""
+    on_chip = [t for t in tiles if isinstance(t, Tile) and t.buffer.kind != "hbm" and t.ndim >= 2]
+    if not on_chip:
+        return
+    nd = max(t.ndim for t in on_chip)
+    axes = {t.name: lane_axis(t, what) for t in on_chip if t.ndim == nd}
+    if len(set(axes.values())) > 1:
+        shown = ", ".join(f"{name!r} on axis {a}" for name, a in axes.items())
+        raise NkiError(f"{what}: the operands' partitions lie on different view axes ({shown}); that would "
+                       f"move data across partitions, which engines cannot -- transpose with nisa.nc_transpose")
+    for t in on_chip:
+        if t.ndim != nd:
+            lane_axis(t, what)
+
+
 def check_partitions(tiles: Sequence[Tile], what: str) -> None:
     parts = {t.partitions for t in tiles if t.shape}
     if len(parts) > 1:
@@ -169,6 +227,7 @@ def elementwise(
     for t in tiles:
         require_on_chip(t, what)
     check_lanes([*tiles, dst, *extra_writes], what)
+    check_same_lanes([*tiles, dst, *extra_writes], what)
     check_partitions(tiles, what)
     values = _partition_aligned([values_of(x, mask) for x in operands], operands)
     if integer:
@@ -270,6 +329,11 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
         raise NkiError(f"{what}: stationary free size {m} > {P.GEMM_STATIONARY_FMAX} (gemm_stationary_fmax)")
     if n > P.GEMM_MOVING_FMAX:
         raise NkiError(f"{what}: moving free size {n} > {P.GEMM_MOVING_FMAX} (gemm_moving_fmax)")
+    for t in (stationary, moving):
+        if lane_axis(t, what) != 0:  # the contraction runs over the partitions, axis 0 of both operands
+            raise NkiError(f"{what}: operand {t.name!r} (view {t.shape}) has its partitions on view axis "
+                           f"{t.par_axis}; the Tensor engine contracts over the partitions, the first axis -- "
+                           f"transpose with nisa.nc_transpose instead of a transposed view")
     if stationary.dtype != moving.dtype:
         raise NkiError(
             f"{what}: stationary is {stationary.dtype!r} but moving is {moving.dtype!r}; both operands must "
