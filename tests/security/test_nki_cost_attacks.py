@@ -346,3 +346,19 @@ def test_a_lane_wise_copy_cannot_move_data_across_partitions(tmp_path, what, ind
     ev = evaluate(tmp_path, problem, None)
     assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value}: {ev.message}"
     assert "across partitions" in ev.message, ev.message
+
+
+@pytest.mark.parametrize("stationary", [
+    "aT = nl.transpose(a_rows[:, k * 128:(k + 1) * 128])",
+    "aT = nisa.nc_transpose(nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf), a_rows[:, k * 128:(k + 1) * 128])",
+], ids=["nl.transpose", "nc_transpose into SBUF"])
+def test_a_transpose_that_ends_in_sbuf_costs_its_copy_out_of_psum(tmp_path, stationary):
+    # The Tensor engine writes only PSUM. Red-team: nl.transpose landed in SBUF for the Tensor engine's cost
+    # alone, a @ b at 26.9 us against nc_transpose + nl.copy's 30.4 us for the same data movement.
+    (tmp_path / "honest").mkdir()
+    (tmp_path / "sbuf").mkdir()
+    honest = evaluate(tmp_path / "honest", HONEST_NT, None)
+    kernel = "@nki.jit\n" + MATMUL_NT.format(stationary=stationary).split("@nki.jit\n")[1].split("\n\n\nINPUTS")[0] + "\n"
+    ev = evaluate(tmp_path / "sbuf", HONEST_NT, kernel)
+    assert honest.status == OK and ev.status == OK, f"{honest.message} / {ev.message}\n{ev.log}"
+    assert ev.value >= honest.value, f"{ev.value} us < {honest.value} us"

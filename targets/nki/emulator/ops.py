@@ -381,8 +381,16 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
         raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
     dst.write(values)
     # a matmul of the data (stationary, F columns) against a P x P identity (moving)
-    costmodel.current().issue("tensor", tensor_cost_ns(p, f, data.dtype), [data.access()], [dst.access()],
-                              latency_ns=access_latency_ns("tensor"))
+    trace = costmodel.current()
+    trace.issue("tensor", tensor_cost_ns(p, f, data.dtype), [data.access()], [dst.access()],
+                latency_ns=access_latency_ns("tensor"))
+    if dst.buffer.kind == "sbuf":
+        # The Tensor engine writes only PSUM ([ISA] nc_matmul): a transpose that ends in SBUF (nl.transpose,
+        # nl.matmul's transpose of x, nc_transpose into an SBUF tile) is evacuated by a VectorE copy, as the
+        # compiler must. Without it such a transpose cost less than nc_transpose + nl.copy for the same move
+        # (red-team: a @ b with nl.transpose, 26.9 us against 30.4 us).
+        trace.issue("vector", engine_cost_ns("vector", dst.free_size), [dst.access()], [dst.access()],
+                    latency_ns=access_latency_ns("vector"))
     return dst
 
 
