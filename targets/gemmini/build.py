@@ -453,17 +453,31 @@ def build_spike_trusted(
                           f"speedpatch_entry_keep_ = (const void *){kernel_name};\n", encoding="utf-8", errors="replace")
     harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
     kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
+    directives = region_directive_problems(region)
+    if directives:
+        return ProcResult(0, "", time.monotonic() - start, False), None, directives
+    # What the region's own tokens write into the assembly, as natively (build_trusted); on RISC-V the
+    # Gemmini API's asm statements are allowed, nothing else (RISCV_ASM_TEMPLATE).
+    sentinel = f"speedpatch_region_{secrets.token_hex(8)}"
+    preprocess_src, preprocessed = workdir / f"{stem}.region.c", workdir / f"{stem}.region.i"
+    preprocess_src.write_text(f"{prefix}\n{sentinel}\n{region}\n{sentinel}_end\n", encoding="utf-8", errors="replace")
     jobs = [
         [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
         [RISCV_CC, *RISCV_CFLAGS, "-DSPEEDPATCH_SPIKE_VOUCH=1", f"-DSPEEDPATCH_SEED={int(seed)}ULL",
          f'-DSPEEDPATCH_NONCE="{nonce}"', *incs, "-c", str(harness_src), "-o", str(harness_obj)],
+        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-E", str(preprocess_src), "-o", str(preprocessed)],
     ]
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs))
-    output = "\n".join(r.output for r in results if r.output)
-    for r in results:
+    output = "\n".join(r.output for r in results[:2] if r.output)
+    for r in results[:2]:
         if r.returncode != 0:
             return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
+    if results[2].returncode != 0:
+        return ProcResult(results[2].returncode, results[2].output, time.monotonic() - start, results[2].timed_out), None, []
+    injected = preprocessed_region_problems(preprocessed.read_text(errors="replace"), sentinel, riscv=True)
+    if injected:
+        return ProcResult(0, output, time.monotonic() - start, False), None, injected
     problems = kernel_object_problems(kernel_obj, timeout=left(), riscv=True)
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems
@@ -765,9 +779,36 @@ def region_directive_problems(region: str) -> list[str]:
             "assembly" for d in dict.fromkeys(found)]
 
 
-def preprocessed_region_problems(preprocessed: str, sentinel: str) -> list[str]:
+# On RISC-V the Gemmini API's macros are asm statements (xcustom.h, gemmini_fence), expanded into the region.
+# Each may emit one custom-3 instruction (its funct is checked in the object) or a fence, and nothing else:
+# bytes of the kernel's own in .text could hold an instruction the object's disassembly never shows (a
+# `csrw minstret` starting 2 bytes into a word objdump reads as a harmless one), reached by a return the
+# kernel redirected.
+RISCV_ASM_TEMPLATE = re.compile(r"^(?:fence|\.insn r CUSTOM_3, 0x[0-7], \d+, (?:x0|%[0-2]), (?:x0|%[0-2]), (?:x0|%[0-2]))$")
+ASM_QUALIFIERS = frozenset({"volatile", "__volatile__", "__volatile", "inline", "__inline__", "goto"})
+
+
+def _asm_template(tokens: list[str], i: int) -> str | None:
+    """The template of the asm statement whose keyword is tokens[i] (its string literals joined), or None
+    when it has no plain one (an escape, no string)."""
+    j = i + 1
+    while j < len(tokens) and tokens[j] in ASM_QUALIFIERS:
+        j += 1
+    if j >= len(tokens) or tokens[j] != "(":
+        return None
+    parts: list[str] = []
+    j += 1
+    while j < len(tokens) and tokens[j].startswith('"'):
+        parts.append(tokens[j][1:-1])
+        j += 1
+    text = "".join(parts)
+    return text if parts and "\\" not in text else None
+
+
+def preprocessed_region_problems(preprocessed: str, sentinel: str, riscv: bool = False) -> list[str]:
     """What the region's own tokens (after macro expansion; not the headers it includes) write into the
-    assembly as it is: the preprocessed kernel unit, its region between two `sentinel` lines."""
+    assembly as it is: the preprocessed kernel unit, its region between two `sentinel` lines. riscv: the
+    unit of a Spike build, where the Gemmini API's own asm statements (RISCV_ASM_TEMPLATE) are allowed."""
     lines = preprocessed.splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.strip() == sentinel)
@@ -789,7 +830,14 @@ def preprocessed_region_problems(preprocessed: str, sentinel: str) -> list[str]:
             continue
         tokens += _PP_TOKEN.findall(line)
     for i, tok in enumerate(tokens):
-        if tok in ASM_KEYWORDS:
+        if tok in ASM_KEYWORDS and riscv:
+            template = _asm_template(tokens, i)
+            if template is None or not RISCV_ASM_TEMPLATE.match(template):
+                shown = "" if template is None else f' ("{template[:60]}")'
+                found[f"assembly of its own{shown}: on RISC-V only the Gemmini API's RoCC instructions and fences "
+                      "may be asm statements (its macros expand to them), not other instructions, data, labels "
+                      "or register variables"] = None
+        elif tok in ASM_KEYWORDS:
             found["asm/__asm__ outside a statement (an asm label or a register variable names a symbol or register in the assembly)"] = None
         elif tok in ASM_STRING_ATTRIBUTES and i + 1 < len(tokens) and tokens[i + 1] == "(":
             found[f"the {tok.strip('_')} attribute (its string is written into the assembly as it is)"] = None

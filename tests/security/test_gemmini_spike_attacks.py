@@ -11,6 +11,8 @@ measured, the figure is about 514,000 cycles against the library call's 14,000).
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,53 @@ def test_a_kernel_that_returns_onto_the_copy_wrappers_end_mark_to_drop_its_host_
                                           "copy_end_mark());", before=find))
     assert ev.status == REJECTED, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
     assert "tampering: the host clock" in ev.message and "no copy under way" in ev.message, ev.message
+
+
+@pytest.mark.slow
+def test_a_kernel_that_hides_an_instruction_inside_its_own_assembly_is_refused(spike, tmp_path):
+    # Top-level assembly (under `#ifdef __riscv`, which the native build never sees) puts a word in .text
+    # that objdump reads as `addi x0, t1, 263`; read 2 bytes in, the same bytes are `csrw minstret, x0`. The
+    # object's disassembly showed no CSR access; the redirected return ran it. Before the region's asm was
+    # checked on RISC-V too, the model timed the kernel at 14,131 cycles (natively: 614,198, honest).
+    hidden = ("#ifdef __riscv\n"
+              '__asm__(".text\\n.balign 4\\n.globl hid\\nhid:\\n.4byte 0x10730013\\n.2byte 0xb020\\n"\n'
+              '        "ld ra, 8(sp)\\naddi sp, sp, 16\\nret\\n");\n'
+              "void hid(void);\n#endif")
+    ev = evaluate(spike, tmp_path, kernel("#ifdef __riscv\n  set_word((volatile unsigned long *)"
+                                          "__builtin_frame_address(0) - 1, (unsigned long)hid + 2);\n#endif",
+                                          before=hidden))
+    assert ev.status == REJECTED, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
+    assert "assembly of its own" in ev.message, ev.message
+
+
+def riscv_region_problems(tmp_path: Path, region: str) -> list[str]:
+    """build.preprocessed_region_problems(riscv=True) on `region` after the preamble of matmul_128.c,
+    preprocessed by the RISC-V compiler as build_spike_trusted does."""
+    if shutil.which(build.RISCV_CC) is None:
+        pytest.skip("the RISC-V toolchain is not installed")
+    original = EXAMPLE.read_text()
+    (k,) = get_target("gemmini").find_kernels(original)
+    src = tmp_path / "region.c"
+    src.write_text(f"{original[:k.start]}\nsentinel_x\n{region}\nsentinel_x_end\n")
+    out = subprocess.run([build.RISCV_CC, *build.RISCV_CFLAGS, *build.KERNEL_TU_CFLAGS, "-I", str(build.INCLUDE_DIR.parent),
+                          "-I", str(build.INCLUDE_DIR), "-E", str(src)], capture_output=True, text=True, check=True)
+    return build.preprocessed_region_problems(out.stdout, "sentinel_x", riscv=True)
+
+
+def test_the_gemmini_apis_own_asm_statements_pass_the_riscv_region_check(tmp_path):
+    region = ("void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {\n"
+              "  gemmini_config_ld(16);\n  gemmini_extended_mvin(A, 0, 16, 16);\n  gemmini_preload_zeros(0);\n"
+              "  gemmini_compute_preloaded(0, GARBAGE_ADDR);\n  gemmini_mvout(C, 0);\n  gemmini_fence();\n"
+              "  uint64_t x;\n  ROCC_INSTRUCTION_RD_RS1_RS2(XCUSTOM_ACC, x, 0, 0, 126);\n  (void)x;\n}\n")
+    assert riscv_region_problems(tmp_path, region) == []
+
+
+@pytest.mark.parametrize("code", [
+    'void hidden(void) __asm__("hidden\\n.4byte 0xb0201073");',
+    'void f(void) { register long r __asm__("t0") = 1; (void)r; }',
+    'void f(void) { __asm__ volatile(".2byte 0x0001"); }',
+    'void f(void) { __asm__ volatile("fence\\n.4byte 0xb0201073"); }',
+], ids=["an asm label", "a register variable", "data", "two lines"])
+def test_assembly_other_than_the_gemmini_apis_is_refused_on_riscv(tmp_path, code):
+    (problem,) = riscv_region_problems(tmp_path, code)
+    assert "assembly of its own" in problem, problem
