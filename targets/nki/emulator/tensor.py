@@ -665,8 +665,19 @@ class Tile:
         return int(np.count_nonzero(self.pos >= 0)) if self.oob else self.pos.size
 
     def minor_stride_bytes(self) -> int:
-        """Stride of the most-minor free axis in bytes (0 when unknown or contiguous)."""
-        if self.strides is None or self.ndim < 2:
+        """Stride of the most-minor free axis in bytes (0 when contiguous). For a gather view, the widest step
+        between neighbours along that axis: an index array that is no progression (a permutation of strided
+        positions) read every eighth element without the strided penalty (red-team: groups of 8 summed,
+        correct at 66.1 us against the honest strided 93.5 us)."""
+        if self.ndim < 2:
+            return 0
+        if self.strides is None:
+            pos = np.asarray(self.pos)
+            for axis in reversed(range(self.ndim)):
+                if self.shape[axis] > 1:
+                    a, b = np.moveaxis(pos, axis, -1)[..., :-1], np.moveaxis(pos, axis, -1)[..., 1:]
+                    steps = np.abs(b - a)[(a >= 0) & (b >= 0)]
+                    return int(steps.max(initial=0)) * self.dtype.itemsize
             return 0
         for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
             if n > 1:
