@@ -45,6 +45,17 @@ USER_CFLAGS = [
 ]
 # libc is not instrumented: the user's memcpy/memmove/memset calls go through charging wrappers.
 LINK_LIBS = ["-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset", "-lm"]
+HOST_CALLS_HEADER = MODEL_DIR / "host_calls.h"
+
+
+def libm_charged() -> list[str]:
+    """The math functions the native model charges per call (model/host_calls.h's GM_LIBM_CALLS)."""
+    return re.findall(r"^\s*X\(\w+,\s*(\w+),", HOST_CALLS_HEADER.read_text(), re.MULTILINE)
+
+
+# Natively libm is not instrumented either: its calls go through wrappers that charge what the RISC-V core
+# retires for them (Spike counts them as they run, so the Spike links keep LINK_LIBS).
+NATIVE_LINK_LIBS = ["-Wl," + ",".join(f"--wrap={name}" for name in libm_charged()), *LINK_LIBS]
 HOOK_CALL = re.compile(r"\bcall\w*\s+[0-9a-f]+ <__sanitizer_cov_trace_pc(@plt)?>")
 # The model's entry points that the host's timing depends on: a segment of host work ends at each of them.
 MODEL_CALL = re.compile(r"\bcall\w*\s+[0-9a-f]+ <gemmini_model_(rocc|rocc_rd|fence|cycles)(@plt)?>")
@@ -156,7 +167,7 @@ COMPAT_UNDEFINED = re.compile(r"undefined reference to [`'](?:is_equal|printMatr
 def run_program_link(workdir: Path, objects: Sequence[Path], archive: Path, exe: Path,
                      left: Callable[[], float]) -> ProcResult:
     """Link a program's objects with the model, its data placed by program_data_link_flags."""
-    return run_process([compiler(), *[str(o) for o in objects], str(archive), *LINK_LIBS,
+    return run_process([compiler(), *[str(o) for o in objects], str(archive), *NATIVE_LINK_LIBS,
                         *program_data_link_flags(workdir), "-o", str(exe)], cwd=workdir, timeout=left())
 
 
@@ -950,7 +961,8 @@ def build_trusted(
             return ProcResult(res.returncode, f"objcopy failed:\n{res.output}", time.monotonic() - start,
                               res.timed_out), None, []
     exe = workdir / f"{stem}.native"
-    link = run_process([compiler(), str(harness_obj), str(local_obj), str(archive), *LINK_LIBS, "-o", str(exe)],
+    link = run_process([compiler(), str(harness_obj), str(local_obj), str(archive), *NATIVE_LINK_LIBS, "-o",
+                        str(exe)],
                        cwd=workdir, timeout=left())
     output = "\n".join(o for o in (output, link.output) if o)
     if link.returncode != 0:

@@ -71,7 +71,7 @@ def build_and_run(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, ex
     """(exit status, model statistics, program symbol -> address) of PROGRAM linked with `extra`."""
     with monkeypatch.context() as m:
         if extra is not None:
-            m.setattr(build, "LINK_LIBS", [str(extra), *build.LINK_LIBS])
+            m.setattr(build, "NATIVE_LINK_LIBS", [str(extra), *build.NATIVE_LINK_LIBS])
         if not placed:
             m.setattr(build, "program_data_link_flags", lambda workdir: [])
         workdir = tmp_path / name

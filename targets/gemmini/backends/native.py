@@ -75,7 +75,7 @@ def build_with_upstream(build: Any, src: Path, ctx: EvalContext, root: Path,
                       timeout=ctx.timeout)
     if out.returncode != 0:
         return out, None
-    link = run_process([cc, str(obj), str(archive), *build.LINK_LIBS, *build.program_data_link_flags(ctx.workdir),
+    link = run_process([cc, str(obj), str(archive), *build.NATIVE_LINK_LIBS, *build.program_data_link_flags(ctx.workdir),
                         "-o", str(exe)], cwd=ctx.workdir, timeout=max(1.0, ctx.timeout - (time.monotonic() - start)))
     out = ProcResult(link.returncode, "\n".join(o for o in (out.output, link.output) if o), time.monotonic() - start,
                      link.timed_out)

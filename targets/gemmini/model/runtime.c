@@ -14,6 +14,7 @@
 
 #include "gemmini_model.h"
 #include "guard.h"
+#include "host_calls.h"
 #include "model_internal.h"
 
 gm_stats_t S;
@@ -549,10 +550,12 @@ void *__real_memcpy(void *dst, const void *src, size_t n);
 void *__real_memmove(void *dst, const void *src, size_t n);
 void *__real_memset(void *dst, int value, size_t n);
 
-static void charge_libc(size_t n, int set) {
+/* The model's own calls (its memcpy, functional.c's nearbyintf) are not the program's work. */
+static void charge_program(uint64_t cycles) {
   const int models_own = in_model && gm_guard_key && model_busy == MODEL_BUSY_TOKEN;
-  if (!models_own && model_started()) gm_guard_host_add(gemmini_model_copy_cycles(n, set));
+  if (!models_own && model_started()) gm_guard_host_add(cycles);
 }
+static void charge_libc(size_t n, int set) { charge_program(gemmini_model_copy_cycles(n, set)); }
 void *__wrap_memcpy(void *dst, const void *src, size_t n) {
   charge_libc(n, 0);
   return __real_memcpy(dst, src, n);
@@ -565,4 +568,25 @@ void *__wrap_memset(void *dst, int value, size_t n) {
   charge_libc(n, 1);
   return __real_memset(dst, value, n);
 }
+
+/* Math library calls, charged what they retire on the RISC-V core (host_calls.h). */
+#define GM_WRAP_1(ret, name, arg, insns)                                \
+  ret __real_##name(arg);                                               \
+  ret __wrap_##name(arg x);                                             \
+  ret __wrap_##name(arg x) {                                            \
+    charge_program((uint64_t)(insns) * T_HOST_CYCLES_PER_INSN);        \
+    return __real_##name(x);                                            \
+  }
+#define GM_WRAP_2(ret, name, arg, insns)                                \
+  ret __real_##name(arg, arg);                                          \
+  ret __wrap_##name(arg x, arg y);                                      \
+  ret __wrap_##name(arg x, arg y) {                                     \
+    charge_program((uint64_t)(insns) * T_HOST_CYCLES_PER_INSN);        \
+    return __real_##name(x, y);                                         \
+  }
+#define GM_WRAP(ret, name, n, arg, insns) GM_WRAP_##n(ret, name, arg, insns)
+GM_LIBM_CALLS(GM_WRAP)
+#undef GM_WRAP
+#undef GM_WRAP_1
+#undef GM_WRAP_2
 #endif

@@ -2,7 +2,7 @@
  *
  * Source of most values: Berkeley's RTL-calibrated Gemmini performance model, public repository
  * ucb-bar/libgemmini, directory perf/ ("gperf"): perf/params/config.h (defaults, RTL line references to
- * generators/gemmini/src/main/scala/gemmini/*.scala, waveform measurements) and its FireSim preset in
+ * generators/gemmini/src/main/scala/gemmini/<module>.scala, waveform measurements) and its FireSim preset in
  * perf/params/config.cc (chipyard FireSim build: FASED DRAM with read latency 30 and 16 reads in flight,
  * 32-byte system bus). Cited below as "gperf <section>.<name>". Where we deviate or approximate, the
  * comment says so. Sizes (DIM, rows) come from gemmini_params.h; nothing here depends on a particular
