@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from speedpatch.model import REJECTED, RUNTIME_ERROR
+from speedpatch.model import INCORRECT, NOT_MEASURED, REJECTED, RUNTIME_ERROR
 from speedpatch.targets import get_target
 from speedpatch.targets.base import EvalContext
 from speedpatch.targets.gemmini import build
@@ -121,6 +121,40 @@ def test_a_kernel_that_hides_an_instruction_inside_its_own_assembly_is_refused(s
                                           before=hidden))
     assert ev.status == REJECTED, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
     assert "assembly of its own" in ev.message, ev.message
+
+
+
+# After the kernel returns, the harness's own control flow must not pass through memory the kernel could
+# write: picolibc's stdout on Spike is a FILE whose writer is a function pointer in .data (the kernel may
+# name `stdout` to print), and malloc's free lists live in the heap. A print or an allocation between the
+# kernel's return and the verdict hand-over would run a writer the kernel planted, after its checked call
+# closed (then free to rewrite the harness's frames), or fail on a heap the kernel emptied.
+
+@pytest.mark.slow
+def test_a_kernel_that_empties_the_heap_does_not_stop_the_harness_before_its_verdict(spike, tmp_path):
+    # Before the gold's scratch was allocated with the other buffers, the gold computation after the kernel
+    # found no memory: "out of memory", exit status 2, through stdout's writer.
+    region = f"""static int emptied;
+void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {{
+  {LIBRARY_CALL}
+  if (!emptied) {{
+    emptied = 1;
+    while (malloc(1 << 16) != NULL) {{}}
+    while (malloc(64) != NULL) {{}}
+  }}
+}}"""
+    ev = evaluate(spike, tmp_path, region)
+    assert ev.status == NOT_MEASURED and "correct on Spike" in ev.message, f"{ev.status}: {ev.message}"
+
+
+@pytest.mark.slow
+def test_the_mismatch_is_printed_after_the_verdict(spike, tmp_path):
+    # the first print after a wrong kernel used to be the mismatch line, before the verdict existed
+    region = f"void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {{\n" \
+             f"  {LIBRARY_CALL.replace('tiled_matmul_auto(MAT_DIM_I', 'tiled_matmul_auto(32')}\n}}"
+    ev = evaluate(spike, tmp_path, region)
+    assert ev.status == INCORRECT and "mismatch" in ev.message, f"{ev.status}: {ev.message}"
+    assert ev.log.index("speedpatch: correct=0") < ev.log.index("speedpatch: mismatch"), ev.log[-2000:]
 
 
 def riscv_region_problems(tmp_path: Path, region: str) -> list[str]:

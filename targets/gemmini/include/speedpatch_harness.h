@@ -141,6 +141,7 @@ struct speedpatch_verdict {
   char record[8192];
   size_t used;
   char why[256]; /* the first mismatch */
+  char mismatch[256]; /* ... as the log line printed after the verdict (see speedpatch_compare) */
 };
 
 SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_open(struct speedpatch_verdict *v) {
@@ -223,6 +224,10 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_close(struct speedpat
   printf("speedpatch: correct=%d cycles=%llu macs=%llu trials=%u\n", correct ? 1 : 0, (unsigned long long)cycles,
          (unsigned long long)v->required_macs, trials_run);
 #endif
+  /* Printed only now: stdout's writer is a function pointer in memory the kernel can write (picolibc's FILE
+   * on Spike), so a print between the kernel's return and the verdict would run code the kernel planted,
+   * after its checked call had closed. */
+  if (v->mismatch[0]) fputs(v->mismatch, stdout);
   fflush(stdout);
 #ifdef SPEEDPATCH_TRUSTED
   static char text[512 + sizeof v->record];
@@ -260,10 +265,12 @@ SPEEDPATCH_UNCOUNTED static inline elem_t speedpatch_round_scale(int64_t sum, ac
   return (elem_t)r;
 }
 
-SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_matmul(size_t I, size_t J, size_t K, const elem_t *A,
-                                                              const elem_t *B, const acc_t *bias, elem_t *C,
-                                                              acc_scale_t scale, int act) {
-  int64_t *row = (int64_t *)speedpatch_alloc(J * sizeof(int64_t));
+/* The runners allocate the gold's scratch (`row`: J sums) with their other buffers, before any kernel runs:
+ * between the kernel's return and the verdict the harness neither allocates nor prints (see
+ * speedpatch_compare). */
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_matmul_into(size_t I, size_t J, size_t K, const elem_t *A,
+                                                                   const elem_t *B, const acc_t *bias, elem_t *C,
+                                                                   acc_scale_t scale, int act, int64_t *row) {
   for (size_t i = 0; i < I; i++) {
     for (size_t j = 0; j < J; j++) row[j] = bias ? bias[j] : 0;
     for (size_t k = 0; k < K; k++) {
@@ -273,14 +280,20 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_matmul(size_t I, size_t 
     }
     for (size_t j = 0; j < J; j++) C[i * J + j] = speedpatch_round_scale(row[j], scale, act);
   }
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_matmul(size_t I, size_t J, size_t K, const elem_t *A,
+                                                              const elem_t *B, const acc_t *bias, elem_t *C,
+                                                              acc_scale_t scale, int act) {
+  int64_t *row = (int64_t *)speedpatch_alloc(J * sizeof(int64_t));
+  speedpatch_gold_matmul_into(I, J, K, A, B, bias, C, scale, act, row);
   free(row);
 }
 
-SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_dim, int in_ch, int out_ch, int out_dim,
-                                                            int kdim, int stride, int padding, const elem_t *in,
-                                                            const elem_t *w, const acc_t *bias, elem_t *out,
-                                                            acc_scale_t scale, int act) {
-  int64_t *acc = (int64_t *)speedpatch_alloc((size_t)out_ch * sizeof(int64_t));
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv_into(int batch, int in_dim, int in_ch, int out_ch,
+                                                                 int out_dim, int kdim, int stride, int padding,
+                                                                 const elem_t *in, const elem_t *w, const acc_t *bias,
+                                                                 elem_t *out, acc_scale_t scale, int act, int64_t *acc) {
   for (int b = 0; b < batch; b++)
     for (int orow = 0; orow < out_dim; orow++)
       for (int ocol = 0; ocol < out_dim; ocol++) {
@@ -300,6 +313,15 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_d
         elem_t *dst = out + (((size_t)b * out_dim + orow) * out_dim + ocol) * out_ch;
         for (int oc = 0; oc < out_ch; oc++) dst[oc] = speedpatch_round_scale(acc[oc], scale, act);
       }
+}
+
+SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_dim, int in_ch, int out_ch, int out_dim,
+                                                            int kdim, int stride, int padding, const elem_t *in,
+                                                            const elem_t *w, const acc_t *bias, elem_t *out,
+                                                            acc_scale_t scale, int act) {
+  int64_t *acc = (int64_t *)speedpatch_alloc((size_t)out_ch * sizeof(int64_t));
+  speedpatch_gold_conv_into(batch, in_dim, in_ch, out_ch, out_dim, kdim, stride, padding, in, w, bias, out, scale, act,
+                            acc);
   free(acc);
 }
 
@@ -385,8 +407,8 @@ SPEEDPATCH_UNCOUNTED static inline bool speedpatch_compare(struct speedpatch_ver
     if (got[i] != want[i]) {
       snprintf(v->why, sizeof v->why, "%s[%zu][%zu]:got=%d,expected=%d", what, i / row_len, i % row_len,
                (int)got[i], (int)want[i]);
-      printf("speedpatch: mismatch in %s at [%zu][%zu]: got %d, expected %d\n", what, i / row_len, i % row_len,
-             (int)got[i], (int)want[i]);
+      snprintf(v->mismatch, sizeof v->mismatch, "speedpatch: mismatch in %s at [%zu][%zu]: got %d, expected %d\n",
+               what, i / row_len, i % row_len, (int)got[i], (int)want[i]);
       return false;
     }
   return true;
@@ -430,6 +452,7 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_
   /* Allocated now but filled only after the kernel: a kernel that frees C cannot have the gold result
    * land in C's memory. */
   elem_t *gold = (elem_t *)speedpatch_alloc(dim_I * dim_J * sizeof(elem_t));
+  int64_t *gold_row = (int64_t *)speedpatch_alloc(dim_J * sizeof(int64_t)); /* no allocation after a kernel */
   bool correct = true;
   uint64_t first_cycles = 0;
   unsigned t = 0;
@@ -444,13 +467,13 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_matmul(size_t dim_I, size_
     /* Only now: the inputs again (whatever the kernel wrote into them) and the gold result. */
     const uint64_t gold_seed = v.seed + t;
     speedpatch_matmul_inputs(gold_seed, A, B, bias, dim_I, dim_J, dim_K);
-    speedpatch_gold_matmul(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act);
+    speedpatch_gold_matmul_into(dim_I, dim_J, dim_K, A, B, bias, gold, scale, act, gold_row);
     correct = speedpatch_compare(&v, C, gold, dim_I * dim_J, "C", dim_J);
     speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
   v.required_macs = (uint64_t)dim_I * dim_J * dim_K; /* from the sizes as they are now */
   speedpatch_verdict_close(&v, correct, first_cycles, t);
-  free(A), free(B), free(bias), free(C), free(gold);
+  free(A), free(B), free(bias), free(C), free(gold), free(gold_row);
   return correct ? 0 : 1;
 }
 
@@ -486,6 +509,7 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_conv(struct speedpatch_con
   acc_t *bias = (acc_t *)speedpatch_alloc((size_t)s.out_channels * sizeof(acc_t));
   elem_t *output = (elem_t *)speedpatch_alloc(out_n);
   elem_t *gold = (elem_t *)speedpatch_alloc(out_n); /* filled only after the kernel, see speedpatch_run_matmul */
+  int64_t *gold_acc = (int64_t *)speedpatch_alloc((size_t)s.out_channels * sizeof(int64_t));
   bool correct = true;
   uint64_t first_cycles = 0;
   unsigned t = 0;
@@ -499,14 +523,14 @@ SPEEDPATCH_UNCOUNTED static inline int speedpatch_run_conv(struct speedpatch_con
     if (t == 0) first_cycles = speedpatch_figure(cycles, &region);
     const uint64_t gold_seed = v.seed + t;
     speedpatch_conv_inputs(gold_seed, input, in_n, weights, w_n, bias, (size_t)s.out_channels);
-    speedpatch_gold_conv(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
-                         s.padding, input, weights, bias, gold, scale, act);
+    speedpatch_gold_conv_into(s.batch_size, s.in_dim, s.in_channels, s.out_channels, out_dim, s.kernel_dim, s.stride,
+                              s.padding, input, weights, bias, gold, scale, act, gold_acc);
     correct = speedpatch_compare(&v, output, gold, out_n, "output", (size_t)s.out_channels);
     speedpatch_verdict_trial(&v, t, correct, gold_seed, cycles, &region);
   }
   v.required_macs = (uint64_t)out_n * s.kernel_dim * s.kernel_dim * s.in_channels;
   speedpatch_verdict_close(&v, correct, first_cycles, t);
-  free(input), free(weights), free(bias), free(output), free(gold);
+  free(input), free(weights), free(bias), free(output), free(gold), free(gold_acc);
   return correct ? 0 : 1;
 }
 
