@@ -662,3 +662,26 @@ def test_range_select_is_one_vector_pass_and_select_reduce_streams_two_tiles():
 
     assert vector_busy("range") == pytest.approx(512 / params.VECTOR_GHZ / 1000, abs=1e-3)
     assert vector_busy("select") == pytest.approx(2 * 512 / params.VECTOR_GHZ / 1000, abs=1e-3)
+
+
+def test_adding_a_psum_tile_a_vector_copy_overwrote_is_a_vector_add():
+    # Only a matmul's own write accumulates in PSUM for free. A PSUM tile a matmul once wrote and a VectorE
+    # copy overwrote since was added for free: every `acc += t` below cost nothing.
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        zeros_k = nl.zeros((1, 128), nl.float32, buffer=nl.sbuf)
+        zeros_n = nl.zeros((1, 512), nl.float32, buffer=nl.sbuf)
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        t = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(t, zeros_k, zeros_n)
+        for i in range(4):
+            nisa.tensor_copy(dst=t, src=nl.load(x[:, i * 512:(i + 1) * 512]))
+            acc += t
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    x = np.random.default_rng(0).standard_normal((128, 2048)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x.reshape(128, 4, 512).sum(axis=1), rtol=1e-5, atol=1e-5)
+    vector = last_report()["engines"]["vector"]["instructions"]
+    assert vector == 2 + 4 + 4 + 1, vector  # 2 memsets, 4 copies, 4 adds, the final copy

@@ -551,11 +551,15 @@ def retarget_result(dst: Tile, value: Tile) -> bool:
 def accumulate_into(dst: Tile, other: Any) -> None:
     """`dst += other`. A fresh matmul result added into PSUM is the hardware's own PSUM accumulation
     (no extra instruction time); anything else is a Vector-engine add."""
+    producer = getattr(other.alloc, "producer", None) if isinstance(other, Tile) else None
     if (
         dst.buffer.kind == "psum"
         and isinstance(other, Tile)
         and other.buffer.kind == "psum"
         and getattr(other.alloc, "matmul_result", False)
+        # its data is still the matmul's (a PSUM tile a matmul once wrote, overwritten since by a VectorE copy,
+        # was added for free: only the matmul's own write accumulates in PSUM)
+        and producer is not None and producer[4] == "tensor"
     ):
         if tuple(other.shape) != tuple(dst.shape):
             raise NkiError(f"PSUM accumulation: shapes differ {other.shape} vs {dst.shape}")
