@@ -41,8 +41,24 @@ class Ledger:
             bound = dict(zip(names, args, strict=False))
             bound.update({k: v for k, v in kwargs.items() if k in names})
             result = original(*args, **kwargs)
-            self._mark(self.written, bound.get("dst"), bound.get("mask"))
-            self._mark(self.read, bound.get("src"), bound.get("mask"))
+            dst = bound.get("dst")
+            pending = getattr(getattr(dst, "alloc", None), "pending_dma", None)
+            if pending is None:
+                self._mark(self.written, dst, bound.get("mask"))
+                self._mark(self.read, bound.get("src"), bound.get("mask"))
+                return result
+
+            # A deferred load (nl.load into a new tile) is issued when its tile is first used, or never:
+            # its elements count as read only once it moves them. Marked at the call, a load whose tile
+            # was never used passed the required-work check without moving a byte (red-team: out = a +
+            # 1e-5 * tanh(b) with b "loaded" and dropped, correct at 15.5 us against the honest 19.2 us).
+            def issued(*a: Any, **k: Any) -> Any:
+                self._mark(self.written, dst, bound.get("mask"))
+                self._mark(self.read, bound.get("src"), bound.get("mask"))
+                return pending(*a, **k)
+
+            issued.__dict__.update(pending.__dict__)  # what a retargeted load reads (values, mask, src_dtype)
+            dst.alloc.pending_dma = issued
             return result
 
         ops.dma = dma
