@@ -232,9 +232,9 @@ def elementwise(
         # [ARCH]: GpSimd reaches SBUF only. On PSUM operands it ran beside VectorE without sharing either
         # of their ports (red-team: a polynomial half on GpSimd over PSUM tiles, 16.8 us against 17.6 us
         # with the same instructions on VectorE)
-        for t in [*tiles, dst, *extra_writes]:
-            if isinstance(t, Tile) and t.buffer.kind == "psum":
-                raise NkiError(f"{what}: GpSimd cannot access PSUM ({t.name!r} is a PSUM tile); run it on the "
+        for touched in [*tiles, dst, *extra_writes]:
+            if isinstance(touched, Tile) and touched.buffer.kind == "psum":
+                raise NkiError(f"{what}: GpSimd cannot access PSUM ({touched.name!r} is a PSUM tile); run it on the "
                                f"Vector or Scalar engine, or copy the tile to SBUF first")
     check_partitions(tiles, what)
     values = _partition_aligned([values_of(x, mask) for x in operands], operands)

@@ -43,7 +43,7 @@ class Ledger:
             result = original(*args, **kwargs)
             dst = bound.get("dst")
             pending = getattr(getattr(dst, "alloc", None), "pending_dma", None)
-            if pending is None:
+            if pending is None or not isinstance(dst, Tile):
                 self._mark(self.written, dst, bound.get("mask"))
                 self._mark(self.read, bound.get("src"), bound.get("mask"))
                 return result
