@@ -256,6 +256,18 @@ def test_a_kernel_object_that_links_or_executes_what_a_kernel_may_not_is_refused
     assert why in ev.message or why in ev.log, f"{name}: {ev.status} {ev.message}\n{ev.log[-1500:]}"
 
 
+def test_a_kernel_may_call_the_math_library_and_each_call_costs_the_host(target, tmp_path):
+    # Every libm function the model charges per call (host_calls.h) is one a kernel may call: sinf was
+    # refused as "not pure math" while expf was allowed, and an allowed call that cost nothing natively
+    # made host math look free. 64 sinf calls cost 64 x picolibc's 143 instructions on top of the loop.
+    plain = evaluate(target, tmp_path, kernel(f"  {LIBRARY_CALL}\n  volatile float s = 0;\n"
+                                                "  for (int i = 0; i < 64; i++) s += (float)C[i];"))
+    with_sin = evaluate(target, tmp_path, kernel(f"  {LIBRARY_CALL}\n  volatile float s = 0;\n"
+                                                   "  for (int i = 0; i < 64; i++) s += sinf((float)C[i]);"))
+    assert plain.status == OK and with_sin.status == OK, with_sin.message + with_sin.log[-800:]
+    assert with_sin.value - plain.value >= 64 * 143, (plain.value, with_sin.value)
+
+
 # ---- work and physics ----------------------------------------------------------------------------------------
 def test_a_correct_kernel_that_does_part_of_the_work_on_the_host_is_refused_with_the_numbers(target, tmp_path):
     half = LIBRARY_CALL.replace("tiled_matmul_auto(MAT_DIM_I", "tiled_matmul_auto(MAT_DIM_I / 2")

@@ -41,7 +41,33 @@
   X(double, log, 1, double, 108)        \
   X(float, powf, 2, float, 293)         \
   X(double, pow, 2, double, 303)        \
-  X(float, tanhf, 1, float, 145)        \
-  X(float, erff, 1, float, 192)
+  X(float, tanhf, 1, float, 144)        \
+  X(double, tanh, 1, double, 152)       \
+  X(float, erff, 1, float, 192)         \
+  X(double, erf, 1, double, 185)        \
+  X(float, sinf, 1, float, 143)         \
+  X(double, sin, 1, double, 139)        \
+  X(float, cosf, 1, float, 144)         \
+  X(double, cos, 1, double, 140)        \
+  X(float, tanf, 1, float, 184)         \
+  X(double, tan, 1, double, 180)        \
+  X(float, atanf, 1, float, 81)         \
+  X(double, atan, 1, double, 80)        \
+  X(float, atan2f, 2, float, 142)       \
+  X(double, atan2, 2, double, 161)      \
+  X(float, exp2f, 1, float, 295)        \
+  X(double, exp2, 1, double, 313)       \
+  X(float, expm1f, 1, float, 97)        \
+  X(float, log2f, 1, float, 118)        \
+  X(double, log2, 1, double, 109)       \
+  X(float, log10f, 1, float, 151)       \
+  X(double, log10, 1, double, 160)      \
+  X(float, log1pf, 1, float, 92)        \
+  X(float, truncf, 1, float, 17)        \
+  X(double, trunc, 1, double, 15)       \
+  X(float, fmodf, 2, float, 99)         \
+  X(double, fmod, 2, double, 126)       \
+  X(float, hypotf, 2, float, 70)        \
+  X(float, cbrtf, 1, float, 46)
 
 #endif /* GEMMINI_HOST_CALLS_H */
