@@ -5,7 +5,8 @@
  * RISC-V core (and on gemmini-spike, which counts every retired instruction) it runs its ~90 instructions. A
  * kernel doing host math through libm then looked faster natively than it is, and re-verification on Spike
  * rejected honest winners for the gap. The native link routes these calls through charging wrappers
- * (-Wl,--wrap, names read from this list by build.py), as it does memcpy/memmove/memset.
+ * (-Wl,--wrap, names read from this list by build.py), as it does memcpy/memmove/memset. A kernel may call
+ * exactly these math functions, and sqrt, fabs and lround (build.ALLOWED_CALLS).
  *
  * Each cost is the RISC-V instructions one direct call retires with picolibc, the library the Spike build
  * links, as benchmarks/gemmini_host_call_costs.py measures it (Debian picolibc-riscv64-unknown-elf 1.8,
