@@ -480,3 +480,28 @@ def smallterm(a, b):
 ''')
     assert ev.status == REJECTED, f"{ev.status} {ev.value}: {ev.message}"
     assert "never loaded 262144 of the 262144 elements of input 'b'" in ev.message, ev.message
+
+
+def test_an_input_overwritten_before_it_is_loaded_was_not_read(tmp_path):
+    # b overwritten with a's tile, then loaded: every element of b was "DMA'd in", none of b's values.
+    ev = evaluate(tmp_path, SMALL_TERM, '''@nki.jit
+def smallterm(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ta = nl.load(a)
+    nl.store(b, value=ta)
+    nl.store(out, value=nl.load(b))
+    return out
+''')
+    assert ev.status == REJECTED, f"{ev.status} {ev.value}: {ev.message}"
+    assert "never loaded 262144 of the 262144 elements of input 'b'" in ev.message, ev.message
+
+
+def test_a_kernel_that_computes_in_place_into_its_input_is_measured(tmp_path):
+    ev = evaluate(tmp_path, SMALL_TERM, '''@nki.jit
+def smallterm(a, b):
+    ta = nl.load(a)
+    th = nl.tanh(nl.load(b))
+    nl.store(a, value=nisa.scalar_tensor_tensor(data=th, op0=nl.multiply, operand0=1e-5, op1=nl.add, operand1=ta))
+    return a
+''')
+    assert ev.status == OK, ev.message + "\n" + ev.log

@@ -44,17 +44,23 @@ class Ledger:
             dst = bound.get("dst")
             pending = getattr(getattr(dst, "alloc", None), "pending_dma", None)
             if pending is None or not isinstance(dst, Tile):
-                self._mark(self.written, dst, bound.get("mask"))
                 self._mark(self.read, bound.get("src"), bound.get("mask"))
+                self._mark(self.written, dst, bound.get("mask"))
                 return result
 
             # A deferred load (nl.load into a new tile) is issued when its tile is first used, or never:
             # its elements count as read only once it moves them. Marked at the call, a load whose tile
             # was never used passed the required-work check without moving a byte (red-team: out = a +
             # 1e-5 * tanh(b) with b "loaded" and dropped, correct at 15.5 us against the honest 19.2 us).
+            src = bound.get("src")
+            # the load read its source when it was called (its values were taken then): what the kernel had
+            # overwritten by then
+            then = self.written.get(id(src.alloc)) if isinstance(src, Tile) else None
+            then = None if then is None else then.copy()
+
             def issued(*a: Any, **k: Any) -> Any:
+                self._mark(self.read, src, bound.get("mask"), overwritten=then)
                 self._mark(self.written, dst, bound.get("mask"))
-                self._mark(self.read, bound.get("src"), bound.get("mask"))
                 return pending(*a, **k)
 
             issued.__dict__.update(pending.__dict__)  # what a retargeted load reads (values, mask, src_dtype)
@@ -67,20 +73,29 @@ class Ledger:
     def __exit__(self, *exc: Any) -> None:
         ops.dma = self._original
 
-    @staticmethod
-    def _mark(book: dict[int, np.ndarray], tile: Any, mask: Any) -> None:
+    def _mark(self, book: dict[int, np.ndarray], tile: Any, mask: Any, overwritten: Any = False) -> None:
         if not isinstance(tile, Tile) or tile.buffer.kind != "hbm":
             return
         shape = tile.alloc.shape
         seen = book.get(id(tile.alloc))
         if seen is None:
             seen = book[id(tile.alloc)] = np.zeros(math.prod(shape), dtype=bool)
+        # An element the kernel already wrote in this launch holds the kernel's data, not the input's: reading
+        # it back is no reading of the input (red-team: b overwritten with a's tile, then "loaded", passed the
+        # required-work check for b without a value of b ever moving).
+        if overwritten is False:  # not given: what the kernel has written so far
+            overwritten = self.written.get(id(tile.alloc)) if book is self.read else None
+        moved = np.zeros(math.prod(shape), dtype=bool)
         if mask is None and not tile.oob and getattr(tile, "strides", None) is not None:
             # The common case, cheaply: a sliced view (distinct elements) that fills its bounding box marks
             # the box; gathers, masks and anything else mark their positions one by one.
             box = tile.region()
             if math.prod(hi - lo + 1 for lo, hi in box) == math.prod(tile.shape):
-                seen.reshape(shape)[tuple(slice(lo, hi + 1) for lo, hi in box)] = True
+                if overwritten is None:
+                    seen.reshape(shape)[tuple(slice(lo, hi + 1) for lo, hi in box)] = True
+                    return
+                moved.reshape(shape)[tuple(slice(lo, hi + 1) for lo, hi in box)] = True
+                seen |= moved & ~overwritten
                 return
         pos = tile.pos
         if mask is not None:
@@ -89,7 +104,8 @@ class Ledger:
             except ValueError:
                 pass  # a mask for the other operand's shape: the whole tile moved
         pos = pos[pos >= 0] if pos.size else pos
-        seen[pos.reshape(-1)] = True
+        moved[pos.reshape(-1)] = True
+        seen |= moved if overwritten is None else moved & ~overwritten
 
     def coverage(self, book: dict[int, np.ndarray], tile: Tile) -> int:
         """How many elements of `tile`'s tensor the DMAs did NOT touch."""
