@@ -157,6 +157,40 @@ def test_the_mismatch_is_printed_after_the_verdict(spike, tmp_path):
     assert ev.log.index("speedpatch: correct=0") < ev.log.index("speedpatch: mismatch"), ev.log[-2000:]
 
 
+
+@pytest.mark.slow
+def test_a_kernel_cannot_reach_the_host_through_spikes_system_call_proxy(spike, tmp_path):
+    # With HTIF (`tohost`/`fromhost` in the ELF, next to stdout's FILE), a request block written there made
+    # Spike's front end run openat and read on the host: the kernel printed /proc/self/maps of the Spike
+    # process; openat/write/unlinkat would have replaced the model's statistics file, /proc/self/mem the
+    # model itself. Without the symbols nobody answers: the kernel gives up after a bounded wait.
+    region = f"""static volatile unsigned long request[8] __attribute__((aligned(64)));
+static char text[4096];
+static long host_call(unsigned long which, unsigned long a0, unsigned long a1, unsigned long a2) {{
+  volatile unsigned long *tohost = (volatile unsigned long *)(((unsigned long)stdout) & ~0xffful);
+  if (*tohost != 0 || tohost[8] != 0) return -1; /* not an idle HTIF mailbox: the program's own data */
+  request[0] = which; request[1] = a0; request[2] = a1; request[3] = a2;
+  gemmini_fence();
+  *tohost = (unsigned long)request;
+  for (long i = 0; i < 2000000; i++)
+    if (tohost[8]) {{ tohost[8] = 0; return (long)request[0]; }}
+  return -1;
+}}
+static int tried;
+void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {{
+  {LIBRARY_CALL}
+  if (tried) return;
+  tried = 1;
+  static const char path[] = "/proc/self/maps";
+  long fd = host_call(56, (unsigned long)-100, (unsigned long)path, sizeof path); /* openat(AT_FDCWD, ...) */
+  long n = fd >= 0 ? host_call(63, (unsigned long)fd, (unsigned long)text, sizeof text - 1) : -1; /* read */
+  if (n > 0) {{ text[n] = 0; printf("host file: %s\\n", text); }}
+}}"""
+    ev = evaluate(spike, tmp_path, region)
+    assert "host file:" not in ev.log and "r-xp" not in ev.log, ev.log[:1500]
+    assert ev.status == NOT_MEASURED, f"{ev.status}: {ev.message}"
+
+
 def riscv_region_problems(tmp_path: Path, region: str) -> list[str]:
     """build.preprocessed_region_problems(riscv=True) on `region` after the preamble of matmul_128.c,
     preprocessed by the RISC-V compiler as build_spike_trusted does."""

@@ -1,10 +1,12 @@
 /* The RoCC funct numbers speedpatch's trusted side uses on Spike, in one place.
  *
- * Gemmini's own instructions are funct 0-21 and 126 (gemmini.h). These seven are not accelerator work:
- * the model inside Spike (model/runtime.c, spike/gemmini_spike.cc) takes them as messages from the
- * trusted harness (include/speedpatch_harness.h) and from the library copy wrappers (spike/host_copies.c).
+ * Gemmini's own instructions are funct 0-21 and 126 (gemmini.h). These are not accelerator work: the
+ * model inside Spike (model/runtime.c, spike/gemmini_spike.cc) takes them as messages from the trusted
+ * harness (include/speedpatch_harness.h), the library copy wrappers (spike/host_copies.c) and the
+ * bare-metal runtime (spike/htif.c, start.S).
  * A kernel that issued one could restart or end the timed region, open or close the checked kernel call
- * with a stack pointer of its choice, leave its own instructions uncounted, or hand over a verdict line:
+ * with a stack pointer of its choice, leave its own instructions uncounted, hand over a verdict line, or
+ * end the run:
  * build.py refuses all of them in kernel objects (build.HARNESS_FUNCTS is read from this file).
  *
  * Plain integer literals only (build.py reads `#define SPEEDPATCH_FUNCT_<NAME> <number>` lines), so that
@@ -12,6 +14,11 @@
 #ifndef SPEEDPATCH_FUNCTS_H
 #define SPEEDPATCH_FUNCTS_H
 
+/* the program's console and exit on Spike (spike/htif.c, start.S's trap exit): write rs2 bytes at rs1 to the
+ * simulator's stdout; end the simulation with exit status rs1. They replace HTIF, whose system-call proxy
+ * let any code of the program open, read and write host files (the model's statistics, /proc/self/mem) */
+#define SPEEDPATCH_FUNCT_EXIT 117
+#define SPEEDPATCH_FUNCT_CONSOLE 118
 /* the checked kernel call: the harness's trampoline hands over its stack pointer (rs1) and the stack's top
  * (rs2) before the call (ENTER), and its stack pointer again after it (LEAVE); the model compares */
 #define SPEEDPATCH_FUNCT_KERNEL_LEAVE 119

@@ -9,6 +9,8 @@
 #include <riscv/trap.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 extern "C" {
 #include "gemmini_model.h"
@@ -105,6 +107,21 @@ static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
     in_copy = true;
     gemmini_model_charge_host(gemmini_model_copy_cycles(xs1, xs2 != 0));
     return pc + 4;
+  }
+  if (u.r.funct == SPEEDPATCH_FUNCT_CONSOLE) {  // the program's stdout (spike/htif.c): rs2 bytes at rs1
+    char text[256];
+    for (reg_t done = 0; done < xs2;) {
+      const reg_t n = xs2 - done < sizeof text ? xs2 - done : sizeof text;
+      spike_read(xs1 + done, text, n);
+      fwrite(text, 1, n, stdout);
+      done += n;
+    }
+    fflush(stdout);
+    return pc + 4;
+  }
+  if (u.r.funct == SPEEDPATCH_FUNCT_EXIT) {  // the program's exit status (spike/htif.c, start.S's trap exit)
+    fflush(stdout);
+    exit(static_cast<int>(xs1 & 0xff));  // the model writes its statistics at exit
   }
   const reg_t rd = gemmini_model_rocc_rd(u.r.funct, xs1, xs2);
   if (u.r.xd) {

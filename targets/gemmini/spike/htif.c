@@ -1,33 +1,28 @@
-/* HTIF: how a bare-metal program on Spike talks to the host. Output goes through the proxied write
- * system call (tohost = address of a request block, the host answers in fromhost); exit is
- * tohost = code << 1 | 1. Hooked into picolibc's stdio, line-buffered. */
+/* The bare-metal program's console and exit on Spike, through the Gemmini extension (RoCC functs
+ * SPEEDPATCH_FUNCT_CONSOLE and SPEEDPATCH_FUNCT_EXIT, include/speedpatch_functs.h), hooked into picolibc's
+ * stdio, line-buffered.
+ *
+ * Not HTIF: a program with `tohost`/`fromhost` symbols gets Spike's front-end system-call proxy, and any
+ * code of the program could write a request there. A kernel opened and read /proc/self/maps of the Spike
+ * process that way (red-team, tests/security/test_gemmini_spike_attacks.py); with openat/write/unlinkat it
+ * could have replaced the model's statistics file or written the model's memory (/proc/self/mem). Without
+ * the symbols Spike has no channel to the host but the extension. */
 #include <stdint.h>
 #include <stdio.h>
 
-volatile uint64_t tohost __attribute__((section(".tohost"), aligned(64)));
-volatile uint64_t fromhost __attribute__((section(".tohost"), aligned(64)));
+#include "../include/speedpatch_functs.h"
 
-#define SYS_WRITE 64
-
-static void host_syscall(uint64_t which, uint64_t a0, uint64_t a1, uint64_t a2) {
-  static volatile uint64_t request[8] __attribute__((aligned(64)));
-  request[0] = which;
-  request[1] = a0;
-  request[2] = a1;
-  request[3] = a2;
-  __sync_synchronize();
-  tohost = (uint64_t)(uintptr_t)request;
-  while (fromhost == 0) {
-  }
-  fromhost = 0;
-  __sync_synchronize();
-}
+#define ROCC_RS1_RS2(funct, rs1, rs2)                                                                \
+  __asm__ volatile(".insn r 0x7b, 3, " SPEEDPATCH_FUNCT_STR(funct) ", x0, %0, %1"                   \
+                   :                                                                              \
+                   : "r"((uint64_t)(rs1)), "r"((uint64_t)(rs2))                                    \
+                   : "memory")
 
 static char line[256];
 static unsigned line_len;
 
 static void flush_line(void) {
-  if (line_len) host_syscall(SYS_WRITE, 1, (uint64_t)(uintptr_t)line, line_len);
+  if (line_len) ROCC_RS1_RS2(SPEEDPATCH_FUNCT_CONSOLE, (uintptr_t)line, line_len);
   line_len = 0;
 }
 
@@ -45,5 +40,5 @@ FILE *const stderr = &htif_stdio;
 
 void _exit(int code) {
   flush_line();
-  for (;;) tohost = ((uint64_t)(unsigned)code << 1) | 1;
+  for (;;) ROCC_RS1_RS2(SPEEDPATCH_FUNCT_EXIT, (unsigned)code, 0);
 }
