@@ -15,7 +15,7 @@ from speedpatch.engine.evaluation import EvalTask, evaluate_task
 from speedpatch.engine.executors import RAY, Executor, LocalExecutor, RayExecutor, default_resources
 from speedpatch.engine.pool import EvaluationPool, default_workers
 from speedpatch.engine.proposer import Proposer
-from speedpatch.engine.reverify import TIME_FACTOR, Reverifier
+from speedpatch.engine.reverify import TIME_FACTOR, Reverifier, reverify
 from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
 from speedpatch.errors import StaleError, UserError
@@ -23,7 +23,7 @@ from speedpatch.llm.ensemble import ensemble_warnings
 from speedpatch.llm.offline import OfflineProposer
 from speedpatch.llm.proposer import LLMProposer
 from speedpatch.menu import load_menu
-from speedpatch.model import Evaluation, Kernel, Problem
+from speedpatch.model import Candidate, Evaluation, Kernel, Problem, source_hash
 from speedpatch.store import RunRecord, Store
 from speedpatch.targets import sandbox
 from speedpatch.targets.base import Backend, Target
@@ -145,8 +145,10 @@ def _protect_secrets(config: Config) -> None:
     redact.register_env_name(config.llm.api_key_env)
 
 
-def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation:
-    """Check and measure `source` (default: the problem's own file) once on the problem's backend."""
+def evaluate(problem: Problem, source: str | None, config: Config, reverify_figure: bool = False) -> Evaluation:
+    """Check and measure `source` (default: the problem's own file) once on the problem's backend.
+    reverify_figure: a correct result is also checked on the backend's independent backend, as a run's
+    winner is (rejected when it is not correct there or its figure is not reproduced)."""
     target, backend = _target_backend(problem)
     _require_usable(backend, config)
     _protect_secrets(config)
@@ -156,15 +158,24 @@ def evaluate(problem: Problem, source: str | None, config: Config) -> Evaluation
         sandbox_required=config.sandbox.required, executor=make_executor(config, target, backend, workers=1),
     )
     try:
-        ev = pool.submit(problem.source if source is None else source).result()
+        text = problem.source if source is None else source
+        ev = pool.submit(text).result()
     finally:
         pool.shutdown()
-    if backend.reverify_with and ev.correct:
-        # a run re-verifies its winner there; one evaluation does not, and its receipt says so
+    if not (backend.reverify_with and ev.correct):
+        return ev
+    check = _reverifier(target, backend, problem, config) if reverify_figure else None
+    if check is None:
+        # a run re-verifies its winner there; this evaluation was not, and its receipt says so
         ev.receipt = {**(ev.receipt or {}), "reverified": f"not re-verified: one evaluation on {backend.name} only (a "
-                      f"run's winner is re-verified on {backend.reverify_with}; evaluate with --backend "
-                      f"{backend.reverify_with} to measure it there)"}
-    return ev
+                      f"run's winner is re-verified on {backend.reverify_with}; evaluate with --reverify to "
+                      "check it there too)"}
+        return ev
+    evaluated = Candidate(id="evaluated", run_id="", parent_id=None, iteration=0, plan="", source=text,
+                          source_hash=source_hash(text), evaluation=ev)
+    _, changed = reverify(check, evaluated, [evaluated], lambda: False)
+    assert changed[-1].evaluation is not None  # reverify always reports the one candidate it was given
+    return changed[-1].evaluation
 
 
 def _check_backend(target: Target, backend: Backend, config: Config) -> None:

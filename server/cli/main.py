@@ -201,7 +201,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                whole_program=True)
     if not sandbox.status().active and not config.sandbox.required:  # (required: evaluate refuses)
         err.print(f"[yellow]warning:[/yellow] {escape(sandbox.status().describe())}")
-    ev = api.evaluate(problem, None, config)
+    ev = api.evaluate(problem, None, config, reverify_figure=args.reverify)
     if args.json:
         _print_json({
             "correct": ev.correct, "status": ev.status, "value": ev.value, "unit": ev.unit,
@@ -377,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel")
     p.add_argument("--backend")
     p.add_argument("--include-dir", help=include_dir_help)
+    p.add_argument("--reverify", action="store_true",
+                   help="also check a correct result on the backend's independent backend, as a run's winner is "
+                        "(gemmini-native: gemmini-spike), and reject it if its figure is not reproduced there")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -150,4 +150,20 @@ def test_a_single_evaluation_says_it_was_not_re_verified_and_where_it_would_be(t
     ev_ = api.evaluate(toy_problem(tmp_path, config), None, config)
     assert ev_.correct
     assert ev_.receipt["reverified"].startswith("not re-verified: one evaluation on toy-count only")
-    assert "--backend toy-second-opinion" in ev_.receipt["reverified"]
+    assert "toy-second-opinion" in ev_.receipt["reverified"] and "--reverify" in ev_.receipt["reverified"]
+
+
+def test_a_single_evaluation_asked_to_reverify_reports_the_figure_there(tmp_path, second, monkeypatch):
+    monkeypatch.setattr(SecondOpinion, "evaluate", _measured_there(lambda builtin: 1.02))
+    config = toy_config(tmp_path, offline=True)
+    ev_ = api.evaluate(toy_problem(tmp_path, config), None, config, reverify_figure=True)
+    assert ev_.correct
+    assert ev_.receipt["reverified"].startswith("correct on toy-second-opinion (")
+
+
+def test_a_single_evaluation_whose_figure_is_not_reproduced_there_is_rejected(tmp_path, second, monkeypatch):
+    monkeypatch.setattr(SecondOpinion, "evaluate", _measured_there(lambda builtin: 1.5))
+    config = toy_config(tmp_path, offline=True)
+    ev_ = api.evaluate(toy_problem(tmp_path, config), None, config, reverify_figure=True)
+    assert ev_.status == "rejected" and not ev_.correct
+    assert "33.3% below" in ev_.message and "toy-second-opinion measured" in ev_.message
