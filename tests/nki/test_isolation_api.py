@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from speedpatch.model import OK, Evaluation
-from speedpatch.targets.base import EvalContext
-from speedpatch.targets.nki.target import NkiTarget
+from support.nki_eval import evaluate_problem
 
 PROBLEM = '''import numpy as np
 import nki
@@ -42,11 +41,7 @@ def reference(a, b):
 
 def evaluate(problem: str, tmp_path: Path) -> Evaluation:
     """The problem as its own candidate, through the real nki-emulator backend (kernel process isolated)."""
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(problem)
-    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=problem)
-    ev = target.backend("nki-emulator").evaluate(problem, ctx)
+    ev = evaluate_problem(tmp_path, problem)
     assert ev.status == OK, ev.message + "\n" + ev.log
     return ev
 
@@ -186,11 +181,7 @@ def test_nki_tensor_view_methods_reach_the_emulator_from_the_kernel_process(tmp_
 def test_an_nki_tensor_method_not_emulated_is_named_to_the_isolated_kernel(tmp_path: Path):
     problem = VIEWS_PROBLEM.replace("t.reshape_dim(1, (2, -1)).permute((0, 2, 1)).slice(1, 0, 6, 2)",
                                     "t.flatten_dims(0, 1)")
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(problem)
-    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=problem)
-    ev = target.backend("nki-emulator").evaluate(problem, ctx)
+    ev = evaluate_problem(tmp_path, problem)
     assert ev.status != OK
     assert "NkiTensor.flatten_dims is part of NKI but not of the speedpatch emulator" in ev.message + ev.log
 

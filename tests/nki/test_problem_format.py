@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from speedpatch.model import OK, Evaluation
-from speedpatch.targets.base import EvalContext
 from speedpatch.targets.nki import runner
 from speedpatch.targets.nki.emulator import language as nl
-from speedpatch.targets.nki.target import NkiTarget
+from support.nki_eval import evaluate_problem
 
 # Each program of a 4-program grid scales its own 128 rows; the epsilon and the shape are arguments.
 GRID_PROBLEM = '''import nki
@@ -74,13 +73,7 @@ def reference(x, eps, tile):
 
 def evaluate(problem: str, tmp_path: Path) -> Evaluation:
     """The problem as its own candidate, through the real nki-emulator backend (kernel process isolated)."""
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(problem)
-    workdir = tmp_path / f"eval-{len(list(tmp_path.iterdir()))}"
-    workdir.mkdir()
-    ctx = EvalContext(kernel=kernel, path=str(workdir / "problem.py"), workdir=workdir, timeout=120,
-                      baseline_source=problem)
-    return target.backend("nki-emulator").evaluate(problem, ctx)
+    return evaluate_problem(tmp_path, problem)
 
 
 def test_every_program_of_the_declared_grid_runs_and_writes_its_own_slice(tmp_path: Path):

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from speedpatch.model import INCORRECT, OK, REJECTED, RUNTIME_ERROR
-from speedpatch.targets.base import EvalContext
-from speedpatch.targets.nki.target import NkiTarget
+from support.nki_eval import evaluate_problem
 
 pytestmark = pytest.mark.slow
 
@@ -75,12 +74,7 @@ def resident(dtype: str, view: str = "") -> str:
 
 
 def evaluate(tmp_path: Path, problem: str, kernel_source: str | None):
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(problem)
-    source = problem if kernel_source is None else target.splice(problem, kernel, kernel_source)
-    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=problem)
-    return target.backend("nki-emulator").evaluate(source, ctx)
+    return evaluate_problem(tmp_path, problem, kernel_source)
 
 
 def test_the_honest_resident_fp32_matmul_is_measured(tmp_path):

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from speedpatch.model import OK, REJECTED
-from speedpatch.targets.base import EvalContext
-from speedpatch.targets.nki.target import NkiTarget
+from support.nki_eval import evaluate_problem
 
 pytestmark = pytest.mark.slow
 
@@ -52,12 +51,7 @@ def spread(a):
 
 
 def evaluate(tmp_path: Path, kernel_source: str | None):
-    target = NkiTarget()
-    (kernel,) = target.find_kernels(PROBLEM)
-    source = PROBLEM if kernel_source is None else target.splice(PROBLEM, kernel, kernel_source)
-    ctx = EvalContext(kernel=kernel, path=str(tmp_path / "problem.py"), workdir=tmp_path, timeout=120,
-                      baseline_source=PROBLEM)
-    return target.backend("nki-emulator").evaluate(source, ctx)
+    return evaluate_problem(tmp_path, PROBLEM, kernel_source)
 
 
 def test_the_honest_broadcast_kernel_is_measured(tmp_path):
