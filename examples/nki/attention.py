@@ -33,7 +33,11 @@ def attention(q, k, v):
     return out
 
 
-INPUTS = {"q": ((128, 512), "float32"), "k": ((128, 512), "float32"), "v": ((512, 128), "float32")}
+# q and k wide enough that scores reach past 88 (std ~48): a softmax without the row max overflows fp32,
+# so a kernel that skips it is incorrect here instead of passing on small test values.
+INPUTS = {"q": {"shape": (128, 512), "dtype": "float32", "low": -12.0, "high": 12.0},
+          "k": {"shape": (128, 512), "dtype": "float32", "low": -12.0, "high": 12.0},
+          "v": ((512, 128), "float32")}
 
 
 def reference(q, k, v):
