@@ -86,6 +86,7 @@ def test_a_kernel_that_returns_into_instruction_words_it_wrote_as_data_is_stoppe
                                           "(unsigned long)stub);", before=stub))
     assert ev.status == RUNTIME_ERROR, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
     assert "exit status 129" in ev.message, ev.message  # 128 + mcause 1: instruction access fault
+    assert "instruction access fault" in ev.message, ev.message
 
 
 @pytest.mark.slow

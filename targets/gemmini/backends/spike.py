@@ -23,6 +23,20 @@ from speedpatch.targets.gemmini.backends import common, trusted
 from speedpatch.targets.gemmini.backends.native import include_dirs, settings_problem, source_name
 
 STATS_FILE = "gemmini-stats.json"
+# start.S ends a run that traps with exit status 128 + mcause (RISC-V privileged spec, machine cause codes).
+TRAPS = {0: "instruction address misaligned", 1: "instruction access fault (a jump into memory that is not code)",
+         2: "illegal instruction", 3: "breakpoint", 4: "load address misaligned",
+         5: "load access fault (a read outside memory)", 6: "store address misaligned",
+         7: "store access fault (a write into code, constants or outside memory)", 8: "environment call",
+         11: "environment call"}
+
+
+def explain_trap(ev: Evaluation, status: int | None) -> Evaluation:
+    """A runtime error whose message is only the exit status of a trap, with the trap named."""
+    trap = TRAPS.get((status or 0) - 128)
+    if trap and ev.message.endswith(f"exit status {status}"):
+        ev.message += f": the program trapped on RISC-V with {trap}"
+    return ev
 RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
 
 
@@ -92,7 +106,8 @@ class SpikeBackend(Backend):
         run = driver.run_spike(elf, ctx.workdir, remaining, stats_path, params_dir)
         stats = common.read_stats(stats_path)
         # A program without the harness (upstream's test programs) is judged whole, by its exit status.
-        ev = common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=True)
+        ev = explain_trap(common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=True),
+                          run.returncode)
         if ev.status != OK:
             return ev
         measured = driver.spike_model_cycles(stats) if stats else {}
@@ -146,7 +161,8 @@ class SpikeBackend(Backend):
             why = trusted.model_vouches(mine[0], stats)
             if why:
                 return Evaluation(status=REJECTED, message=why, log=run.output, receipt=rec)
-        ev = common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=False)
+        ev = explain_trap(common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=False),
+                          run.returncode)
         if ev.status != OK:
             return ev
         measured = driver.spike_model_cycles(stats) if stats else {}
