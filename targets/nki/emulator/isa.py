@@ -180,8 +180,21 @@ def affine_select(*args: Any, **kwargs: Any) -> Tile:
             raise NkiError("nisa.affine_select: dst and on_true_tile must be tiles")
         pred = _affine_predicate(dst, a)
     value = np.float32(a["on_false_value"])
+    data = _psum_operand_to_sbuf(data)
     return ops.elementwise("affine_select", "gpsimd", lambda x: np.where(pred, x, value), [data], dst=dst,
                            dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"))
+
+
+def _psum_operand_to_sbuf(data: Tile) -> Tile:
+    """affine_select runs on GpSimd only (it takes no engine), and GpSimd cannot access PSUM (nki.isa.tensor_copy
+    docs; [ARCH]), yet its docs set no memory for on_true_tile, and public kernels validated on trn1 select
+    straight from the PSUM scores of a matmul (nki-samples reference flash attention: the causal mask on
+    `qk_psum`). The compiler must move such an operand to SBUF first: a VectorE copy is charged (as for a
+    PSUM matmul operand, ops._sbuf_operand), and GpSimd then reads SBUF, sharing VectorE's SBUF port. A
+    GpSimd instruction the kernel put on PSUM by choice (engine=nisa.gpsimd_engine) stays an error."""
+    if data.buffer.kind != "psum":
+        return data
+    return ops.elementwise("copy", "vector", lambda v: v, [data], dtype=data.dtype)
 
 
 def _affine_predicate(dst: Tile, a: dict[str, Any]) -> np.ndarray:

@@ -223,6 +223,12 @@ def elementwise(
     integer=True: fn computes on integers and its result is written as integers, not through float32 (the
     bitvec operators, which treat their inputs as bit patterns without casting, and nisa.iota's 32-bit
     integer arithmetic; nki.isa.tensor_scalar / tensor_tensor / iota docs)."""
+    if engine == "gpsimd":
+        # a result whose memory the emulator chose (an implicit PSUM tile: nl.transpose, a legacy nc_transpose
+        # or nc_matmul without a destination) is where the compiler puts it for its reader: GpSimd reads it
+        # from SBUF after a charged VectorE copy (as a matmul operand, _sbuf_operand)
+        operands = [_sbuf_operand(x, what) for x in operands]
+        extra_reads = [_sbuf_operand(x, what) for x in extra_reads]
     tiles = [x for x in operands if isinstance(x, Tile)] + list(extra_reads)
     for t in tiles:
         require_on_chip(t, what)
@@ -373,8 +379,10 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
     return dst
 
 
-def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = "nc_transpose") -> Tile:
-    """(P, F) -> (F, P) through the Tensor engine (a matmul with the identity)."""
+def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = "nc_transpose",
+              dtype: Any = None) -> Tile:
+    """(P, F) -> (F, P) through the Tensor engine (a matmul with the identity). Without dst, a new tile in
+    out_buffer of `dtype` (default: the data's type in SBUF, float32 in PSUM, as the legacy nc_transpose)."""
     require_on_chip(data, what)
     if data.ndim != 2:
         raise NkiError(f"{what}: data must be 2-D, got {data.shape}")
@@ -383,7 +391,7 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
         raise NkiError(f"{what}: tile {data.shape} too large; the Tensor engine transposes at most 128 x 128")
     values = data.read().T
     if dst is None:
-        dst = new_tile((f, p), data.dtype if out_buffer is sbuf else "float32", out_buffer, name=what)
+        dst = new_tile((f, p), dtype or (data.dtype if out_buffer is sbuf else "float32"), out_buffer, name=what)
         dst.alloc.implicit_buffer = True
     elif tuple(dst.shape) != (f, p):
         raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
