@@ -431,6 +431,39 @@ def build_spike(
     return ProcResult(0, output, res.seconds, False), elf
 
 
+@dataclasses.dataclass(frozen=True)
+class _Units:
+    """The sources of a trusted build: the kernel unit (preamble + region + the entry kept), the harness unit
+    (preamble + prototype + the rest of the file), and the region alone between two random sentinel lines,
+    preprocessed as the kernel unit is, to read what the region's own tokens expand to."""
+
+    incs: list[str]
+    stem: str
+    sentinel: str
+    kernel_src: Path
+    harness_src: Path
+    preprocess_src: Path
+    preprocessed: Path
+
+
+def _write_units(prefix: str, region: str, suffix: str, kernel_name: str, declaration: str, name: str,
+                 workdir: Path, params_dir: Path | None, include_dirs: Sequence[Path]) -> _Units:
+    incs: list[str] = []
+    for d in [*_config_include_dirs(workdir, params_dir), *[Path(x).resolve() for x in include_dirs]]:
+        incs += ["-I", str(d)]
+    stem = Path(name).stem
+    kernel_src = workdir / name  # the candidate's line numbers: preamble + region, as in the file
+    kernel_src.write_text(f"{prefix}{region}\n\n/* speedpatch: the kernel's entry, with the original prototype */\n"
+                          f"{declaration};\n__attribute__((used)) static const void *const speedpatch_entry_keep_ = "
+                          f"(const void *){kernel_name};\n", encoding="utf-8", errors="replace")
+    harness_src = workdir / f"{stem}.harness.c"
+    harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
+    sentinel = f"speedpatch_region_{secrets.token_hex(8)}"  # lines the region cannot know (random per build)
+    preprocess_src, preprocessed = workdir / f"{stem}.region.c", workdir / f"{stem}.region.i"
+    preprocess_src.write_text(f"{prefix}\n{sentinel}\n{region}\n{sentinel}_end\n", encoding="utf-8", errors="replace")
+    return _Units(incs, stem, sentinel, kernel_src, harness_src, preprocess_src, preprocessed)
+
+
 def build_spike_trusted(
     prefix: str,
     region: str,
@@ -456,23 +489,16 @@ def build_spike_trusted(
     def left() -> float:
         return max(1.0, timeout - (time.monotonic() - start))
 
-    incs: list[str] = []
-    for d in [*_config_include_dirs(workdir, params_dir), *[Path(x).resolve() for x in include_dirs]]:
-        incs += ["-I", str(d)]
-    stem = Path(name).stem
-    kernel_src, harness_src = workdir / name, workdir / f"{stem}.harness.c"
-    kernel_src.write_text(f"{prefix}{region}\n\n{declaration};\n__attribute__((used)) static const void *const "
-                          f"speedpatch_entry_keep_ = (const void *){kernel_name};\n", encoding="utf-8", errors="replace")
-    harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
+    units = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
+    incs, stem, sentinel = units.incs, units.stem, units.sentinel
+    kernel_src, harness_src, preprocess_src, preprocessed = (units.kernel_src, units.harness_src, units.preprocess_src,
+                                                             units.preprocessed)
     kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
     directives = region_directive_problems(region)
     if directives:
         return ProcResult(0, "", time.monotonic() - start, False), None, directives
     # What the region's own tokens write into the assembly, as natively (build_trusted); on RISC-V the
     # Gemmini API's asm statements are allowed, nothing else (RISCV_ASM_TEMPLATE).
-    sentinel = f"speedpatch_region_{secrets.token_hex(8)}"
-    preprocess_src, preprocessed = workdir / f"{stem}.region.c", workdir / f"{stem}.region.i"
-    preprocess_src.write_text(f"{prefix}\n{sentinel}\n{region}\n{sentinel}_end\n", encoding="utf-8", errors="replace")
     jobs = [
         [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
         [RISCV_CC, *RISCV_CFLAGS, "-DSPEEDPATCH_SPIKE_VOUCH=1", f"-DSPEEDPATCH_SEED={int(seed)}ULL",
@@ -903,26 +929,15 @@ def build_trusted(
     def left() -> float:
         return max(1.0, timeout - (time.monotonic() - start))
 
-    incs: list[str] = []
-    for d in [*_config_include_dirs(workdir, params_dir), *[Path(x).resolve() for x in include_dirs]]:
-        incs += ["-I", str(d)]
-    stem = Path(name).stem
-    kernel_src = workdir / name  # the candidate's line numbers: preamble + region, as in the file
-    kernel_src.write_text(f"{prefix}{region}\n\n/* speedpatch: the kernel's entry, with the original prototype */\n"
-                          f"{declaration};\n__attribute__((used)) static const void *const speedpatch_entry_keep_ = "
-                          f"(const void *){kernel_name};\n", encoding="utf-8", errors="replace")
-    harness_src = workdir / f"{stem}.harness.c"
-    harness_src.write_text(f"{prefix}{declaration};\n{suffix}", encoding="utf-8", errors="replace")
+    units = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
+    incs, stem, sentinel = units.incs, units.stem, units.sentinel
+    kernel_src, harness_src, preprocess_src, preprocessed = (units.kernel_src, units.harness_src, units.preprocess_src,
+                                                             units.preprocessed)
     kernel_asm, kernel_obj, harness_obj = (workdir / f"{stem}.kernel.s", workdir / f"{stem}.kernel.o",
                                            workdir / f"{stem}.harness.o")
     directives = region_directive_problems(region)
     if directives:
         return ProcResult(0, "", time.monotonic() - start, False), None, directives
-    # The region between two lines the region cannot know (random per build), preprocessed as the kernel
-    # unit is: what its own tokens expand to is read from there.
-    sentinel = f"speedpatch_region_{secrets.token_hex(8)}"
-    preprocess_src, preprocessed = workdir / f"{stem}.region.c", workdir / f"{stem}.region.i"
-    preprocess_src.write_text(f"{prefix}\n{sentinel}\n{region}\n{sentinel}_end\n", encoding="utf-8", errors="replace")
     jobs = [
         [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-E", str(preprocess_src), "-o", str(preprocessed)],
         # Compiled to assembly first: gcc marks every inline or top-level asm statement there (#APP).
