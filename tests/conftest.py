@@ -1,10 +1,24 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).parent
 for folder in (HERE / "toy", HERE):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+
+
+@pytest.fixture(scope="module")
+def spike():
+    """The gemmini-spike backend; the test is skipped where scripts/setup/gemmini-spike.sh has not run."""
+    from speedpatch.targets import get_target
+
+    backend = get_target("gemmini").backend("gemmini-spike")
+    usable = backend.availability({})
+    if not usable.usable:
+        pytest.skip(f"gemmini-spike unavailable: {usable.reason}")
+    return backend
 
 
 

@@ -85,15 +85,3 @@ def gemmini_driver(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
         return NativeRun(out.returncode, out.stdout + out.stderr, stats)
 
     return run
-
-
-@pytest.fixture(scope="module")
-def spike():
-    """The gemmini-spike backend; the test is skipped where scripts/setup/gemmini-spike.sh has not run."""
-    from speedpatch.targets import get_target
-
-    backend = get_target("gemmini").backend("gemmini-spike")
-    usable = backend.availability({})
-    if not usable.usable:
-        pytest.skip(f"gemmini-spike unavailable: {usable.reason}")
-    return backend

@@ -56,15 +56,6 @@ void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *
 }}"""
 
 
-@pytest.fixture(scope="module")
-def spike():
-    backend = get_target("gemmini").backend("gemmini-spike")
-    usable = backend.availability({})
-    if not usable.usable:
-        pytest.skip(f"gemmini-spike unavailable: {usable.reason}")
-    return backend
-
-
 def evaluate(spike, tmp_path: Path, region: str):
     original = EXAMPLE.read_text()
     (k,) = get_target("gemmini").find_kernels(original)
