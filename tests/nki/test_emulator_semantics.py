@@ -657,6 +657,13 @@ def test_finfo_and_iinfo_give_the_device_dtype_limits():
         nl.finfo(nl.int32)
 
 
+def test_finfo_of_tfloat32_has_its_10_mantissa_bits():
+    # tf32 values are rounded to 10 mantissa bits: its eps is 2^-10, not fp32's 2^-23
+    info = nl.finfo(nl.tfloat32)
+    assert info.eps == 2.0 ** -10 and info.max == (2.0 - 2.0 ** -10) * 2.0 ** 127 and info.min == -info.max
+    assert info.tiny == float(np.finfo(np.float32).tiny)
+
+
 def test_loop_reduce_accumulates_into_the_assignment_target_across_the_loop():
     # dst[...] = nl.loop_reduce(x, op, loop_indices=[k]) is dst = op(dst, x) (nki.language.loop_reduce docs)
     @jit

@@ -461,8 +461,12 @@ def finfo(dtype: Any) -> _TypeInfo:
     dt, host = _host_type(dtype)
     if not dt.is_float:
         raise NkiError(f"nl.finfo: {dt!r} is not a float type; use nl.iinfo")
-    info = _dtypes.ml_dtypes.finfo(host) if _dtypes.ml_dtypes is not None else np.finfo(host)
-    return _TypeInfo(info, dt)
+    info = _TypeInfo(_dtypes.ml_dtypes.finfo(host) if _dtypes.ml_dtypes is not None else np.finfo(host), dt)
+    if dt.name == "tfloat32":  # fp32's range in fp32's storage, 10 mantissa bits (nl.tfloat32 docs: 1S,8E,10M)
+        info.eps = 2.0 ** -10
+        info.max = (2.0 - 2.0 ** -10) * 2.0 ** 127
+        info.min = -info.max
+    return info
 
 
 def iinfo(dtype: Any) -> _TypeInfo:
