@@ -318,15 +318,15 @@ def read_stats(stats_path: Path) -> dict[str, Any] | None:
 
 # ---- Spike: the same model as a Spike extension, the program as a bare-metal RISC-V ELF --------------
 
-SPIKE_DIR = HERE / "spike"  # the extension wrapper, start.S, htif.c, link.ld
+SPIKE_DIR = HERE / "spike"  # the extension wrapper, start.S, console.c, link.ld
 RISCV_CC = "riscv64-unknown-elf-gcc"
 RISCV_CFLAGS = [
     "--specs=picolibc.specs", "-nostartfiles", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
     "-DBAREMETAL=1",
 ]
-# What every Spike program is linked with: start-up, HTIF output, and library copies charged as natively
-# (host_copies.c holds the wrappers LINK_LIBS routes the copies through).
-SPIKE_RUNTIME = [str(SPIKE_DIR / "start.S"), str(SPIKE_DIR / "htif.c"), str(SPIKE_DIR / "host_copies.c")]
+# What every Spike program is linked with: start-up, console and exit through the extension, and library
+# copies charged as natively (host_copies.c holds the wrappers LINK_LIBS routes the copies through).
+SPIKE_RUNTIME = [str(SPIKE_DIR / "start.S"), str(SPIKE_DIR / "console.c"), str(SPIKE_DIR / "host_copies.c")]
 SPIKE_WRAPPER_FLAGS = ["-O2", "-fPIC", "-std=gnu++20", "-D_GLIBCXX_USE_CXX11_ABI=0"]  # the wheel's old C++ ABI
 # The model inside Spike accepts the harness's verdict hand-over (RoCC funct 125): only there is the
 # program's code inspected at the instruction level so that a kernel cannot issue it.
@@ -557,7 +557,7 @@ def run_spike(
         env["GEMMINI_MODEL_STATS"] = str(inside)
     argv = [str(root / "bin" / "spike"), f"--extlib={ext}", "--extension=gemmini", str(Path(elf).resolve())]
     res = run_process(argv, cwd=Path(workdir), timeout=timeout, env=env, raw_exit=True)  # 128 + trap cause
-    # The program has no HTIF symbols on purpose (spike/htif.c): drop Spike's warning about them.
+    # The program has no HTIF symbols on purpose (spike/console.c): drop Spike's warning about them.
     res = dataclasses.replace(res, output="\n".join(ln for ln in res.output.splitlines() if not ln.startswith(
         "warning: tohost and fromhost symbols not in ELF")))
     if stats_path is not None and inside.exists():

@@ -47,8 +47,8 @@ def test_the_library_call_measures_the_same_on_spike_as_natively(spike, tmp_path
 def test_a_library_copy_costs_the_host_what_it_costs_natively(spike, tmp_path):
     # picolibc's memcpy counted instruction by instruction made this 800,706 cycles on Spike, 47,143 natively
     # (the copy's destination is page-aligned: the DMA's TLB model charges by where a buffer falls in its
-    # pages, and an unaligned static moved with the program's other data: 48,023 on Spike after htif.c
-    # dropped its HTIF buffers)
+    # pages, and an unaligned static moved with the program's other data: 48,023 on Spike once the console
+    # (spike/console.c) dropped its HTIF buffers)
     body = ("  static elem_t A2[MAT_DIM_I * MAT_DIM_K] __attribute__((aligned(16384)));\n  for (int r = 0; r < 8; r++) memcpy(A2, A, sizeof A2);\n"
             + LIBRARY_CALL.replace("(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A,", "(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A2,"))
     native, on_spike = both(spike, tmp_path, body)

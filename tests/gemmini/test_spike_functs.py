@@ -14,7 +14,7 @@ from speedpatch.targets.gemmini import build
 GEMMINI = Path(build.__file__).resolve().parent
 # Every C file that issues or takes one of these functs.
 USERS = [GEMMINI / "model" / "runtime.c", GEMMINI / "spike" / "gemmini_spike.cc", GEMMINI / "spike" / "host_copies.c",
-         GEMMINI / "include" / "speedpatch_harness.h", GEMMINI / "spike" / "htif.c", GEMMINI / "spike" / "start.S"]
+         GEMMINI / "include" / "speedpatch_harness.h", GEMMINI / "spike" / "console.c", GEMMINI / "spike" / "start.S"]
 
 
 def test_the_harness_functs_are_read_from_the_shared_header():

@@ -3,7 +3,7 @@
  * Gemmini's own instructions are funct 0-21 and 126 (gemmini.h). These are not accelerator work: the
  * model inside Spike (model/runtime.c, spike/gemmini_spike.cc) takes them as messages from the trusted
  * harness (include/speedpatch_harness.h), the library copy wrappers (spike/host_copies.c) and the
- * bare-metal runtime (spike/htif.c, start.S).
+ * bare-metal runtime (spike/console.c, start.S).
  * A kernel that issued one could restart or end the timed region, open or close the checked kernel call
  * with a stack pointer of its choice, leave its own instructions uncounted, hand over a verdict line, or
  * end the run:
@@ -14,7 +14,7 @@
 #ifndef SPEEDPATCH_FUNCTS_H
 #define SPEEDPATCH_FUNCTS_H
 
-/* the program's console and exit on Spike (spike/htif.c, start.S's trap exit): write rs2 bytes at rs1 to the
+/* the program's console and exit on Spike (spike/console.c, start.S's trap exit): write rs2 bytes at rs1 to the
  * simulator's stdout; end the simulation with exit status rs1. They replace HTIF, whose system-call proxy
  * let any code of the program open, read and write host files (the model's statistics, /proc/self/mem) */
 #define SPEEDPATCH_FUNCT_EXIT 117

@@ -108,7 +108,7 @@ static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
     gemmini_model_charge_host(gemmini_model_copy_cycles(xs1, xs2 != 0));
     return pc + 4;
   }
-  if (u.r.funct == SPEEDPATCH_FUNCT_CONSOLE) {  // the program's stdout (spike/htif.c): rs2 bytes at rs1
+  if (u.r.funct == SPEEDPATCH_FUNCT_CONSOLE) {  // the program's stdout (spike/console.c): rs2 bytes at rs1
     char text[256];
     for (reg_t done = 0; done < xs2;) {
       const reg_t n = xs2 - done < sizeof text ? xs2 - done : sizeof text;
@@ -119,7 +119,7 @@ static reg_t gemmini_instruction(processor_t *p, insn_t insn, reg_t pc) {
     fflush(stdout);
     return pc + 4;
   }
-  if (u.r.funct == SPEEDPATCH_FUNCT_EXIT) {  // the program's exit status (spike/htif.c, start.S's trap exit)
+  if (u.r.funct == SPEEDPATCH_FUNCT_EXIT) {  // the program's exit status (spike/console.c, start.S's trap exit)
     fflush(stdout);
     exit(static_cast<int>(xs1 & 0xff));  // the model writes its statistics at exit
   }

@@ -1,5 +1,5 @@
 /* Bare-metal start for Spike: trap vector, FPU on, code and constants made read-only, stack, thread
- * pointer (picolibc keeps errno in TLS), zeroed .bss, main(), then exit through the Gemmini extension (spike/htif.c). A trap (illegal
+ * pointer (picolibc keeps errno in TLS), zeroed .bss, main(), then exit through the Gemmini extension (spike/console.c). A trap (illegal
  * instruction, bad address, a store into code) ends the run with exit status 128 + mcause instead of
  * looping forever. */
 #include "../include/speedpatch_functs.h"
@@ -59,5 +59,5 @@ trap_exit:
   csrr t0, mcause
   addi t0, t0, 128
 4:
-  .insn r 0x7b, 3, SPEEDPATCH_FUNCT_EXIT, x0, t0, x0   /* exit status 128 + mcause (spike/htif.c) */
+  .insn r 0x7b, 3, SPEEDPATCH_FUNCT_EXIT, x0, t0, x0   /* exit status 128 + mcause (spike/console.c) */
   j 4b

@@ -26,17 +26,17 @@ static void flush_line(void) {
   line_len = 0;
 }
 
-static int htif_putc(char c, FILE *file) {
+static int console_putc(char c, FILE *file) {
   (void)file;
   line[line_len++] = c;
   if (c == '\n' || line_len == sizeof line) flush_line();
   return (uint8_t)c;
 }
 
-static FILE htif_stdio = FDEV_SETUP_STREAM(htif_putc, NULL, NULL, _FDEV_SETUP_WRITE);
-FILE *const stdin = &htif_stdio;
-FILE *const stdout = &htif_stdio;
-FILE *const stderr = &htif_stdio;
+static FILE console_stdio = FDEV_SETUP_STREAM(console_putc, NULL, NULL, _FDEV_SETUP_WRITE);
+FILE *const stdin = &console_stdio;
+FILE *const stdout = &console_stdio;
+FILE *const stderr = &console_stdio;
 
 void _exit(int code) {
   flush_line();
