@@ -489,21 +489,18 @@ def build_spike_trusted(
     def left() -> float:
         return max(1.0, timeout - (time.monotonic() - start))
 
-    units = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
-    incs, stem, sentinel = units.incs, units.stem, units.sentinel
-    kernel_src, harness_src, preprocess_src, preprocessed = (units.kernel_src, units.harness_src, units.preprocess_src,
-                                                             units.preprocessed)
-    kernel_obj, harness_obj = workdir / f"{stem}.kernel.o", workdir / f"{stem}.harness.o"
+    u = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
+    kernel_obj, harness_obj = workdir / f"{u.stem}.kernel.o", workdir / f"{u.stem}.harness.o"
     directives = region_directive_problems(region)
     if directives:
         return ProcResult(0, "", time.monotonic() - start, False), None, directives
     # What the region's own tokens write into the assembly, as natively (build_trusted); on RISC-V the
     # Gemmini API's asm statements are allowed, nothing else (RISCV_ASM_TEMPLATE).
     jobs = [
-        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-c", str(kernel_src), "-o", str(kernel_obj)],
+        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *u.incs, "-c", str(u.kernel_src), "-o", str(kernel_obj)],
         [RISCV_CC, *RISCV_CFLAGS, "-DSPEEDPATCH_SPIKE_VOUCH=1", f"-DSPEEDPATCH_SEED={int(seed)}ULL",
-         f'-DSPEEDPATCH_NONCE="{nonce}"', *incs, "-c", str(harness_src), "-o", str(harness_obj)],
-        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *incs, "-E", str(preprocess_src), "-o", str(preprocessed)],
+         f'-DSPEEDPATCH_NONCE="{nonce}"', *u.incs, "-c", str(u.harness_src), "-o", str(harness_obj)],
+        [RISCV_CC, *RISCV_CFLAGS, *KERNEL_TU_CFLAGS, *u.incs, "-E", str(u.preprocess_src), "-o", str(u.preprocessed)],
     ]
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(lambda argv: run_process(argv, cwd=workdir, timeout=left()), jobs))
@@ -513,13 +510,13 @@ def build_spike_trusted(
             return ProcResult(r.returncode, output, time.monotonic() - start, r.timed_out), None, []
     if results[2].returncode != 0:
         return ProcResult(results[2].returncode, results[2].output, time.monotonic() - start, results[2].timed_out), None, []
-    injected = preprocessed_region_problems(preprocessed.read_text(errors="replace"), sentinel, riscv=True)
+    injected = preprocessed_region_problems(u.preprocessed.read_text(errors="replace"), u.sentinel, riscv=True)
     if injected:
         return ProcResult(0, output, time.monotonic() - start, False), None, injected
     problems = kernel_object_problems(kernel_obj, timeout=left(), riscv=True)
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems
-    global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
+    global_obj, local_obj = workdir / f"{u.stem}.kernel.global.o", workdir / f"{u.stem}.kernel.local.o"
     for argv in (["riscv64-unknown-elf-objcopy", f"--globalize-symbol={kernel_name}", str(kernel_obj), str(global_obj)],
                  ["riscv64-unknown-elf-objcopy", f"--keep-global-symbol={kernel_name}", str(global_obj),
                   str(local_obj)]):
@@ -527,7 +524,7 @@ def build_spike_trusted(
         if res.returncode != 0:
             return ProcResult(res.returncode, f"objcopy failed:\n{res.output}", time.monotonic() - start,
                               res.timed_out), None, []
-    elf = workdir / f"{stem}.elf"
+    elf = workdir / f"{u.stem}.elf"
     link = run_process([RISCV_CC, *RISCV_CFLAGS, "-T", str(SPIKE_DIR / "link.ld"), *SPIKE_RUNTIME,
                         str(harness_obj), str(local_obj), *LINK_LIBS, "-o", str(elf)],
                        cwd=workdir, timeout=left())
@@ -929,22 +926,19 @@ def build_trusted(
     def left() -> float:
         return max(1.0, timeout - (time.monotonic() - start))
 
-    units = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
-    incs, stem, sentinel = units.incs, units.stem, units.sentinel
-    kernel_src, harness_src, preprocess_src, preprocessed = (units.kernel_src, units.harness_src, units.preprocess_src,
-                                                             units.preprocessed)
-    kernel_asm, kernel_obj, harness_obj = (workdir / f"{stem}.kernel.s", workdir / f"{stem}.kernel.o",
-                                           workdir / f"{stem}.harness.o")
+    u = _write_units(prefix, region, suffix, kernel_name, declaration, name, workdir, params_dir, include_dirs)
+    kernel_asm, kernel_obj, harness_obj = (workdir / f"{u.stem}.kernel.s", workdir / f"{u.stem}.kernel.o",
+                                           workdir / f"{u.stem}.harness.o")
     directives = region_directive_problems(region)
     if directives:
         return ProcResult(0, "", time.monotonic() - start, False), None, directives
     jobs = [
-        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-E", str(preprocess_src), "-o", str(preprocessed)],
+        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *u.incs, "-E", str(u.preprocess_src), "-o", str(u.preprocessed)],
         # Compiled to assembly first: gcc marks every inline or top-level asm statement there (#APP).
-        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *incs, "-S", str(kernel_src), "-o", str(kernel_asm)],
+        [compiler(), *USER_CFLAGS, *NATIVE_KERNEL_TU_CFLAGS, *u.incs, "-S", str(u.kernel_src), "-o", str(kernel_asm)],
         # The harness is not instrumented: none of its work is the kernel's, and the model's figure for the
         # timed region then equals the harness's own read_cycles difference exactly.
-        [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *incs, "-I", str(MODEL_DIR), "-c", str(harness_src), "-o",
+        [compiler(), *[f for f in USER_CFLAGS if not f.startswith("-fsanitize-coverage")], *HARNESS_TU_CFLAGS, *u.incs, "-I", str(MODEL_DIR), "-c", str(u.harness_src), "-o",
          str(harness_obj)],
     ]
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -961,7 +955,7 @@ def build_trusted(
         return ProcResult(0, output, time.monotonic() - start, False), None, [
             "the kernel contains inline assembly (an asm statement, or a macro that expands to one): kernel code "
             "must be C against the Gemmini API"]
-    injected = preprocessed_region_problems(preprocessed.read_text(errors="replace"), sentinel)
+    injected = preprocessed_region_problems(u.preprocessed.read_text(errors="replace"), u.sentinel)
     if injected:
         return ProcResult(0, output, time.monotonic() - start, False), None, injected
     res = run_process([compiler(), "-c", str(kernel_asm), "-o", str(kernel_obj)], cwd=workdir, timeout=left())
@@ -970,7 +964,7 @@ def build_trusted(
     problems = kernel_object_problems(kernel_obj, timeout=left())
     if problems:
         return ProcResult(0, output, time.monotonic() - start, False), None, problems
-    global_obj, local_obj = workdir / f"{stem}.kernel.global.o", workdir / f"{stem}.kernel.local.o"
+    global_obj, local_obj = workdir / f"{u.stem}.kernel.global.o", workdir / f"{u.stem}.kernel.local.o"
     # A static kernel becomes global first (objcopy takes the two options only in separate runs; each writes
     # a new file, since files named on a sandboxed command line are shown read-only).
     for argv in (["objcopy", f"--globalize-symbol={kernel_name}", str(kernel_obj), str(global_obj)],
@@ -979,7 +973,7 @@ def build_trusted(
         if res.returncode != 0:
             return ProcResult(res.returncode, f"objcopy failed:\n{res.output}", time.monotonic() - start,
                               res.timed_out), None, []
-    exe = workdir / f"{stem}.native"
+    exe = workdir / f"{u.stem}.native"
     link = run_process([compiler(), str(harness_obj), str(local_obj), str(archive), *NATIVE_LINK_LIBS, "-o",
                         str(exe)],
                        cwd=workdir, timeout=left())

@@ -23,6 +23,7 @@ from speedpatch.targets.gemmini.backends import common, trusted
 from speedpatch.targets.gemmini.backends.native import include_dirs, settings_problem, source_name
 
 STATS_FILE = "gemmini-stats.json"
+RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
 # start.S ends a run that traps with exit status 128 + mcause (RISC-V privileged spec, machine cause codes).
 TRAPS = {0: "instruction address misaligned", 1: "instruction access fault (a jump into memory that is not code)",
          2: "illegal instruction", 3: "breakpoint", 4: "load address misaligned",
@@ -37,7 +38,6 @@ def explain_trap(ev: Evaluation, status: int | None) -> Evaluation:
     if trap and ev.message.endswith(f"exit status {status}"):
         ev.message += f": the program trapped on RISC-V with {trap}"
     return ev
-RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
 
 
 def _driver() -> ModuleType | None:
