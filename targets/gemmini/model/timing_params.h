@@ -111,9 +111,13 @@
 
 /* ---- address translation (FrontendTLB.scala, rocket-chip TLB.scala) ---- */
 #ifndef T_VIRTUAL_MEMORY
-#define T_VIRTUAL_MEMORY 1         /* the DMA translates user virtual addresses: programs run under Linux, as
-                                      the paper's FireSim runs do (Autocomp's public Gemmini harnesses,
-                                      tests/exo/test*.c, lock their pages with mlockall when not BAREMETAL) */
+#define T_VIRTUAL_MEMORY 1         /* charge the DMA's page switches as translation misses. A hypothesis fitted
+                                      to two published counts (T_TLB_MISS_CYCLES): Autocomp's FireSim backend
+                                      runs bare-metal binaries (autocomp/backend/gemmini/gemmini_eval.py builds
+                                      auto_comp_test-baremetal), where rocket-chip's TLB does not translate
+                                      machine-mode requests, so the real cost is most likely elsewhere (FASED's
+                                      DDR3 FR-FCFS rows, its 4 MiB LLC model); see the model README,
+                                      "Calibration status" */
 #endif
 #define T_PAGE_BYTES 4096          /* Sv39 base pages (user arrays are not superpage-mapped) */
 #define T_TLB_ENTRIES 4            /* GemminiConfigs.scala tlb_size = 4: ways of the shared TLB (use_shared_tlb) */
