@@ -116,6 +116,33 @@ def test_a_kernel_that_hides_an_instruction_inside_its_own_assembly_is_refused(s
 
 
 
+@pytest.mark.slow
+def test_a_kernel_whose_data_did_not_pass_through_the_accelerators_dma_is_refused(spike, tmp_path):
+    # The array does every MAC the problem needs, on scratchpad rows no DMA filled; the host computes the
+    # output from the inputs with plain loads and stores it. Natively the DMA's bytes are held to the problem's
+    # inputs and output; on Spike only the MACs were, and the model inside Spike timed it at 15,025,859 cycles,
+    # "correct on Spike" (the harness's line did not carry the problem's bytes).
+    region = """void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {
+  gemmini_config_ex(WS, NO_ACTIVATION, 0);
+  for (int i = 0; i < MAT_DIM_I * MAT_DIM_J * MAT_DIM_K / (DIM * DIM * DIM); i++) {
+    gemmini_preload_zeros(0);
+    gemmini_compute_preloaded(0, GARBAGE_ADDR);
+  }
+  for (int i = 0; i < MAT_DIM_I; i++)
+    for (int j = 0; j < MAT_DIM_J; j++) {
+      int32_t sum = bias[j];
+      for (int k = 0; k < MAT_DIM_K; k++) sum += A[i * MAT_DIM_K + k] * B[k * MAT_DIM_J + j];
+      int32_t q = sum >> 5, rem = sum & 31; /* MATMUL_SCALE = 1/32, rounded half to even */
+      if (rem > 16 || (rem == 16 && (q & 1))) q++;
+      C[i * MAT_DIM_J + j] = (elem_t)(q > 127 ? 127 : q < -128 ? -128 : q);
+    }
+  gemmini_fence();
+}"""
+    ev = evaluate(spike, tmp_path, region)
+    assert ev.status == REJECTED, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
+    assert "the accelerator read 0 bytes of DRAM, the problem's inputs are 32768 bytes" in ev.message, ev.message
+
+
 # After the kernel returns, the harness's own control flow must not pass through memory the kernel could
 # write: picolibc's stdout on Spike is a FILE whose writer is a function pointer in .data (the kernel may
 # name `stdout` to print), and malloc's free lists live in the heap. A print or an allocation between the

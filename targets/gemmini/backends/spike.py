@@ -193,7 +193,8 @@ class SpikeBackend(Backend):
 
 def _first_region(stats: dict[str, Any] | None, verdict: str) -> dict[str, int] | str | None:
     """The model's figures for the harness's first timed region (None when this build logged none), or why
-    they cannot be true: the verdict's required work against what the array and DMA did."""
+    they cannot be true: the verdict's required work (MACs, minimal DMA bytes read and written) against what
+    the array and the DMA did in each trial, and the cycles against the array's and the DRAM's bounds."""
     figures = (stats or {}).get("harness_region_figures") or []
     if not figures:
         return None
@@ -206,10 +207,18 @@ def _first_region(stats: dict[str, Any] | None, verdict: str) -> dict[str, int] 
         return (f"on Spike the model measured {int((stats or {}).get('harness_regions') or 0)} timed regions, the "
                 f"harness reports {trials.group(1)} trials: the harness's loop was changed")
     first = dict(zip((key for key, _ in trusted.RECORD_FIELDS), (int(v) for v in figures[0]), strict=False))
-    required = re.search(r" macs=(\d+)", verdict)
-    if required is None:
-        return first
-    # The Spike verdict line names the required MACs, not the problem's bytes: only the array's bounds apply.
-    trial = dict(first, dim=int((stats or {}).get("dim") or 1), bpc=1)
-    problems = trusted.physics_problems(int(required.group(1)), 0, 0, trial)
+    work = re.search(r" macs=(\d+) trials=\d+ min_read_bytes=(\d+) min_write_bytes=(\d+) ", verdict)
+    if work is None:  # the harness's Spike build always states it
+        return "on Spike the harness's verdict does not state the problem's work (MACs, DMA bytes): no physics check"
+    # The problem's work from the harness's verdict (its compiled-in constants), the array's size and the DRAM's
+    # rate from the model's statistics (the program can write neither): the same bounds as on gemmini-native.
+    bpc = int((stats or {}).get("dram_bytes_per_cycle") or 0)
+    if bpc <= 0:
+        return "on Spike the model's statistics do not give the DRAM's bytes per cycle: the physics check cannot run"
+    required, min_read, min_write = (int(x) for x in work.groups())
+    problems: list[str] = []
+    for t, measured in enumerate(figures):  # every trial, as natively
+        trial = dict(zip((key for key, _ in trusted.RECORD_FIELDS), (int(v) for v in measured), strict=False),
+                     dim=int((stats or {}).get("dim") or 1), bpc=bpc)
+        problems += [f"trial {t}: {p}" for p in trusted.physics_problems(required, min_read, min_write, trial)]
     return "on Spike: " + "; ".join(problems) if problems else first

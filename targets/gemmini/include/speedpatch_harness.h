@@ -24,6 +24,9 @@
  *
  *     speedpatch: correct=1 cycles=123456 macs=2097152 trials=2
  *
+ *   (gemmini-spike's trusted build adds the problem's minimal DMA bytes, min_read_bytes= and
+ *   min_write_bytes=, and its nonce: its physics check holds the model's figures to the same work as native).
+ *
  * Exit status: 0 correct, 1 incorrect.
  */
 #ifndef SPEEDPATCH_HARNESS_H
@@ -212,9 +215,11 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_verdict_close(struct speedpat
   /* gemmini-spike's trusted build: the line goes to the model in the Spike process first (RoCC funct 125),
    * which puts its hash in the statistics file; the backend takes only the line the model vouches for. */
   static char line[256];
-  int n = snprintf(line, sizeof line, "speedpatch: correct=%d cycles=%llu macs=%llu trials=%u nonce=%s\n",
+  int n = snprintf(line, sizeof line,
+                   "speedpatch: correct=%d cycles=%llu macs=%llu trials=%u min_read_bytes=%llu min_write_bytes=%llu "
+                   "nonce=%s\n",
                    correct ? 1 : 0, (unsigned long long)cycles, (unsigned long long)v->required_macs, trials_run,
-                   SPEEDPATCH_NONCE);
+                   (unsigned long long)v->min_read_bytes, (unsigned long long)v->min_write_bytes, SPEEDPATCH_NONCE);
   if (n > 0) {
     const uint64_t len = (size_t)n < sizeof line ? (uint64_t)n : sizeof line - 1;
     ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, (uint64_t)(uintptr_t)line, len, SPEEDPATCH_FUNCT_VERDICT);
