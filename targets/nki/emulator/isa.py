@@ -16,6 +16,7 @@ import numpy as np
 from speedpatch.targets.nki.emulator import costmodel, ops
 from speedpatch.targets.nki.emulator import language as nl
 from speedpatch.targets.nki.emulator import params as P
+from speedpatch.targets.nki.emulator.arguments import refuse_unknown, refuse_unmodeled
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
 from speedpatch.targets.nki.emulator.tensor import Tile, sbuf
@@ -69,15 +70,124 @@ def _split_dst(args: tuple, kwargs: dict, first_is_dst: bool) -> tuple[Tile | No
     return dst, args
 
 
-def _bind(names: list[str], args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
+# Every parameter each emulated instruction's NKI API reference documents (awsdocs-neuron.readthedocs-hosted.com,
+# nki.isa.<name>: the legacy pages (v2.21-v2.26, `general/nki/api/generated/nki.isa.*`, `(data, ..., *, mask=None,
+# dtype=None, engine=..., **kwargs)`) and the current ones (v2.28-v2.33 and latest, `nki/api/generated/nki.isa.*`,
+# destination first, `name=None`)), by the form of the call; "dst" is the destination of the current form. A keyword
+# not listed is refused (arguments.refuse_unknown): NKI's **kwargs are not a licence to pass anything.
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "nc_matmul": ("dst", "stationary", "moving", "is_stationary_onezero", "is_moving_onezero", "is_transpose",
+                  "accumulate", "tile_position", "tile_size", "perf_mode", "mask", "name"),
+    "nc_transpose": ("dst", "data", "mask", "dtype", "engine", "name"),
+    "activation": ("dst", "op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd", "mask", "dtype",
+                   "engine", "name"),
+    "activation_reduce": ("dst", "op", "data", "reduce_op", "reduce_res", "bias", "scale", "mask", "dtype", "name"),
+    "affine_select": ("pred", "on_true_tile", "on_false_value", "mask", "dtype", "name"),
+    "affine_select/pattern": ("dst", "pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value",
+                              "cmp_op", "name"),
+    "tensor_scalar": ("dst", "data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1", "dtype", "mask",
+                      "engine", "name"),
+    # v2.33 adds a fused reduction (reduce_cmd, reduce_op, reduce_res)
+    "scalar_tensor_tensor": ("dst", "data", "op0", "operand0", "op1", "operand1", "reverse0", "reverse1", "dtype",
+                             "mask", "reduce_cmd", "reduce_op", "reduce_res", "name"),
+    "max8": ("dst", "src", "mask", "dtype", "name"),
+    "nc_find_index8": ("dst", "data", "vals", "mask", "dtype", "name"),
+    "tensor_tensor": ("dst", "data1", "data2", "op", "dtype", "mask", "engine", "name"),
+    "tensor_reduce": ("dst", "op", "data", "axis", "mask", "dtype", "negate", "keepdims", "name"),
+    "tensor_partition_reduce": ("dst", "op", "data", "mask", "dtype", "name"),
+    "tensor_copy": ("dst", "src", "mask", "dtype", "engine", "name"),
+    # the v2.21 page gives reciprocal an engine (Scalar or Vector); later pages run it on VectorE only
+    "reciprocal": ("dst", "data", "dtype", "mask", "engine", "name"),
+    "memset": ("dst", "value", "dtype", "mask", "engine", "name"),
+    "memset/shape": ("shape", "value", "dtype", "mask", "engine", "name"),
+    "dma_copy": ("dst", "src", "mask", "dst_rmw_op", "oob_mode", "dge_mode", "unique_indices", "engine", "name"),
+    "dropout": ("dst", "data", "prob", "mask", "dtype", "name"),
+    "range_select": ("dst", "on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1", "reduce_cmd", "reduce_res",
+                     "reduce_op", "range_start", "on_false_value", "mask", "dtype", "name"),
+    "select_reduce": ("dst", "predicate", "on_true", "on_false", "reduce_res", "reduce_cmd", "reduce_op",
+                      "reverse_pred", "mask", "dtype", "name"),
+    "dma_transpose": ("dst", "src", "axes", "mask", "dtype", "dge_mode", "oob_mode", "priority", "indices", "name"),
+    "iota": ("dst", "expr", "dtype", "mask", "name"),
+    "iota/pattern": ("dst", "pattern", "offset", "channel_multiplier", "name"),
+    "bn_stats": ("dst", "data", "mask", "dtype", "name"),
+    "bn_aggr": ("dst", "data", "mask", "dtype", "name"),
+    # v2.30+ add reduce_cmd / reduce_init, v2.33 reduce_res_negate
+    "tensor_scalar_reduce": ("dst", "data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0", "reduce_cmd",
+                             "reduce_init", "reduce_res_negate", "dtype", "mask", "name"),
+    "tensor_tensor_scan": ("dst", "data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1", "dtype", "mask",
+                           "name"),
+}
+
+_NOT_USED = (None,)
+# Documented parameters whose effect the emulator does not model: any value but the listed "not used" ones
+# (the first is the documented default) is NotEmulated (arguments.refuse_unmodeled).
+_UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
+    "nc_matmul": {
+        "is_stationary_onezero": ((False,), "the Tensor engine's 0/1-operand hint"),
+        "is_moving_onezero": ((False,), "the Tensor engine's 0/1-operand hint"),
+        "is_transpose": ((False,), "the PE-array transpose mode; use nisa.nc_transpose"),
+        "tile_position": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
+        "tile_size": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
+        "mask": (_NOT_USED, "a predicated matmul"),
+    },
+    "nc_transpose": {
+        "mask": (_NOT_USED, "a predicated transpose"),
+        "engine": ((None, "unknown", "tensor"), "the Vector engine's 32 x 32 transpose; the Tensor engine one is "
+                   "modeled"),
+    },
+    "activation": {
+        # without reduce_cmd the emulator reduces this instruction's result into reduce_res (reset_reduce)
+        "reduce_cmd": ((None, "reset_reduce"), "the Scalar engine's reduction registers across instructions"),
+        "engine": ((None, "unknown", "scalar"), "activation on GpSimd, NeuronCore-v4+"),
+    },
+    "scalar_tensor_tensor": {
+        "reduce_cmd": (_NOT_USED, "the fused reduction of NeuronCore-v3+"),
+        "reduce_op": (_NOT_USED, "the fused reduction of NeuronCore-v3+"),
+        "reduce_res": (_NOT_USED, "the fused reduction of NeuronCore-v3+"),
+    },
+    "reciprocal": {
+        "engine": ((None, "unknown", "vector"), "reciprocal on the Scalar engine (other precision)"),
+    },
+    "dma_copy": {
+        "dst_rmw_op": (_NOT_USED, "read-modify-write DMA"),
+        "unique_indices": ((True, None), "DMA with repeated indices"),
+        "engine": ((None, "unknown"), "the choice of DMA queue"),
+    },
+    "bn_aggr": {"mask": (_NOT_USED, "a predicated bn_aggr")},
+    # the pages give the scan's pseudo code without the reversed operand orders
+    "tensor_tensor_scan": {
+        "reverse0": ((False,), "the reversed operand order of op0 in a scan"),
+        "reverse1": ((False,), "the reversed operand order of op1 in a scan"),
+    },
+    "tensor_scalar_reduce": {
+        "reduce_cmd": ((None, "reset_reduce"), "the Vector engine's reduction registers across instructions"),
+        "reduce_init": (_NOT_USED, "an initial value of the reduction registers"),
+        "reduce_res_negate": ((False,), "a negated reduction result"),
+    },
+}
+
+
+def _bind(names: list[str], args: tuple, kwargs: dict, what: str, form: str | None = None) -> dict[str, Any]:
+    """The call's arguments by name: positional ones in the order of `names`, keywords checked against the
+    documented parameters of the instruction (_PARAMS[form or what]) and against _UNMODELED."""
+    key = form or what
+    refuse_unknown(f"nisa.{what}", kwargs, _PARAMS[key])
     if len(args) > len(names):
         raise NkiError(f"nisa.{what}: too many positional arguments")
     bound = dict(zip(names, args, strict=False))
-    for key, value in kwargs.items():
-        if key in bound:
-            raise NkiError(f"nisa.{what}: argument {key!r} given twice")
-        bound[key] = value
+    for k, value in kwargs.items():
+        if k in bound:
+            raise NkiError(f"nisa.{what}: argument {k!r} given twice")
+        bound[k] = value
+    unmodeled = _UNMODELED.get(key)
+    if unmodeled:
+        refuse_unmodeled(f"nisa.{what}", {k: _plain(v) for k, v in bound.items() if k in unmodeled}, unmodeled)
     return bound
+
+
+def _plain(value: Any) -> Any:
+    """An engine / reduce_cmd enum member as its name, for the "not used" lists of _UNMODELED."""
+    return value.name if isinstance(value, Enum) else value
 
 
 class matmul_perf_mode(Enum):  # noqa: N801 - NKI's public name
@@ -108,7 +218,7 @@ def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
     a = _bind(["data", "mask", "dtype", "engine"], rest, kwargs, "nc_transpose")
-    return ops.transpose(dst, a["data"])
+    return ops.transpose(dst, a["data"], dtype=a.get("dtype"))
 
 
 def activation(*args: Any, **kwargs: Any) -> Tile:
@@ -174,7 +284,7 @@ def affine_select(*args: Any, **kwargs: Any) -> Tile:
     else:
         dst, rest = _split_dst(args, kwargs, first_is_dst=True)
         a = _bind(["pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value", "cmp_op", "name"],
-                  rest, kwargs, "affine_select")
+                  rest, kwargs, "affine_select", form="affine_select/pattern")
         data = a["on_true_tile"]
         if not isinstance(data, Tile) or not isinstance(dst, Tile):
             raise NkiError("nisa.affine_select: dst and on_true_tile must be tiles")
@@ -362,7 +472,7 @@ def tensor_reduce(*args: Any, **kwargs: Any) -> Tile:
     a = _bind(["op", "data", "axis", "dtype", "negate", "keepdims", "mask"], rest, kwargs, "tensor_reduce")
     return nl.reduce_tile(nl.reduce_fn(a["op"]), a["data"], a["axis"], dtype=a.get("dtype"),
                           keepdims=bool(a.get("keepdims", False)), dst=dst, negate=bool(a.get("negate", False)),
-                          what="tensor_reduce")
+                          mask=a.get("mask"), what="tensor_reduce")
 
 
 def _partition_reducer(op: Any, data: Tile) -> Any:
@@ -437,7 +547,7 @@ def memset(*args: Any, **kwargs: Any) -> Tile:
         dst, rest = _split_dst(args, kwargs, first_is_dst=True)
         a = _bind(["value", "dtype", "mask", "engine"], rest, kwargs, "memset")
     else:
-        a = _bind(["shape", "value", "dtype", "mask", "engine"], args, kwargs, "memset")
+        a = _bind(["shape", "value", "dtype", "mask", "engine"], args, kwargs, "memset", form="memset/shape")
         dst = nl.ndarray(a["shape"], a["dtype"], buffer=sbuf, name="memset")
     return ops.elementwise("memset", ops.engine_name(a.get("engine"), "vector"),
                            lambda: np.float32(a["value"]), [], dst=dst, mask=a.get("mask"))
@@ -627,9 +737,6 @@ def dma_transpose(*args: Any, **kwargs: Any) -> Tile:
     if a.get("indices") is not None:
         raise NotEmulatedError("nisa.dma_transpose(indices=...) (the indirect gather transpose) is part of NKI but "
                                "not of the speedpatch emulator; transpose without indices")
-    unknown = set(a) - {"dst", "src", "axes", "mask", "dtype", "dge_mode", "oob_mode", "priority", "name", "indices"}
-    if unknown:
-        raise NkiError(f"nisa.dma_transpose: unexpected argument(s) {sorted(unknown)}")
     src = a.get("src")
     if not isinstance(src, Tile) or (dst is not None and not isinstance(dst, Tile)):
         raise NkiError("nisa.dma_transpose: src (and dst) must be tiles")
@@ -690,7 +797,7 @@ def _iota_pattern(dst: Tile | None, rest: tuple, kwargs: dict) -> Tile:
     partition c of dst gets offset + c * channel_multiplier + sum(i_k * step_k) over the [step, num] pairs of
     pattern (outermost first, up to 4), computed in 32-bit integer arithmetic and cast to dst's dtype; dst in
     SBUF, its elements per partition the product of the nums."""
-    a = _bind(["pattern", "offset", "channel_multiplier", "name"], rest, kwargs, "iota")
+    a = _bind(["pattern", "offset", "channel_multiplier", "name"], rest, kwargs, "iota", form="iota/pattern")
     if dst is None:
         raise NkiError("nisa.iota(pattern=...): the destination tile dst is required")
     if dst.buffer.kind != "sbuf":
@@ -789,7 +896,8 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
     """Along the free axis: out[:, i] = op1(op0(data0[:, i], out[:, i-1]), data1[:, i]), out[:, -1] = initial.
     A sequential scan on the Vector engine (cost as one pass over the tile)."""
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
-    a = _bind(["data0", "data1", "initial", "op0", "op1", "dtype", "mask"], rest, kwargs, "tensor_tensor_scan")
+    a = _bind(["data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1", "dtype", "mask"], rest, kwargs,
+              "tensor_tensor_scan")
     op0, op1 = nl.np_binary(a["op0"]), nl.np_binary(a["op1"])
 
     def run(d0: np.ndarray, d1: np.ndarray, init: Any) -> np.ndarray:

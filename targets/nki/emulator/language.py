@@ -16,6 +16,7 @@ import numpy as np
 from speedpatch.targets.nki.emulator import costmodel, ops
 from speedpatch.targets.nki.emulator import dtypes as _dtypes
 from speedpatch.targets.nki.emulator import params as P
+from speedpatch.targets.nki.emulator.arguments import checked, refuse_unknown
 from speedpatch.targets.nki.emulator.dtypes import (  # noqa: F401 - re-exported as nl.<dtype>
     DType,
     as_dtype,
@@ -81,7 +82,13 @@ class NkiOp:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
-    def __call__(self, *args: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **kw: Any) -> Tile:
+    def __call__(self, *args: Any, **kw: Any) -> Tile:
+        # nki.language.<op>(x[, y], *, dtype=None, mask=None) (the element-wise pages); operands also by name
+        names = ("x", "y")[:self.arity]
+        refuse_unknown(f"nl.{self.name}", kw, (*names, "dtype", "mask"))
+        dtype, mask, dst = kw.get("dtype"), kw.get("mask"), None
+        if any(n in kw for n in names):
+            args = args + tuple(kw[n] for n in names[len(args):] if n in kw)
         if len(args) != self.arity:
             raise NkiError(f"nl.{self.name} takes {self.arity} operand(s), got {len(args)}")
         if self.bitvec:
@@ -200,8 +207,20 @@ class Reduction:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
-    def __call__(self, x: Tile, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None, dst: Tile | None = None) -> Tile:
-        return reduce_tile(self.np, x, axis, dtype=dtype, keepdims=keepdims, mask=mask, dst=dst, what=self.name)
+    def __call__(self, *args: Any, **kw: Any) -> Tile:
+        # nki.language.<reduction>(x, axis, *, dtype=None, mask=None, keepdims=False) (the reduction pages)
+        what = f"nl.{self.name}"
+        refuse_unknown(what, kw, _REDUCTION_ARGS)
+        if len(args) > 2:
+            raise NkiError(f"{what}: too many positional arguments (x, axis)")
+        a = {**dict(zip(("x", "axis"), args, strict=False)), **kw}
+        if "x" not in a or "axis" not in a:
+            raise NkiError(f"{what}: x and axis are required")
+        return reduce_tile(self.np, a["x"], a["axis"], dtype=a.get("dtype"), keepdims=bool(a.get("keepdims", False)),
+                           mask=a.get("mask"), what=self.name)
+
+
+_REDUCTION_ARGS = ("x", "axis", "dtype", "mask", "keepdims")
 
 
 sum = Reduction("sum", np.sum, np.add)  # noqa: A001 - NKI's public name
@@ -237,7 +256,26 @@ def reduce_tile(fn: Callable, x: Tile, axis: Any, dtype: Any = None, keepdims: b
         r = fn(v, axis=axes, keepdims=keepdims)
         return -r if negate else r
 
-    return ops.elementwise(what, "vector", run, [x], dst=dst, dtype=ops.out_dtype(dtype, x), mask=None)
+    return ops.elementwise(what, "vector", run, [x], dst=dst, dtype=ops.out_dtype(dtype, x),
+                           write_mask=_reduction_mask(mask, x, axes, keepdims, what))
+
+
+def _reduction_mask(mask: Any, x: Tile, axes: tuple[int, ...], keepdims: bool, what: str) -> Any:
+    """A reduction's mask as a mask of its result: a predicate on the partitions only (`i_p < n`, shape (P, 1...)
+    or (P,)) leaves the masked-out partitions of the result unwritten. A mask over free elements would say which
+    elements take part in the reduction, which the docs do not define: not emulated."""
+    if mask is None:
+        return None
+    m = np.asarray(mask)
+    if m.ndim == 0:
+        return m
+    if x.par_axis != 0 or m.shape[0] not in (1, x.shape[0]) or any(n != 1 for n in m.shape[1:]):
+        api = "nisa.tensor_reduce" if what == "tensor_reduce" else f"nl.{what}"
+        raise NotEmulated(f"{api}(mask=...) with a mask of shape {m.shape} over the free elements of {x.shape} is "
+                          f"part of NKI but not of the speedpatch emulator (a mask of a reduction's inputs); mask "
+                          f"partitions only (a predicate of the partition index)")
+    out_ndim = x.ndim if keepdims else x.ndim - len(axes)
+    return m.reshape((m.shape[0],) + (1,) * (out_ndim - 1))
 
 
 # ---- creation ----------------------------------------------------------------------------------------
@@ -265,7 +303,13 @@ class _SharedHbm:
 _shared_hbm: list[_SharedHbm] = [_SharedHbm()]
 
 
-def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
+# The nki.language functions take the parameters their API pages give (legacy `general/nki/api/generated/
+# nki.language.*` and current `nki/api/generated/nki.language.*`, awsdocs-neuron.readthedocs-hosted.com), and no
+# other keyword (arguments.checked).
+
+
+@checked("nl.ndarray", {"address": ((None,), "an explicit on-chip address (v2.33)")})
+def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", address: Any = None) -> Tile:
     def make() -> Tile:
         return new_tile(shape, dtype, buffer, name=name or "ndarray")
 
@@ -274,7 +318,8 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any
     return make()
 
 
-def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> Tile:
+@checked("nl.full")
+def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "") -> Tile:
     tile = new_tile(shape, dtype, buffer, name=name or "full")
     tile.write(np.float32(fill_value))
     if tile.buffer.kind == "psum" and float(fill_value) == 0.0:
@@ -288,24 +333,29 @@ def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: st
     return tile
 
 
-def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **kw: Any) -> Tile:
-    return full(shape, 0.0, dtype, buffer, name or "zeros", **kw)
+@checked("nl.zeros")
+def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> Tile:
+    return full(shape, 0.0, dtype, buffer, name or "zeros")
 
 
-def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **kw: Any) -> Tile:
-    return full(shape, 1.0, dtype, buffer, name or "ones", **kw)
+@checked("nl.ones")
+def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> Tile:
+    return full(shape, 1.0, dtype, buffer, name or "ones")
 
 
-def zeros_like(x: Tile, dtype: Any = None, buffer: Any = None, **kw: Any) -> Tile:
-    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, **kw)
+@checked("nl.zeros_like")
+def zeros_like(a: Tile, dtype: Any = None, buffer: Any = None, name: str = "") -> Tile:
+    return zeros(a.shape, dtype or a.dtype, buffer or a.buffer, name)
 
 
-def empty_like(x: Tile, dtype: Any = None, buffer: Any = None, **kw: Any) -> Tile:
-    """A new uninitialised tensor of x's shape (nki.language.empty_like)."""
-    return ndarray(x.shape, dtype or x.dtype, buffer=buffer or x.buffer, **kw)
+@checked("nl.empty_like")
+def empty_like(a: Tile, dtype: Any = None, buffer: Any = None, name: str = "") -> Tile:
+    """A new uninitialised tensor of a's shape (nki.language.empty_like)."""
+    return ndarray(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
 
 
-def loop_reduce(x: Tile, op: Any, loop_indices: Any = None, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+@checked("nl.loop_reduce")
+def loop_reduce(x: Tile, op: Any, loop_indices: Any = None, dtype: Any = None, mask: Any = None) -> Tile:
     """nki.language.loop_reduce: `dst[...] = nl.loop_reduce(x, op, loop_indices)` is, per the docs, the same as
     `dst = nisa.tensor_tensor(data1=dst, data2=x, op=op)` -- the destination is the other operand. The
     returned view of x carries the reduction; the assignment (copy_into) performs it into its target."""
@@ -319,10 +369,12 @@ def loop_reduce(x: Tile, op: Any, loop_indices: Any = None, dtype: Any = None, m
 # ---- indexing ----------------------------------------------------------------------------------------
 
 
+@checked("nl.arange")
 def arange(*args: int) -> np.ndarray:
     return np.arange(*[int(a) for a in args])
 
 
+@checked("nl.ds")
 def ds(start: Any, size: int, step: int = 1) -> DynSlice:
     return DynSlice(start, size, step)
 
@@ -457,6 +509,7 @@ def _host_type(dtype: Any) -> tuple[DType, Any]:
     return dt, numpy_dtype(dt)
 
 
+@checked("nl.finfo")
 def finfo(dtype: Any) -> _TypeInfo:
     dt, host = _host_type(dtype)
     if not dt.is_float:
@@ -469,6 +522,7 @@ def finfo(dtype: Any) -> _TypeInfo:
     return info
 
 
+@checked("nl.iinfo")
 def iinfo(dtype: Any) -> _TypeInfo:
     dt, host = _host_type(dtype)
     if dt.is_float:
@@ -507,16 +561,24 @@ class _LoopRange:
             trace.exit_loop(loop)
 
 
-def affine_range(*args: Any, **_: Any) -> _LoopRange:
-    return _LoopRange(*args)
+def _range_args(start: Any, stop: Any, step: Any) -> tuple[Any, ...]:
+    return (start,) if stop is None else (start, stop, step)
 
 
-def static_range(*args: Any, **_: Any) -> _LoopRange:
-    return _LoopRange(*args)
+# nki.language.affine_range / static_range / sequential_range(start, stop=None, step=1)
+@checked("nl.affine_range")
+def affine_range(start: Any, stop: Any = None, step: Any = 1) -> _LoopRange:
+    return _LoopRange(*_range_args(start, stop, step))
 
 
-def sequential_range(*args: Any, **_: Any) -> _LoopRange:
-    return _LoopRange(*args)
+@checked("nl.static_range")
+def static_range(start: Any, stop: Any = None, step: Any = 1) -> _LoopRange:
+    return _LoopRange(*_range_args(start, stop, step))
+
+
+@checked("nl.sequential_range")
+def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> _LoopRange:
+    return _LoopRange(*_range_args(start, stop, step))
 
 
 # ---- SPMD launch grid --------------------------------------------------------------------------------
@@ -570,7 +632,8 @@ def physical_core(grid: tuple[int, ...], ids: tuple[int, ...]) -> tuple[int, int
     return core, cores
 
 
-def shared_constant(value: Any, dtype: Any = None, **_: Any) -> Tile:
+@checked("nl.shared_constant")
+def shared_constant(value: Any, dtype: Any = None) -> Tile:
     """A compile-time constant tensor in HBM made from a host array (e.g. an identity or a mask)."""
     from speedpatch.targets.nki.emulator.tensor import hbm_tensor
 
@@ -582,11 +645,13 @@ def shared_constant(value: Any, dtype: Any = None, **_: Any) -> Tile:
     return hbm_tensor(array, "shared_constant")
 
 
+@checked("nl.program_id")
 def program_id(axis: int = 0) -> int:
     ids = _program[-1]
     return ids[axis] if axis < len(ids) else 0
 
 
+@checked("nl.num_programs")
 def num_programs(axes: Any = None) -> int:
     """Programs along `axes` of the launch grid (an int or a tuple of them); without axes, all programs
     of the grid (nki.language.num_programs)."""
@@ -598,6 +663,7 @@ def num_programs(axes: Any = None) -> int:
     return int(grid[axes]) if axes < len(grid) else 1
 
 
+@checked("nl.program_ndim")
 def program_ndim() -> int:
     return len(_grid[-1])
 
@@ -605,30 +671,32 @@ def program_ndim() -> int:
 # ---- data movement -----------------------------------------------------------------------------------
 
 
-def load(src: Tile, mask: Any = None, dtype: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
+@checked("nl.load")
+def load(src: Tile, mask: Any = None, dtype: Any = None) -> Tile:
     if not isinstance(src, Tile):
         raise NkiError("nl.load: source must be a kernel tensor (an HBM argument or nl.ndarray)")
-    if dst is None:
-        dst = new_tile(src.shape, dtype or src.dtype, sbuf, name=f"load({src.name})")
-        return ops.dma(dst, src, mask=mask, what="nl.load", defer=True)
-    return ops.dma(dst, src, mask=mask, what="nl.load")
+    dst = new_tile(src.shape, dtype or src.dtype, sbuf, name=f"load({src.name})")
+    return ops.dma(dst, src, mask=mask, what="nl.load", defer=True)
 
 
-def store(dst: Tile, value: Any, mask: Any = None, **_: Any) -> Tile:
+@checked("nl.store")
+def store(dst: Tile, value: Any, mask: Any = None) -> Tile:
     if not isinstance(value, Tile):
         raise NkiError("nl.store: value must be a tile (write constants into an SBUF tile first)")
     return ops.dma(dst, value, mask=mask, what="nl.store")
 
 
-def load_transpose2d(src: Tile, mask: Any = None, dtype: Any = None, **_: Any) -> Tile:
+@checked("nl.load_transpose2d")
+def load_transpose2d(src: Tile, mask: Any = None, dtype: Any = None) -> Tile:
     if src.ndim != 2:
         raise NkiError("nl.load_transpose2d: source must be 2-D")
     dst = new_tile((src.shape[1], src.shape[0]), dtype or src.dtype, sbuf, name="load_transpose2d")
     return ops.dma(dst, src, mask=mask, what="nl.load_transpose2d", transpose_hbm=True)
 
 
-def copy(x: Tile, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
-    return ops.elementwise("copy", "vector", lambda v: v, [x], dst=dst, dtype=ops.out_dtype(dtype, x), mask=mask)
+@checked("nl.copy")
+def copy(x: Tile, dtype: Any = None, mask: Any = None) -> Tile:
+    return ops.elementwise("copy", "vector", lambda v: v, [x], dtype=ops.out_dtype(dtype, x), mask=mask)
 
 
 def copy_into(dst: Tile, value: Any) -> None:
@@ -653,7 +721,8 @@ def accumulate_into(dst: Tile, other: Any) -> None:
     ops.accumulate_into(dst, other)
 
 
-def transpose(x: Tile, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
+@checked("nl.transpose", {"mask": ((None,), "a predicated transpose")})
+def transpose(x: Tile, dtype: Any = None, mask: Any = None) -> Tile:
     """The Tensor engine's transpose, its result in PSUM, the only memory that engine writes (nki.language.transpose
     docs: `result_psum = nl.transpose(x)` then nisa.tensor_copy to SBUF). The kernel's own copy out of PSUM is
     the one charged; used directly as a matmul operand, the copy the compiler inserts is (ops._sbuf_operand).
@@ -664,18 +733,21 @@ def transpose(x: Tile, dtype: Any = None, mask: Any = None, **_: Any) -> Tile:
     return ops.transpose(None, x, out_buffer=psum, what="nl.transpose", dtype=as_dtype(dtype) if dtype else x.dtype)
 
 
-def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tile:
+@checked("nl.matmul", {"mask": ((None,), "a predicated matmul")})
+def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None) -> Tile:
     """x @ y into PSUM. With transpose_x=True, x is given as (K, M) (already transposed)."""
     stationary = x if transpose_x else ops.transpose(None, x, out_buffer=sbuf, what="nl.matmul (transpose of x)")
     return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul")
 
 
-def where(condition: Tile, x: Any, y: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None) -> Tile:
-    return ops.elementwise("where", "vector", lambda c, a, b: np.where(c != 0, a, b), [condition, x, y], dst=dst,
+@checked("nl.where")
+def where(condition: Tile, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tile:
+    return ops.elementwise("where", "vector", lambda c, a, b: np.where(c != 0, a, b), [condition, x, y],
                            dtype=ops.out_dtype(dtype, x, y), mask=mask)
 
 
-def dropout(x: Tile, rate: Any, dtype: Any = None, mask: Any = None, dst: Tile | None = None, **_: Any) -> Tile:
+@checked("nl.dropout")
+def dropout(x: Tile, rate: Any, dtype: Any = None, mask: Any = None) -> Tile:
     """nki.language.dropout: elements of x zeroed with probability rate (a number or a tile with 1 element);
     the nisa.dropout instruction on the Vector engine (ops.dropout)."""
     if isinstance(rate, Tile):
@@ -683,11 +755,11 @@ def dropout(x: Tile, rate: Any, dtype: Any = None, mask: Any = None, dst: Tile |
             raise NkiError(f"nl.dropout: rate must be a number or a tile with 1 element, got shape {rate.shape}")
         # one value for every partition; read here (its producer is not tracked as a dependency)
         rate = float(np.asarray(rate.read()).reshape(-1)[0])
-    return ops.dropout("nl.dropout", x, rate, dst=dst, dtype=dtype, mask=mask)
+    return ops.dropout("nl.dropout", x, rate, dst=None, dtype=dtype, mask=mask)
 
 
-def softmax(x: Tile, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None, mask: Any = None,
-            **_: Any) -> Tile:
+@checked("nl.softmax")
+def softmax(x: Tile, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None, mask: Any = None) -> Tile:
     """nki.language.softmax(x, axis, dtype): exp(x - max) / sum(exp(x - max)) along free axes (the last
     contiguous ones, as the docs require), emulated as the instructions it expands to: a VectorE max, the
     subtraction fused into ScalarE's exp as its bias (the activation's free pre-add, arch guide), a VectorE sum,
@@ -703,8 +775,9 @@ def softmax(x: Tile, axis: Any = -1, dtype: Any = None, compute_dtype: Any = Non
     return multiply(e, reciprocal(total, mask=mask), dtype=dtype or compute_dtype, mask=mask)
 
 
+@checked("nl.rms_norm")
 def rms_norm(x: Tile, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, dtype: Any = None, compute_dtype: Any = None,
-             mask: Any = None, **_: Any) -> Tile:
+             mask: Any = None) -> Tile:
     """nki.language.rms_norm(x, w, axis, n, epsilon): x / RMS(x) * w, RMS the square root of the sum of squares
     along axis over n values plus epsilon (its docs: "n: total number of values to calculate rms"), as the
     instructions it expands to: ScalarE square, VectorE sum, the scale by 1/n and the epsilon in one
@@ -721,7 +794,9 @@ def rms_norm(x: Tile, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, dtype: A
     return multiply(normed, w, dtype=dtype or compute_dtype, mask=mask)
 
 
-def device_print(prefix: str, x: Any, **_: Any) -> None:
+# mask= is accepted and not applied: what is printed is no result of the kernel
+@checked("nl.device_print")
+def device_print(prefix: str, x: Any, mask: Any = None) -> None:
     print(prefix, x.read() if isinstance(x, Tile) else x)
 
 

@@ -217,8 +217,10 @@ def elementwise(
     extra_reads: Sequence[Tile] = (),
     extra_writes: Sequence[Tile] = (),
     integer: bool = False,
+    write_mask: Any = None,
 ) -> Tile:
     """One engine instruction: fn over the operands' values, written to dst (a new SBUF tile if None).
+    write_mask: a mask of the result only (a reduction's partition mask), not of the operands.
     extra_writes are further outputs the caller fills (e.g. an activation's reduce result).
     integer=True: fn computes on integers and its result is written as integers, not through float32 (the
     bitvec operators, which treat their inputs as bit patterns without casting, and nisa.iota's 32-bit
@@ -268,7 +270,7 @@ def elementwise(
     if integer and not dst.dtype.is_float:
         # a bit pattern wraps to the destination's width (a left shift's high bits are lost), never saturates
         result = result.astype(np.int64).astype(dst.dtype.storage)
-    dst.write(result, mask_for(dst, mask))
+    dst.write(result, mask_for(dst, mask if write_mask is None else write_mask))
     free = max([dst.free_size] + [t.free_size for t in tiles])
     streamed = [t for t in tiles if t.free_size > 1]  # a (P, 1) operand is read as a per-lane scalar
     streams = len(streamed)

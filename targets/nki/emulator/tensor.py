@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from speedpatch.targets.nki.emulator import costmodel
 from speedpatch.targets.nki.emulator import params as P
+from speedpatch.targets.nki.emulator.arguments import checked
 from speedpatch.targets.nki.emulator.dtypes import DType, as_dtype
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
@@ -359,6 +360,7 @@ class Tile:
         view._indirect = tuple(tiles)
         return view
 
+    @checked("tensor.reshape")
     def reshape(self, shape: Any) -> Tile:
         """The same elements viewed with another shape (HBM tensors, as in x.reshape((1, n)))."""
         dims = tuple(int(d) for d in (tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)))
@@ -388,6 +390,7 @@ class Tile:
         view._par = 0
         return view
 
+    @checked("tensor.ap")
     def ap(self, *pattern_args: Any, offset: Any = 0, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: int = 0, dtype: Any = None, pattern: Any = None) -> Tile:
         """A hardware access pattern on the whole tensor (NKI "Access Patterns" deep dive, nki >= 0.2):
@@ -453,6 +456,7 @@ class Tile:
         raise AttributeError(f"tile {self.alloc.name!r} has no attribute {name!r}")
 
     # ---- NkiTensor view methods (nki.language.NkiTensor, newer NKI): strided views, no data moved --------
+    @checked("tensor.view")
     def view(self, dtype: Any) -> Tile:
         """The same bits read as another type of the same width (t.view(nl.float32) of an int32 tile; public
         kernels build float thresholds from integer bit patterns this way, e.g. nki-samples exact_topk_mask;
@@ -505,6 +509,7 @@ class Tile:
         view._par = par
         return view
 
+    @checked("tensor.slice")
     def slice(self, dim: Any, start: Any, end: Any, step: Any = 1) -> Tile:
         """Elements start:end:step along dim."""
         shape, strides, par = self._view_parts("slice")
@@ -517,6 +522,7 @@ class Tile:
         shape[d], strides[d] = -(-(b - a) // st), strides[d] * st
         return self._derived(shape, strides, offset, par)
 
+    @checked("tensor.select")
     def select(self, dim: Any, index: Any) -> Tile:
         """The view at one index of dim, without that dimension."""
         shape, strides, par = self._view_parts("select")
@@ -531,6 +537,7 @@ class Tile:
         del shape[d], strides[d]
         return self._derived(shape, strides, offset, None if par is None else par - (d < par))
 
+    @checked("tensor.permute")
     def permute(self, dims: Any) -> Tile:
         """Dimensions reordered: axis i of the result is axis dims[i] of this view."""
         shape, strides, par = self._view_parts("permute")
@@ -543,6 +550,7 @@ class Tile:
         return self._derived([shape[x] for x in order], [strides[x] for x in order], self.offset,
                              None if par is None else order.index(par))
 
+    @checked("tensor.broadcast")
     def broadcast(self, dim: Any, size: Any) -> Tile:
         """A size-1 dimension repeated size times (stride 0)."""
         shape, strides, par = self._view_parts("broadcast")
@@ -555,6 +563,7 @@ class Tile:
         shape[d], strides[d] = int(size), 0
         return self._derived(shape, strides, self.offset, par)
 
+    @checked("tensor.expand_dim")
     def expand_dim(self, dim: Any) -> Tile:
         """A new size-1 dimension at position dim."""
         shape, strides, par = self._view_parts("expand_dim")
@@ -563,6 +572,7 @@ class Tile:
         strides.insert(d, 0)
         return self._derived(shape, strides, self.offset, None if par is None else par + (d <= par))
 
+    @checked("tensor.squeeze_dim")
     def squeeze_dim(self, dim: Any) -> Tile:
         """The size-1 dimension dim removed."""
         shape, strides, par = self._view_parts("squeeze_dim")
@@ -574,6 +584,7 @@ class Tile:
         del shape[d], strides[d]
         return self._derived(shape, strides, self.offset, None if par is None else par - (d < par))
 
+    @checked("tensor.reshape_dim")
     def reshape_dim(self, dim: Any, shape: Any) -> Tile:
         """Dimension dim split into several (one of them may be -1: inferred), row-major."""
         dims, strides, par = self._view_parts("reshape_dim")
@@ -597,6 +608,7 @@ class Tile:
         return self._derived(dims[:d] + parts + dims[d + 1:], strides[:d] + sub + strides[d + 1:], self.offset,
                              new_par)
 
+    @checked("tensor.broadcast_to")
     def broadcast_to(self, shape: Any) -> Tile:
         """A (1, F) tile copied to (P, F) partitions (a TensorE matmul against ones on hardware)."""
         from speedpatch.targets.nki.emulator import ops

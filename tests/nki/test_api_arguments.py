@@ -1,0 +1,174 @@
+"""The emulated NKI API takes the arguments its API reference documents and nothing else: an unknown keyword (a
+misspelling, an argument of another function or of another NKI version) is an NkiError naming the function, the
+argument and the accepted names; a documented argument whose effect the emulator does not model is NotEmulated
+unless it is left at its default. Nothing is silently ignored (targets/nki/emulator/arguments.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from speedpatch.targets.nki.emulator import isa as nisa
+from speedpatch.targets.nki.emulator import language as nl
+from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
+from speedpatch.targets.nki.emulator.jit import jit
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((128, 64)).astype(np.float32)
+W = RNG.standard_normal((128, 128)).astype(np.float32)
+
+
+def _run(body, *arrays):
+    """Run body(tiles...) -> SBUF tile in a kernel; the tile comes back as an array."""
+
+    @jit
+    def k(*hbm):
+        tiles = [nl.load(t) for t in hbm]
+        res = body(*tiles)
+        out = nl.ndarray(res.shape, dtype=res.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=res)
+        return out
+
+    return k(*(arrays or (X,)))
+
+
+# ---- unknown keywords -------------------------------------------------------------------------------------
+
+
+def _matmul_misspelt(x, w):
+    dst = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst, w, x, acumulate=True)
+    return nl.copy(dst)
+
+
+UNKNOWN = [
+    ("nisa.nc_matmul", "acumulate", _matmul_misspelt, (X, W)),
+    ("nisa.tensor_tensor", "engin", lambda x: nisa.tensor_tensor(x, x, op=np.add, engin=nisa.vector_engine), (X,)),
+    ("nisa.activation", "scael", lambda x: nisa.activation(op=nl.exp, data=x, scael=2.0), (X,)),
+    ("nisa.tensor_scalar", "reverse", lambda x: nisa.tensor_scalar(x, np.subtract, 1.0, reverse=True), (X,)),
+    ("nisa.tensor_reduce", "keepdim", lambda x: nisa.tensor_reduce(np.add, x, axis=1, keepdim=True), (X,)),
+    ("nisa.iota", "offest", lambda x: nisa.iota(nl.arange(128)[:, None], dtype=nl.int32, offest=3), (X,)),
+    ("nl.load", "msk", None, None),
+    ("nl.exp", "dtyp", lambda x: nl.exp(x, dtyp=nl.bfloat16), (X,)),
+    ("nl.sum", "keepdim", lambda x: nl.sum(x, axis=1, keepdim=True), (X,)),
+    ("nl.ndarray", "bufer", lambda x: nl.ndarray((128, 4), dtype=nl.float32, bufer=nl.sbuf), (X,)),
+    ("nl.copy", "dst", lambda x: nl.copy(x, dst=x), (X,)),
+    ("tensor.reshape_dim", "dims", lambda x: x.reshape_dim(1, (8, 8), dims=2), (X,)),
+]
+
+
+@pytest.mark.parametrize(("function", "argument", "body", "arrays"), UNKNOWN, ids=[u[0] for u in UNKNOWN])
+def test_an_unknown_keyword_is_refused_naming_function_argument_and_accepted_names(function, argument, body,
+                                                                                   arrays):
+    if body is None:  # nl.load itself
+        @jit
+        def k(x):
+            t = nl.load(x, msk=None)
+            out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=t)
+            return out
+
+        with pytest.raises(NkiError) as info:
+            k(X)
+    else:
+        with pytest.raises(NkiError) as info:
+            _run(body, *arrays)
+    message = str(info.value)
+    assert not isinstance(info.value, NotEmulated)
+    assert function in message and repr(argument) in message and "takes" in message
+
+
+def test_the_refusal_lists_the_documented_names():
+    with pytest.raises(NkiError, match=r"nisa\.nc_matmul takes .*stationary.*moving.*accumulate.*perf_mode"):
+        _run(_matmul_misspelt, X, W)
+
+
+@pytest.mark.parametrize("name", sorted(nisa.PUBLIC_FUNCTIONS - {"get_nc_version"}))
+def test_every_isa_instruction_refuses_an_unknown_keyword(name):
+    with pytest.raises(NkiError, match=rf"nisa\.{name}: unknown keyword argument 'bogus'"):
+        _run(lambda x: getattr(nisa, name)(bogus=1))
+
+
+@pytest.mark.parametrize("name", sorted(nl.PUBLIC_FUNCTIONS - {"spmd_dim", "nc"}))
+def test_every_language_function_refuses_an_unknown_keyword(name):
+    shown = getattr(getattr(nl, name), "name", name)  # an alias (nl.copy_op) says the operator's name
+    with pytest.raises(NkiError, match=rf"nl\.{shown}: unknown keyword argument 'bogus'"):
+        _run(lambda x: getattr(nl, name)(bogus=1))
+
+
+def test_documented_defaults_and_labels_are_accepted():
+    def body(x, w):
+        dst = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst, w, x, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+                       tile_position=(), tile_size=(), perf_mode=nisa.matmul_perf_mode.none, name="mm")
+        return nl.copy(dst)
+
+    np.testing.assert_allclose(_run(body, X, W), W.T @ X, rtol=1e-4, atol=1e-4)
+
+
+# ---- documented but not modeled ---------------------------------------------------------------------------
+
+
+def _matmul_with(**kw):
+    def body(x, w):
+        dst = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst, w, x, **kw)
+        return nl.copy(dst)
+
+    return body
+
+
+UNMODELED = [
+    ("nisa.nc_matmul(is_transpose", _matmul_with(is_transpose=True), (X, W)),
+    ("nisa.nc_matmul(tile_position", _matmul_with(tile_position=(0, 0), tile_size=(64, 64)), (X, W)),
+    ("nisa.nc_matmul(is_moving_onezero", _matmul_with(is_moving_onezero=True), (X, W)),
+    ("nisa.nc_transpose(engine", lambda x: nisa.nc_transpose(x[0:32, 0:32], engine=nisa.vector_engine), (X,)),
+    ("nisa.activation(reduce_cmd", lambda x: nisa.activation(op=nl.exp, data=x, reduce_cmd=nisa.reduce_cmd.reduce,
+                                                             reduce_op=np.add, reduce_res=nl.ndarray(
+                                                                 (128, 1), dtype=nl.float32)), (X,)),
+    ("nisa.tensor_tensor_scan(reverse0", lambda x: nisa.tensor_tensor_scan(x, x, 0.0, np.multiply, np.add,
+                                                                           reverse0=True), (X,)),
+    ("nisa.reciprocal(engine", lambda x: nisa.reciprocal(x, engine=nisa.scalar_engine), (X,)),
+    ("nl.matmul(mask", lambda x, w: nl.copy(nl.matmul(w, x, transpose_x=True, mask=(nl.arange(128)[:, None] < 64))),
+     (X, W)),
+    ("nl.max(mask", lambda x: nl.max(x, axis=1, keepdims=True, mask=(nl.arange(64)[None, :] < 32)), (X,)),
+]
+
+
+@pytest.mark.parametrize(("prefix", "body", "arrays"), UNMODELED, ids=[u[0] for u in UNMODELED])
+def test_a_documented_argument_the_emulator_does_not_model_is_not_emulated(prefix, body, arrays):
+    with pytest.raises(NotEmulated) as info:
+        _run(body, *arrays)
+    assert str(info.value).startswith(prefix)
+    assert "part of NKI but not of the speedpatch emulator" in str(info.value)
+
+
+def test_dma_copy_read_modify_write_is_not_emulated():
+    @jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nisa.dma_copy(dst=out, src=t, dst_rmw_op=np.add)
+        return out
+
+    with pytest.raises(NotEmulated, match=r"nisa\.dma_copy\(dst_rmw_op="):
+        k(X)
+
+
+# ---- arguments that were ignored and are now applied --------------------------------------------------------
+
+
+def test_a_reduction_mask_over_partitions_leaves_the_masked_out_partitions_unwritten():
+    def body(x):
+        dst = nl.full((128, 1), 7.0, dtype=nl.float32)
+        nisa.tensor_reduce(dst, np.max, x, axis=1, keepdims=True, mask=(nl.arange(128)[:, None] < 64))
+        return dst
+
+    got = _run(body)
+    np.testing.assert_allclose(got[:64, 0], X[:64].max(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(got[64:, 0], 7.0)
+
+
+def test_the_legacy_nc_transpose_honours_dtype():
+    got = _run(lambda x: nl.copy(nisa.nc_transpose(x, dtype=nl.bfloat16), dtype=nl.float32))
+    np.testing.assert_allclose(got, X.T, rtol=1e-2, atol=1e-2)
+    assert not np.array_equal(got, X.T)  # rounded through bf16
