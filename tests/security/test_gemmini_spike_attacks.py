@@ -143,6 +143,48 @@ def test_a_kernel_whose_data_did_not_pass_through_the_accelerators_dma_is_refuse
     assert "the accelerator read 0 bytes of DRAM, the problem's inputs are 32768 bytes" in ev.message, ev.message
 
 
+@pytest.mark.slow
+def test_a_kernel_cannot_change_the_harness_s_float_registers_through_its_own_saved_copies(spike, tmp_path):
+    # The RISC-V ABI has a callee preserve fs0-fs11, and gcc keeps the gold's scale (1/32) in one of them
+    # across the kernel call. A kernel function that uses float registers saves the harness's values in its
+    # own frame (below the frames the model hashes) and restores them on return: rewriting the saved scale
+    # (NaN-boxed 0x3d000000) to 0.0f made the gold all zeros. The kernel writes zeros through the DMA and pads
+    # the array's MACs on whatever the scratchpad holds; before the trampoline kept fs0-fs11 (and fcsr) itself,
+    # the model inside Spike called it correct at 18,832 cycles (the honest library call: 14,192).
+    region = """static volatile float keep;
+static int rescaled;
+__attribute__((noinline)) static void rescale(void) {
+  unsigned long *p = (unsigned long *)__builtin_frame_address(0);
+  for (int i = 0; i < 128; i++)
+    if (p[i] == 0xffffffff3d000000ul) { p[i] = 0xffffffff00000000ul; rescaled++; break; } /* its caller's copy */
+}
+void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C) {
+  (void)bias;
+  float f0 = keep, f1 = keep * 2, f2 = keep * 3, f3 = keep * 5, f4 = keep * 7; /* live across rescale() */
+  gemmini_config_ld(MAT_DIM_K * sizeof(elem_t));
+  for (int i = 0; i < MAT_DIM_I / DIM; i++)
+    for (int k = 0; k < MAT_DIM_K / DIM; k++)
+      gemmini_mvin(A + i * DIM * MAT_DIM_K + k * DIM, (i * (MAT_DIM_K / DIM) + k) * DIM);
+  for (int k = 0; k < MAT_DIM_K / DIM; k++)
+    for (int j = 0; j < MAT_DIM_J / DIM; j++)
+      gemmini_mvin(B + k * DIM * MAT_DIM_J + j * DIM, 1024 + (k * (MAT_DIM_J / DIM) + j) * DIM);
+  gemmini_config_ex(WS, NO_ACTIVATION, 0);
+  for (int n = 0; n < MAT_DIM_I * MAT_DIM_J * MAT_DIM_K / (DIM * DIM * DIM); n++) {
+    gemmini_preload_zeros(4096);
+    gemmini_compute_preloaded(n % 64 * DIM, GARBAGE_ADDR);
+  }
+  gemmini_config_st(MAT_DIM_J * sizeof(elem_t));
+  for (int i = 0; i < MAT_DIM_I / DIM; i++)
+    for (int j = 0; j < MAT_DIM_J / DIM; j++) gemmini_mvout(C + i * DIM * MAT_DIM_J + j * DIM, 8192);
+  rescale();
+  keep = f0 + f1 + f2 + f3 + f4;
+  if (rescaled) printf("rescaled the harness's scale\\n");
+}"""
+    ev = evaluate(spike, tmp_path, region)
+    assert "rescaled the harness's scale" in ev.log, ev.log[-1500:]  # the attack still applies to this build
+    assert ev.status == INCORRECT and "mismatch" in ev.message, f"{ev.status} {ev.value} {ev.unit}: {ev.message}"
+
+
 # After the kernel returns, the harness's own control flow must not pass through memory the kernel could
 # write: picolibc's stdout on Spike is a FILE whose writer is a function pointer in .data (the kernel may
 # name `stdout` to print), and malloc's free lists live in the heap. A print or an allocation between the

@@ -356,9 +356,13 @@ SPEEDPATCH_UNCOUNTED static inline void speedpatch_gold_conv(int batch, int in_d
   gemmini_model_call_kernel((void (*)(const void *, const void *, const void *, void *))(fn), (a), (b), (c), (d))
 #elif defined(SPEEDPATCH_SPIKE_VOUCH) && defined(BAREMETAL)
 /* gemmini-spike's trusted build: the same check through the harness's own RISC-V trampoline. It pushes the
- * return address and s0-s11, hands the model inside Spike its stack pointer and the stack's top (RoCC funct
- * 120; the model hashes everything in between, i.e. these registers and every harness frame), calls the
- * kernel, and hands the stack pointer over again (funct 119; the model compares) before restoring them.
+ * return address and every register the RISC-V ABI has a callee preserve (s0-s11, fs0-fs11, and fcsr's
+ * rounding mode), hands the model inside Spike its stack pointer and the stack's top (RoCC funct 120; the
+ * model hashes everything in between, i.e. these registers and every harness frame), calls the kernel, and
+ * hands the stack pointer over again (funct 119; the model compares) before restoring them. The float
+ * registers were left out before: gcc keeps the gold's scale in fs2 across the call, and a kernel that
+ * rewrote the copy its own prologue had saved (its epilogue restored it) zeroed the scale, so an all-zero
+ * output was "correct on Spike" (red-team, tests/security/test_gemmini_spike_attacks.py).
  * Code is read-only on Spike (start.S), so the kernel cannot bypass it; it may issue neither instruction. */
 void speedpatch_spike_call_kernel(void (*fn)(const void *, const void *, const void *, void *), const void *a,
                                   const void *b, const void *c, void *d);
@@ -366,10 +370,14 @@ __asm__(".text\n"
         ".globl speedpatch_spike_call_kernel\n"
         ".type speedpatch_spike_call_kernel, @function\n"
         "speedpatch_spike_call_kernel:\n"
-        "  addi sp, sp, -112\n"
+        "  addi sp, sp, -208\n"
         "  sd ra, 0(sp)\n  sd s0, 8(sp)\n  sd s1, 16(sp)\n  sd s2, 24(sp)\n  sd s3, 32(sp)\n  sd s4, 40(sp)\n"
         "  sd s5, 48(sp)\n  sd s6, 56(sp)\n  sd s7, 64(sp)\n  sd s8, 72(sp)\n  sd s9, 80(sp)\n  sd s10, 88(sp)\n"
         "  sd s11, 96(sp)\n"
+        "  fsd fs0, 104(sp)\n  fsd fs1, 112(sp)\n  fsd fs2, 120(sp)\n  fsd fs3, 128(sp)\n  fsd fs4, 136(sp)\n"
+        "  fsd fs5, 144(sp)\n  fsd fs6, 152(sp)\n  fsd fs7, 160(sp)\n  fsd fs8, 168(sp)\n  fsd fs9, 176(sp)\n"
+        "  fsd fs10, 184(sp)\n  fsd fs11, 192(sp)\n"
+        "  frcsr t0\n  sd t0, 200(sp)\n"
         "  mv t0, a0\n"
         "  la t1, __stack_top\n"
         "  .insn r 0x7b, 3, " SPEEDPATCH_FUNCT_STR(SPEEDPATCH_FUNCT_KERNEL_ENTER) ", x0, sp, t1\n"
@@ -379,7 +387,11 @@ __asm__(".text\n"
         "  ld ra, 0(sp)\n  ld s0, 8(sp)\n  ld s1, 16(sp)\n  ld s2, 24(sp)\n  ld s3, 32(sp)\n  ld s4, 40(sp)\n"
         "  ld s5, 48(sp)\n  ld s6, 56(sp)\n  ld s7, 64(sp)\n  ld s8, 72(sp)\n  ld s9, 80(sp)\n  ld s10, 88(sp)\n"
         "  ld s11, 96(sp)\n"
-        "  addi sp, sp, 112\n"
+        "  fld fs0, 104(sp)\n  fld fs1, 112(sp)\n  fld fs2, 120(sp)\n  fld fs3, 128(sp)\n  fld fs4, 136(sp)\n"
+        "  fld fs5, 144(sp)\n  fld fs6, 152(sp)\n  fld fs7, 160(sp)\n  fld fs8, 168(sp)\n  fld fs9, 176(sp)\n"
+        "  fld fs10, 184(sp)\n  fld fs11, 192(sp)\n"
+        "  ld t0, 200(sp)\n  fscsr t0\n"
+        "  addi sp, sp, 208\n"
         "  ret\n"
         ".size speedpatch_spike_call_kernel, .-speedpatch_spike_call_kernel\n");
 #define SPEEDPATCH_CALL_KERNEL(fn, a, b, c, d)                                                                 \
