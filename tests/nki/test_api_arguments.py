@@ -158,14 +158,36 @@ def test_dma_copy_read_modify_write_is_not_emulated():
 
 
 def test_a_reduction_mask_over_partitions_leaves_the_masked_out_partitions_unwritten():
-    def body(x):
+    mask = nl.arange(128)[:, None] < 64
+    for reduce in (lambda x: nl.max(x, axis=1, keepdims=True, mask=mask),
+                   lambda x: nisa.tensor_reduce(np.max, x, axis=1, keepdims=True, mask=mask)):
+        got = _run(reduce)
+        np.testing.assert_allclose(got[:64, 0], X[:64].max(axis=1), rtol=1e-6)
+        assert np.isnan(got[64:, 0]).all()  # never written: a new tile's unwritten data reads as NaN
+
+
+def test_the_destination_first_form_refuses_the_legacy_mask_and_dtype():
+    def body(x, **kw):
         dst = nl.full((128, 1), 7.0, dtype=nl.float32)
-        nisa.tensor_reduce(dst, np.max, x, axis=1, keepdims=True, mask=(nl.arange(128)[:, None] < 64))
+        nisa.tensor_reduce(dst, np.max, x, axis=1, keepdims=True, **kw)
         return dst
 
-    got = _run(body)
-    np.testing.assert_allclose(got[:64, 0], X[:64].max(axis=1), rtol=1e-6)
-    np.testing.assert_array_equal(got[64:, 0], 7.0)
+    for kw in ({"mask": nl.arange(128)[:, None] < 64}, {"dtype": nl.bfloat16}):
+        with pytest.raises(NkiError, match=rf"nisa\.tensor_reduce: {next(iter(kw))}= is an argument of the legacy"):
+            _run(lambda x, kw=kw: body(x, **kw))
+
+
+def test_positional_arguments_follow_the_documented_order_of_the_destination_first_form():
+    # nisa.tensor_copy(dst, src, engine): the third positional argument is the engine, not the legacy mask
+    def body(x):
+        dst = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst, x, nisa.gpsimd_engine)
+        return dst
+
+    from speedpatch.targets.nki.emulator.jit import last_report
+
+    np.testing.assert_array_equal(_run(body), X)
+    assert last_report()["engines"]["gpsimd"]["instructions"] >= 1
 
 
 def test_the_legacy_nc_transpose_honours_dtype():

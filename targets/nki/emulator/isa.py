@@ -63,11 +63,21 @@ class reduce_cmd(Enum):  # noqa: N801
     reset_reduce = 3
 
 
-def _split_dst(args: tuple, kwargs: dict, first_is_dst: bool) -> tuple[Tile | None, tuple]:
+def _split_dst(args: tuple, kwargs: dict, first_is_dst: bool, what: str) -> tuple[Tile | None, tuple]:
+    """(dst, the other positional arguments) of a call in either form. The destination-first form documents no
+    mask= and no dtype= (its result takes dst's dtype; current nki.isa pages); those belong to the legacy form
+    that returns its result, so with a destination they are refused rather than ignored or half applied."""
     dst = kwargs.pop("dst", None)
+    rest = args
     if dst is None and first_is_dst and args:
-        return args[0], args[1:]
-    return dst, args
+        dst, rest = args[0], args[1:]
+    if dst is not None:
+        for legacy in ("dtype", "mask"):
+            if legacy in kwargs:
+                raise NkiError(f"nisa.{what}: {legacy}= is an argument of the legacy form that returns its result "
+                               f"(`t = nisa.{what}(...)`); the destination-first form documents no {legacy} (its "
+                               f"result takes dst's dtype and has no mask)")
+    return dst, rest
 
 
 # Every parameter each emulated instruction's NKI API reference documents (awsdocs-neuron.readthedocs-hosted.com,
@@ -98,7 +108,7 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "tensor_copy": ("dst", "src", "mask", "dtype", "engine", "name"),
     # the v2.21 page gives reciprocal an engine (Scalar or Vector); later pages run it on VectorE only
     "reciprocal": ("dst", "data", "dtype", "mask", "engine", "name"),
-    "memset": ("dst", "value", "dtype", "mask", "engine", "name"),
+    "memset": ("dst", "value", "mask", "engine", "name"),
     "memset/shape": ("shape", "value", "dtype", "mask", "engine", "name"),
     "dma_copy": ("dst", "src", "mask", "dst_rmw_op", "oob_mode", "dge_mode", "unique_indices", "engine", "name"),
     "dropout": ("dst", "data", "prob", "mask", "dtype", "name"),
@@ -168,8 +178,10 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
 
 
 def _bind(names: list[str], args: tuple, kwargs: dict, what: str, form: str | None = None) -> dict[str, Any]:
-    """The call's arguments by name: positional ones in the order of `names`, keywords checked against the
-    documented parameters of the instruction (_PARAMS[form or what]) and against _UNMODELED."""
+    """The call's arguments by name: positional ones in the order of `names` (the documented order of the
+    destination-first form after dst, or of the legacy form's positional parameters; the legacy extras are
+    keyword-only in its docs), keywords checked against the documented parameters of the instruction
+    (_PARAMS[form or what]) and against _UNMODELED."""
     key = form or what
     refuse_unknown(f"nisa.{what}", kwargs, _PARAMS[key])
     if len(args) > len(names):
@@ -199,8 +211,9 @@ class matmul_perf_mode(Enum):  # noqa: N801 - NKI's public name
 
 def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
     """psum (+)= stationary.T @ moving. With a destination it accumulates into it (PSUM accumulation)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3)
-    a = _bind(["stationary", "moving"], rest, kwargs, "nc_matmul")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3, what="nc_matmul")
+    a = _bind(["stationary", "moving", "is_stationary_onezero", "is_moving_onezero", "is_transpose", "accumulate",
+               "tile_position", "tile_size", "perf_mode"], rest, kwargs, "nc_matmul")
     perf = a.get("perf_mode")
     if perf is not None and perf not in ("none", matmul_perf_mode.none):
         # nki.isa.nc_matmul docs, "Performance mode": "On NeuronCore-v2, performance mode is not supported. On
@@ -216,23 +229,21 @@ def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
 
 
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["data", "mask", "dtype", "engine"], rest, kwargs, "nc_transpose")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="nc_transpose")
+    a = _bind(["data", "engine"], rest, kwargs, "nc_transpose")
     return ops.transpose(dst, a["data"], dtype=a.get("dtype"))
 
 
 def activation(*args: Any, **kwargs: Any) -> Tile:
     """op(data * scale + bias) on the Scalar engine; scale/bias (scalars or (P, 1) tiles) are free."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
-    a = _bind(["op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd", "dtype", "mask"], rest, kwargs,
-              "activation")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile), what="activation")
+    a = _bind(["op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd"], rest, kwargs, "activation")
     return _activation(dst, a)
 
 
 def activation_reduce(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
-    a = _bind(["op", "data", "reduce_op", "reduce_res", "bias", "scale", "dtype", "mask"], rest, kwargs,
-              "activation_reduce")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile), what="activation_reduce")
+    a = _bind(["op", "data", "reduce_op", "reduce_res", "bias", "scale"], rest, kwargs, "activation_reduce")
     return _activation(dst, a)
 
 
@@ -267,7 +278,7 @@ def affine_select(*args: Any, **kwargs: Any) -> Tile:
     model charges the GpSimd streaming rate (N cycles for 32-bit data, at least 100)."""
     legacy = "pred" in kwargs or (bool(args) and not isinstance(args[0], Tile) and "dst" not in kwargs)
     if legacy:
-        a = _bind(["pred", "on_true_tile", "on_false_value", "mask", "dtype"], args, kwargs, "affine_select")
+        a = _bind(["pred", "on_true_tile", "on_false_value"], args, kwargs, "affine_select")
         dst = None
         data = a["on_true_tile"]
         if not isinstance(data, Tile):
@@ -282,8 +293,8 @@ def affine_select(*args: Any, **kwargs: Any) -> Tile:
             raise NkiError(f"nisa.affine_select: pred of shape {pred.shape} does not fit on_true_tile "
                            f"{data.shape}") from None
     else:
-        dst, rest = _split_dst(args, kwargs, first_is_dst=True)
-        a = _bind(["pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value", "cmp_op", "name"],
+        dst, rest = _split_dst(args, kwargs, first_is_dst=True, what="affine_select")
+        a = _bind(["pattern", "offset", "channel_multiplier", "on_true_tile", "on_false_value", "cmp_op"],
                   rest, kwargs, "affine_select", form="affine_select/pattern")
         data = a["on_true_tile"]
         if not isinstance(data, Tile) or not isinstance(dst, Tile):
@@ -344,9 +355,9 @@ def get_nc_version() -> nc_version:
 
 def tensor_scalar(*args: Any, **kwargs: Any) -> Tile:
     """op1(op0(data, operand0), operand1); operands are scalars or (P, 1) tiles. Vector engine."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
-    a = _bind(["data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1", "dtype", "mask", "engine"], rest,
-              kwargs, "tensor_scalar")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile), what="tensor_scalar")
+    a = _bind(["data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1", "engine"], rest, kwargs,
+              "tensor_scalar")
     op0, op1 = nl.np_binary(a["op0"]), a.get("op1")
     rev0, rev1 = bool(a.get("reverse0", False)), bool(a.get("reverse1", False))
     operands = [a["data"], a["operand0"]]
@@ -388,8 +399,8 @@ def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
     of data's shape (nki.isa.scalar_tensor_tensor). Costed 2N cycles for N elements per partition, as its docs
     give for every case but bf16 data and operand1 with op0=subtract, op1=multiply and even N (N; not modeled,
     the model stays on the slow side)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args))
-    a = _bind(["data", "op0", "operand0", "op1", "operand1", "reverse0", "reverse1", "dtype", "mask"], rest, kwargs,
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args), what="scalar_tensor_tensor")
+    a = _bind(["data", "op0", "operand0", "op1", "operand1", "reverse0", "reverse1"], rest, kwargs,
               "scalar_tensor_tensor")
     data, operand1 = a.get("data"), a.get("operand1")
     if not isinstance(data, Tile) or not isinstance(operand1, Tile):
@@ -412,8 +423,8 @@ def scalar_tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
 def max8(*args: Any, **kwargs: Any) -> Tile:
     """The 8 largest values of each partition, descending, as a (P, 8) tile (nki.isa.max8; both forms). The
     docs give N engine cycles for N elements per partition: VectorE streaming the source once."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["src", "mask", "dtype"], rest, kwargs, "max8")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="max8")
+    a = _bind(["src"], rest, kwargs, "max8")
     src = a.get("src")
     if not isinstance(src, Tile):
         raise NkiError("nisa.max8: src must be a tile")
@@ -433,8 +444,8 @@ def nc_find_index8(*args: Any, **kwargs: Any) -> Tile:
     """Per partition, the index of the first occurrence of each of 8 values in data (nki.isa.nc_find_index8; both
     forms), uint32 unless dtype / dst says uint16. N engine cycles (VectorE) for N data elements per partition.
     A value absent from data is undefined in the legacy docs (an all-ones sentinel in the current ones): refused."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3)
-    a = _bind(["data", "vals", "mask", "dtype"], rest, kwargs, "nc_find_index8")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3, what="nc_find_index8")
+    a = _bind(["data", "vals"], rest, kwargs, "nc_find_index8")
     data, vals = a.get("data"), a.get("vals")
     if not isinstance(data, Tile) or not isinstance(vals, Tile):
         raise NkiError("nisa.nc_find_index8: data and vals must be tiles")
@@ -455,8 +466,8 @@ def nc_find_index8(*args: Any, **kwargs: Any) -> Tile:
 
 
 def tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
-    a = _bind(["data1", "data2", "op", "dtype", "mask", "engine"], rest, kwargs, "tensor_tensor")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile), what="tensor_tensor")
+    a = _bind(["data1", "data2", "op", "engine"], rest, kwargs, "tensor_tensor")
     for key in ("data1", "data2"):
         if not isinstance(a[key], Tile):
             raise NkiError(f"nisa.tensor_tensor: {key} must be a tile")
@@ -468,8 +479,8 @@ def tensor_tensor(*args: Any, **kwargs: Any) -> Tile:
 
 
 def tensor_reduce(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
-    a = _bind(["op", "data", "axis", "dtype", "negate", "keepdims", "mask"], rest, kwargs, "tensor_reduce")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile), what="tensor_reduce")
+    a = _bind(["op", "data", "axis", "negate", "keepdims"], rest, kwargs, "tensor_reduce")
     return nl.reduce_tile(nl.reduce_fn(a["op"]), a["data"], a["axis"], dtype=a.get("dtype"),
                           keepdims=bool(a.get("keepdims", False)), dst=dst, negate=bool(a.get("negate", False)),
                           mask=a.get("mask"), what="tensor_reduce")
@@ -505,8 +516,8 @@ def tensor_partition_reduce(*args: Any, **kwargs: Any) -> Tile:
     2 or 4 per cycle for 16 / 8-bit types): the model charges that pass, the engine's usual streaming rate
     (ops.engine_cost_ns), and not the combination of the cores' partial results -- a floor, never a
     figure below what the data's size allows."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
-    a = _bind(["op", "data", "mask", "dtype", "name"], rest, kwargs, "tensor_partition_reduce")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile), what="tensor_partition_reduce")
+    a = _bind(["op", "data"], rest, kwargs, "tensor_partition_reduce")
     data = a.get("data")
     if not isinstance(data, Tile):
         raise NkiError("nisa.tensor_partition_reduce: data must be a tile")
@@ -529,32 +540,32 @@ def tensor_partition_reduce(*args: Any, **kwargs: Any) -> Tile:
 
 
 def tensor_copy(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["src", "mask", "dtype", "engine"], rest, kwargs, "tensor_copy")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="tensor_copy")
+    a = _bind(["src", "engine"], rest, kwargs, "tensor_copy")
     return ops.elementwise("tensor_copy", ops.engine_name(a.get("engine"), "vector"), lambda v: v, [a["src"]], dst=dst,
                            dtype=ops.out_dtype(a.get("dtype"), a["src"]), mask=a.get("mask"))
 
 
 def reciprocal(*args: Any, **kwargs: Any) -> Tile:
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["data", "dtype", "mask"], rest, kwargs, "reciprocal")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="reciprocal")
+    a = _bind(["data"], rest, kwargs, "reciprocal")
     return ops.elementwise("reciprocal", "vector", lambda v: 1.0 / v, [a["data"]], dst=dst,
                            dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"))
 
 
 def memset(*args: Any, **kwargs: Any) -> Tile:
     if args and isinstance(args[0], Tile) or "dst" in kwargs:
-        dst, rest = _split_dst(args, kwargs, first_is_dst=True)
-        a = _bind(["value", "dtype", "mask", "engine"], rest, kwargs, "memset")
+        dst, rest = _split_dst(args, kwargs, first_is_dst=True, what="memset")
+        a = _bind(["value", "engine"], rest, kwargs, "memset")
     else:
-        a = _bind(["shape", "value", "dtype", "mask", "engine"], args, kwargs, "memset", form="memset/shape")
+        a = _bind(["shape", "value", "dtype"], args, kwargs, "memset", form="memset/shape")
         dst = nl.ndarray(a["shape"], a["dtype"], buffer=sbuf, name="memset")
     return ops.elementwise("memset", ops.engine_name(a.get("engine"), "vector"),
                            lambda: np.float32(a["value"]), [], dst=dst, mask=a.get("mask"))
 
 
 def dma_copy(*args: Any, **kwargs: Any) -> Tile:
-    a = _bind(["dst", "src", "mask", "dge_mode", "oob_mode"], args, kwargs, "dma_copy")
+    a = _bind(["dst", "src"], args, kwargs, "dma_copy")
     return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy",
                    oob_skip=a.get("oob_mode") is oob_mode.skip)
 
@@ -562,8 +573,8 @@ def dma_copy(*args: Any, **kwargs: Any) -> Tile:
 def dropout(*args: Any, **kwargs: Any) -> Tile:
     """nki.isa.dropout, both forms: `t = dropout(data, prob, mask=, dtype=)` and `dropout(dst, data, prob)`;
     see ops.dropout (VectorE, no rescaling of the kept elements, deterministic per launch)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 or (len(args) == 2 and "prob" in kwargs))
-    a = _bind(["data", "prob", "mask", "dtype", "name"], rest, kwargs, "dropout")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 or (len(args) == 2 and "prob" in kwargs), what="dropout")
+    a = _bind(["data", "prob"], rest, kwargs, "dropout")
     if dst is not None and not isinstance(dst, Tile):
         raise NkiError("nisa.dropout: dst must be a tile")
     if dst is not None and isinstance(a.get("data"), Tile) and dst.dtype != a["data"].dtype:
@@ -630,9 +641,9 @@ def range_select(*args: Any, **kwargs: Any) -> Tile:
     a returned tile, and `range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, ...)`). The
     bounds are numbers or (P, 1) tiles. The docs mark it NeuronCore-v3+; the model runs it on its VectorE
     at one pass over on_true_tile (N cycles; the bounds are per-lane scalars)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile), what="range_select")
     a = _bind(["on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1", "reduce_cmd", "reduce_res", "reduce_op",
-               "range_start", "on_false_value", "mask", "dtype", "name"], rest, kwargs, "range_select")
+               "range_start", "on_false_value"], rest, kwargs, "range_select")
     data = a.get("on_true_tile")
     if not isinstance(data, Tile):
         raise NkiError("nisa.range_select: on_true_tile must be a tile")
@@ -673,9 +684,9 @@ def select_reduce(*args: Any, **kwargs: Any) -> Tile:
     number or a (P, 1) tile; not both on_true and predicate in PSUM; reduce_res (P, 1) float; reduce_op
     max only. The docs give no cost: it streams two tiles (predicate and on_true), charged as
     tensor_tensor (2N VectorE cycles, N with one of them in PSUM and the other in SBUF)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile) and len(args) >= 3)
-    a = _bind(["predicate", "on_true", "on_false", "reduce_res", "reduce_cmd", "reduce_op", "reverse_pred", "mask",
-               "dtype", "name"], rest, kwargs, "select_reduce")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile) and len(args) >= 3, what="select_reduce")
+    a = _bind(["predicate", "on_true", "on_false", "reduce_res", "reduce_cmd", "reduce_op", "reverse_pred"], rest,
+              kwargs, "select_reduce")
     pred, data, on_false = a.get("predicate"), a.get("on_true"), a.get("on_false")
     if not isinstance(pred, Tile) or not isinstance(data, Tile):
         raise NkiError("nisa.select_reduce: predicate and on_true must be tiles")
@@ -768,10 +779,10 @@ def dma_transpose(*args: Any, **kwargs: Any) -> Tile:
 def iota(*args: Any, **kwargs: Any) -> Tile:
     """Values of an index expression (e.g. nl.arange(128)[:, None] * 4 + nl.arange(8)[None, :]), or the
     current form iota(dst, pattern, offset, channel_multiplier=0) (_iota_pattern)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile))
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile), what="iota")
     if "pattern" in kwargs or (rest and _is_pattern(rest[0])):
         return _iota_pattern(dst, rest, kwargs)
-    a = _bind(["expr", "dtype", "mask"], rest, kwargs, "iota")
+    a = _bind(["expr", "dtype"], rest, kwargs, "iota")
     values = np.asarray(a["expr"], dtype=np.float32)
     grid = nl.dense_shape(a["expr"])
     if grid is not None and values.shape != grid:
@@ -797,7 +808,7 @@ def _iota_pattern(dst: Tile | None, rest: tuple, kwargs: dict) -> Tile:
     partition c of dst gets offset + c * channel_multiplier + sum(i_k * step_k) over the [step, num] pairs of
     pattern (outermost first, up to 4), computed in 32-bit integer arithmetic and cast to dst's dtype; dst in
     SBUF, its elements per partition the product of the nums."""
-    a = _bind(["pattern", "offset", "channel_multiplier", "name"], rest, kwargs, "iota", form="iota/pattern")
+    a = _bind(["pattern", "offset", "channel_multiplier"], rest, kwargs, "iota", form="iota/pattern")
     if dst is None:
         raise NkiError("nisa.iota(pattern=...): the destination tile dst is required")
     if dst.buffer.kind != "sbuf":
@@ -833,8 +844,8 @@ def _iota_new(values: np.ndarray, a: dict[str, Any]) -> Tile:
 
 def bn_stats(*args: Any, **kwargs: Any) -> Tile:
     """Per-partition [mean, variance, count] of data (padded to 6 values), for bn_aggr. Vector engine."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["data", "mask", "dtype"], rest, kwargs, "bn_stats")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="bn_stats")
+    a = _bind(["data"], rest, kwargs, "bn_stats")
     data = a["data"]
     if data.ndim != 2:
         raise NkiError("nisa.bn_stats: data must be 2-D (partition, free)")
@@ -861,8 +872,8 @@ def bn_stats(*args: Any, **kwargs: Any) -> Tile:
 
 def bn_aggr(*args: Any, **kwargs: Any) -> Tile:
     """Combine bn_stats chunks (P, 6*k) into (P, 2) = [mean, variance]."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2)
-    a = _bind(["data", "mask", "dtype"], rest, kwargs, "bn_aggr")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="bn_aggr")
+    a = _bind(["data"], rest, kwargs, "bn_aggr")
 
     def run(stats: np.ndarray) -> np.ndarray:
         chunks = stats.reshape(stats.shape[0], -1, 6)
@@ -877,8 +888,8 @@ def bn_aggr(*args: Any, **kwargs: Any) -> Tile:
 
 def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> Tile:
     """op0(data, operand0), also reduced along the free axis with reduce_op into reduce_res. Vector engine."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile))
-    a = _bind(["data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0", "dtype", "mask"], rest, kwargs,
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2 and isinstance(args[1], Tile), what="tensor_scalar_reduce")
+    a = _bind(["data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0"], rest, kwargs,
               "tensor_scalar_reduce")
     op0, rev0 = nl.np_binary(a["op0"]), bool(a.get("reverse0", False))
     res = a["reduce_res"]
@@ -895,9 +906,8 @@ def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> Tile:
 def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
     """Along the free axis: out[:, i] = op1(op0(data0[:, i], out[:, i-1]), data1[:, i]), out[:, -1] = initial.
     A sequential scan on the Vector engine (cost as one pass over the tile)."""
-    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile))
-    a = _bind(["data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1", "dtype", "mask"], rest, kwargs,
-              "tensor_tensor_scan")
+    dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 3 and isinstance(args[2], Tile), what="tensor_tensor_scan")
+    a = _bind(["data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"], rest, kwargs, "tensor_tensor_scan")
     op0, op1 = nl.np_binary(a["op0"]), nl.np_binary(a["op1"])
 
     def run(d0: np.ndarray, d1: np.ndarray, init: Any) -> np.ndarray:
