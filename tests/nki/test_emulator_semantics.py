@@ -820,6 +820,70 @@ def test_axes_of_differently_shaped_grids_index_together():
     assert last_report()["dma_descriptors"] <= 2 * 128  # strided boxes, not a gather of 8192 elements
 
 
+def test_a_grid_index_gives_a_tile_of_the_iterators_it_names_in_their_order():
+    # a 3-D grid indexing a 2-D tensor: the unused grid axis is no tile axis, and the tile's axes follow the
+    # index's order (the layernorm tutorials' gamma[i_p_param, i_f] is (1, N), not NumPy's (1, N, 1))
+    @jit
+    def k(v):
+        out = nl.ndarray((128, 64), dtype=v.dtype, buffer=nl.shared_hbm)
+        i_p, i_f, i_one = nl.mgrid[0:128, 0:64, 0:1]
+        row = nl.load(v.reshape((1, 64))[i_one, i_f])
+        assert row.shape == (1, 64)
+        nl.store(out[i_p, i_f], value=row.broadcast_to((128, 64)))
+        return out
+
+    v = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(k(v), np.broadcast_to(v, (128, 64)))
+
+
+
+def test_a_grid_index_naming_its_axes_out_of_order_keeps_numpy_s_transposed_elements():
+    # the SD-attention tutorial's store: a (d, q) tile through out[i * 128 + if_out, ip_out] with ip_out,
+    # if_out = nl.mgrid[0:d, 0:q] writes out[q, d] = tile[d, q] (the iterators keep their grid order)
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, i_f = nl.mgrid[0:64, 0:128]
+        nl.store(out[i_f, ip], value=nl.load(x))
+        return out
+
+    x = np.random.default_rng(7).standard_normal((64, 128)).astype(np.float32)
+    np.testing.assert_array_equal(k(x), x.T)
+
+def test_a_reduction_over_a_3d_grid_tile_reduces_the_named_free_axis():
+    # ix, iw, iy = nl.mgrid[0:128, 0:1, 0:N] (the rmsnorm tutorial): x[ix, iy] is (128, N), so axis 1 is the
+    # row; ragged rows masked by a partition predicate of the same grid
+    @jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        ix, iw, iy = nl.mgrid[0:128, 0:1, 0:x.shape[1]]
+        for i in nl.affine_range(2):
+            t = nl.load(x[i * 128 + ix, iy], mask=(i * 128 + ix < x.shape[0]))
+            s = nl.sum(t, axis=[1], keepdims=True)
+            nl.store(out[i * 128 + ix, iw], value=s, mask=(i * 128 + ix < x.shape[0]))
+        return out
+
+    x = np.random.default_rng(5).standard_normal((200, 96)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_a_grid_mask_applies_to_the_tile_axis_of_its_iterator():
+    # a free-axis predicate of a 2-D grid on a tile indexed with a 3-D grid's partition axis and that 2-D
+    # grid's axis (the layernorm v2 tutorial's bn_stats chunks): it selects columns, not partitions
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        i_p, _, _ = nl.mgrid[0:128, 0:8, 0:1]
+        i_f, _ = nl.mgrid[0:8, 0:6]
+        t = nl.load(x)
+        stats = nisa.bn_stats(t[i_p, i_f], mask=(i_f < 5), dtype=nl.float32)
+        mean_var = nisa.bn_aggr(stats)
+        nl.store(out, value=mean_var[:, 0:1])
+        return out
+
+    x = np.random.default_rng(6).standard_normal((128, 8)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x[:, :5].mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
 # ---- nisa.tensor_partition_reduce (GpSimd) ---------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.arguments import refuse_unknown, refuse_unmodeled
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
-from speedpatch.targets.nki.emulator.tensor import Tile, sbuf
+from speedpatch.targets.nki.emulator.tensor import Tile, fit_mask, sbuf
 
 
 class engine(Enum):  # noqa: N801 - NKI's public name
@@ -853,7 +853,7 @@ def bn_stats(*args: Any, **kwargs: Any) -> Tile:
         raise NkiError(f"nisa.bn_stats: free size {data.shape[1]} > {P.BN_STATS_FMAX} (nl.tile_size.bn_stats_fmax); "
                        f"split the free axis and combine the chunks with bn_aggr")
 
-    mask = a.get("mask")
+    mask = fit_mask(a.get("mask"), [data])
     weights = (np.ones(data.shape, dtype=np.float32) if mask is None
                else np.broadcast_to(np.asarray(mask, dtype=bool), data.shape).astype(np.float32))
 

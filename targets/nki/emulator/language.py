@@ -7,6 +7,7 @@ legacy return-value style). Math functions are objects usable both as calls (`nl
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from speedpatch.targets.nki.emulator.tensor import (  # noqa: F401 - re-exported
     sbuf,
     shared_hbm,
 )
+from speedpatch.targets.nki.emulator.tensor import fit_mask as _fit_mask
 
 # ---- math: erf-based GELU without SciPy (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7) -----------------
 
@@ -266,7 +268,7 @@ def _reduction_mask(mask: Any, x: Tile, axes: tuple[int, ...], keepdims: bool, w
     elements take part in the reduction, which the docs do not define: not emulated."""
     if mask is None:
         return None
-    m = np.asarray(mask)
+    m = np.asarray(_fit_mask(mask, [x]))
     if m.ndim == 0:
         return m
     if x.par_axis != 0 or m.shape[0] not in (1, x.shape[0]) or any(n != 1 for n in m.shape[1:]):
@@ -413,12 +415,20 @@ class GridIndex(np.ndarray):
     index names the axis it iterates, so axes of differently shaped grids combine (the matmul tutorial
     indexes rhs[ki * P + ip, ni * F + ib] with ip from mgrid[0:P, 0:P] and ib from mgrid[0:P, 0:F]); as
     open grids they do, and indexing stays a strided box. The dense shape matters where an expression
-    gives a tile its shape: nisa.iota(3 * g.x + g.y) fills every partition of the grid."""
+    gives a tile its shape: nisa.iota(3 * g.x + g.y) fills every partition of the grid.
+
+    grid_iters names the grid axes (iterators) the expression depends on: {(grid, axis): (size, array axis
+    counted from the end)}; None when that is not known (mixed with a plain array). Indexing a tensor with
+    such expressions gives a tile with one axis per iterator it uses (tensor.grid_index_space): the
+    tutorials' `g[i_p_param, i_f]` with i_p_io, i_f, i_p_param = nl.mgrid[0:128, 0:N, 0:1] is a (1, N)
+    tile, `a[i * 128 + ix, iy]` with ix, iw, iy = nl.mgrid[0:128, 0:1, 0:N] a (128, N) one."""
 
     grid_shape: tuple[int, ...] | None = None
+    grid_iters: dict[tuple[int, int], tuple[int, int]] | None = None
 
     def __array_finalize__(self, obj: Any) -> None:
         self.grid_shape = getattr(obj, "grid_shape", None)
+        self.grid_iters = getattr(obj, "grid_iters", None)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         shapes = [x.grid_shape for x in inputs if isinstance(x, GridIndex) and x.grid_shape is not None]
@@ -434,7 +444,26 @@ class GridIndex(np.ndarray):
             grid = None
         out = result.view(GridIndex)
         out.grid_shape = grid
+        out.grid_iters = _combined_iters(inputs)
         return out
+
+
+def _combined_iters(inputs: tuple[Any, ...]) -> dict[tuple[int, int], tuple[int, int]] | None:
+    """The iterators an expression of these inputs depends on (None if unknown, or if two of them would
+    share one array axis)."""
+    iters: dict[tuple[int, int], tuple[int, int]] = {}
+    for x in inputs:
+        if isinstance(x, GridIndex):
+            if x.grid_iters is None:
+                return None
+            iters.update(x.grid_iters)
+        elif isinstance(x, np.ndarray) and x.size > 1:
+            return None  # a plain array (nl.arange): its axes are not named
+    array_axes = [axis for _, axis in iters.values()]
+    return iters if len(set(array_axes)) == len(array_axes) else None
+
+
+_grid_ids = itertools.count()
 
 
 def dense_shape(expr: Any) -> tuple[int, ...] | None:
@@ -455,8 +484,10 @@ class _MGrid:
             return _Grid((np.arange(keys[0].start or 0, keys[0].stop, keys[0].step or 1),))
         axes = [np.asarray(a).view(GridIndex) for a in np.ogrid[keys]]
         shape = np.broadcast_shapes(*(a.shape for a in axes))
-        for a in axes:
+        gid = next(_grid_ids)
+        for k, a in enumerate(axes):
             a.grid_shape = shape
+            a.grid_iters = {(gid, k): (shape[k], k - len(shape))}
         return _Grid(tuple(axes))
 
 

@@ -14,7 +14,7 @@ from speedpatch.targets.nki.emulator import costmodel
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import DType, as_dtype, promote
 from speedpatch.targets.nki.emulator.errors import NkiError
-from speedpatch.targets.nki.emulator.tensor import Tile, new_tile, psum, sbuf
+from speedpatch.targets.nki.emulator.tensor import Tile, fit_mask, new_tile, psum, sbuf
 
 ENGINE_NAMES = {"vector": "vector", "scalar": "scalar", "act": "scalar", "gpsimd": "gpsimd", "pool": "gpsimd"}
 
@@ -79,6 +79,7 @@ def mask_for(tile: Tile, mask: Any) -> Any:
     """The mask if it applies to this tile's shape (operands of other shapes are read unmasked)."""
     if mask is None:
         return None
+    mask = fit_mask(mask, [tile])
     try:
         np.broadcast_to(np.asarray(mask), tile.shape)
     except ValueError:
@@ -232,6 +233,8 @@ def elementwise(
         operands = [_sbuf_operand(x, what) for x in operands]
         extra_reads = [_sbuf_operand(x, what) for x in extra_reads]
     tiles = [x for x in operands if isinstance(x, Tile)] + list(extra_reads)
+    mask = fit_mask(mask, [*tiles, dst])
+    write_mask = fit_mask(write_mask, [dst, *tiles])
     for t in tiles:
         require_on_chip(t, what)
     check_lanes([*tiles, dst, *extra_writes], what)
@@ -423,6 +426,7 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     oob_skip (nisa.dma_copy(oob_mode=skip)) moves nothing for its out-of-bounds elements."""
     if transpose_hbm:
         permute = (1, 0)
+    mask = fit_mask(mask, [src, dst])
     if oob_skip:
         for side in (src, dst):
             if isinstance(side, Tile) and side._indirect and side.oob:

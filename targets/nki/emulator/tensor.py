@@ -271,6 +271,7 @@ class Tile:
         self._loop_reduce: Any = None  # (op, dtype, mask) of nl.loop_reduce: the assignment reduces into its target
         self._indirect: tuple[Tile, ...] = ()  # SBUF index tiles of an indirect DMA view (read by the DMA)
         self._reinterpret: DType | None = None  # t.view(dtype): the same bits read as another type (view())
+        self._iters: tuple[tuple[int, int], ...] | None = None  # the nl.mgrid iterators of its axes (grid_index_space)
 
     # ---- what kernel code sees ----------------------------------------------------------------
     @property
@@ -310,6 +311,19 @@ class Tile:
             column._par = 0
             return column[index]
         comps = _normalize(index, self.ndim, self.name)
+        space = grid_index_space(comps)
+        if space is not None:
+            laid = [c if isinstance(c, int) else relayout(c, space) for c in comps]
+            if any(c is None for c in laid):
+                space = None  # an expression whose shape is not its iterators' (a sliced grid): NumPy's rules
+            else:
+                comps = laid
+        view = self._index(comps)
+        if space is not None and view.ndim == len(space):
+            view._iters = space
+        return view
+
+    def _index(self, comps: list[Any]) -> Tile:
         if self.strides is not None:
             view = _strided_index(self, comps)
             if view is not None:
@@ -787,6 +801,7 @@ class Tile:
     def _mask(self, mask: Any) -> np.ndarray | None:
         if mask is None:
             return None
+        mask = fit_mask(mask, [self])
         try:
             return np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
         except ValueError as exc:
@@ -924,6 +939,96 @@ class Tile:
 
 
 # ---- indexing -------------------------------------------------------------------------------------------
+
+
+def _grid_iters(c: Any) -> dict[tuple[int, int], tuple[int, int]] | None:
+    return getattr(c, "grid_iters", None) if isinstance(c, np.ndarray) else None
+
+
+def grid_index_space(comps: list[Any]) -> tuple[tuple[int, int], ...] | None:
+    """The axes of the tile an index made of nl.mgrid expressions (and ints) selects: one per grid iterator
+    the index uses (NKI's index expressions are affine expressions of iterators: the programming model's
+    `Index`). The iterators of more than one element keep NumPy's order of the open grids (their grid-axis
+    order), so the elements are NumPy's and a store through out[i * 128 + i_f, i_p] still writes a (P, F)
+    tile transposed (the SD-attention tutorial). What differs is the shape: a grid axis the index does not
+    use is no tile axis, and a one-element iterator is an axis where the index names it. So with i_p_io,
+    i_f_io, i_p_param = nl.mgrid[0:128, 0:N, 0:1] (the layernorm tutorials) gamma.reshape((1, N))[i_p_param,
+    i_f_io] is a (1, N) tile that broadcast_to((128, N)) spreads over the partitions, and with ix, iw, iy =
+    nl.mgrid[0:128, 0:1, 0:N] (the rmsnorm tutorial) a[i * 128 + ix, iy] is (128, N), whose nl.sum(axis=[1])
+    sums the row, as that tutorial's own NumPy check requires; NumPy's reading of the open grids gives
+    (1, N, 1) and (128, 1, N). None for any other index (slices, None, nl.arange arrays): NumPy's rules."""
+    grids = [c for c in comps if not isinstance(c, int)]
+    if not grids or not all(_grid_iters(c) is not None for c in grids):
+        return None
+    first: dict[tuple[int, int], int] = {}  # iterator -> the index position that first names it
+    where: dict[tuple[int, int], tuple[int, int]] = {}  # iterator -> (size, array axis from the end)
+    for at, c in enumerate(comps):
+        iters = _grid_iters(c)
+        for key, info in sorted((iters or {}).items(), key=lambda kv: kv[1][1]):
+            first.setdefault(key, at)
+            where.setdefault(key, info)
+    wide = [key for key in first if where[key][0] > 1]
+    axes = [where[key][1] for key in wide]
+    if len(set(axes)) == len(axes):  # NumPy's order (open grids broadcast from the right)
+        wide.sort(key=lambda key: where[key][1])
+    space = list(wide)
+    for key in [k for k in first if where[k][0] == 1]:  # one-element iterators where the index names them
+        before = sum(1 for k in space if first[k] < first[key] or (first[k] == first[key] and k in wide
+                                                                     and where[k][1] < where[key][1]))
+        space.insert(before, key)
+    return tuple(space)
+
+
+def relayout(expr: Any, space: tuple[tuple[int, int], ...]) -> np.ndarray | None:
+    """A grid expression as a plain index array over the given iterator space (an axis per iterator, size 1
+    where the expression does not depend on it); None if its shape is not that of what it depends on."""
+    iters = _grid_iters(expr)
+    if iters is None or not all(key in space for key in iters):
+        return None
+    arr = np.asarray(expr).view(np.ndarray)
+    deps = sorted(iters.items(), key=lambda kv: kv[1][1])  # left to right in the array
+    sizes = [size for _, (size, _) in deps]
+    if arr.size != math.prod(sizes) or arr.ndim < max([-axis for _, (_, axis) in deps], default=0):
+        return None
+    for axis, n in enumerate(arr.shape):
+        if n != 1 and not any(arr.ndim + a == axis for _, (_, a) in deps):
+            return None
+    sub = arr.reshape(sizes)
+    targets = [space.index(key) for key, _ in deps]
+    sub = sub.transpose(np.argsort(targets))
+    shape = [1] * len(space)
+    for t, n in zip(targets, sizes, strict=True):
+        shape[t] = n
+    return sub.reshape(shape)
+
+
+def fit_mask(mask: Any, tiles: list[Any]) -> Any:
+    """An nl.mgrid predicate (mask=(i * 128 + i_p < n)) laid out over a tile's axes: over the iterator
+    space of a tile indexed with grid expressions that include the mask's iterators (a free-axis mask of a
+    bn_stats chunk), otherwise -- a computed tile, which names no iterators -- as is if it fits the first
+    tile's shape, else over the axes it depends on, leading (a partition predicate of a 3-D grid is (P, 1)
+    on a 2-D tile)."""
+    iters = _grid_iters(mask)
+    if iters is None:
+        return mask
+    on = [t for t in tiles if isinstance(t, Tile)]
+    for t in on:
+        if t._iters is not None and all(key in t._iters for key in iters):
+            laid = relayout(mask, t._iters)
+            if laid is not None:
+                return laid
+    plain = np.asarray(mask).view(np.ndarray)
+    if not on:
+        return plain
+    try:
+        np.broadcast_shapes(plain.shape, on[0].shape)
+        return plain
+    except ValueError:
+        pass
+    own = relayout(mask, tuple(key for key, _ in sorted(iters.items(), key=lambda kv: kv[1][1])))
+    if own is None or own.ndim > on[0].ndim:
+        return plain
+    return own.reshape(own.shape + (1,) * (on[0].ndim - own.ndim))
 
 
 def _normalize(index: Any, ndim: int, name: str) -> list[Any]:
