@@ -32,7 +32,25 @@ FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr"
                    "memoryview", "exit", "quit",
                    # modules the harness part may have imported: the solution may not use them either
                    "os", "sys", "subprocess", "ctypes", "builtins", "shutil", "socket", "threading",
-                   "multiprocessing", "inspect", "gc", "signal", "pickle", "marshal", "io", "pathlib"}
+                   "multiprocessing", "inspect", "gc", "signal", "pickle", "marshal", "io", "pathlib",
+                   # type(name, bases, namespace) makes a class whose dunders (`__del__`, `__torch_function__`) are
+                   # dictionary keys, strings the syntax tree does not read; type(obj) hands out any object's class
+                   "type"}
+# Attributes that reach files or native memory from a tensor: `x.numpy()` (an ndarray: `.tofile`, and `.ctypes`,
+# which carries the ctypes module), `torch.from_file` / `UntypedStorage.from_file` (read, or map and write, a file).
+FORBIDDEN_ATTRIBUTES = {"numpy", "tofile", "from_file", "ctypes"}
+# The namespaces a path from an imported module may pass through on its way to what it names, with the names
+# allowed below each (None: any public name; a class, capitalized, may also be passed through). Modules are
+# objects whose attributes include the modules they imported: `torch.os`, `torch.utils.cpp_extension.subprocess`,
+# `torch.nn.functional.torch.cuda` and `typing.sys` are paths to os, subprocess, torch.cuda and sys.modules that
+# no rule on `torch.cuda...` or on the name `os` sees (red-team: each passed this check).
+NAMESPACES: dict[str, set[str] | None] = {
+    "torch": None, "torch.nn": None, "torch.nn.functional": None, "torch.nn.init": None, "torch.linalg": None,
+    "torch.fft": None, "torch.special": None, "torch.utils": {"cpp_extension"},
+    "torch.utils.cpp_extension": {"load_inline"}, "math": None, "__future__": None,
+    # typing's types (capitalized) and cast; get_type_hints evaluates string annotations (code the tree never read)
+    "typing": {"cast"},
+}
 ALLOWED_DUNDERS = {"__init__", "__name__"}
 # Tensor subclasses: the runner compares the output with torch ops, which keep a subclass's type and call its
 # methods (`bad.sum()`), so an output of the solution's own tensor class could pass any comparison.
@@ -134,11 +152,18 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                 if alias.name == "*":
                     add(node, f"`from {module} import *` hides what the solution uses")
                 aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        elif isinstance(node, ast.Name) and (node.id in FORBIDDEN_NAMES
+                                             or (_dunder(node.id) and isinstance(node.ctx, ast.Load))):
             add(node, f"uses `{node.id}`: it reaches code by a string or by reflection")
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr not in ALLOWED_DUNDERS:
                 add(node, f"uses the attribute `{node.attr}`: reflection on objects, modules or frames")
+            elif (node.attr.startswith("_") and node.attr not in ALLOWED_DUNDERS
+                  and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+                add(node, f"uses the private attribute `{node.attr}`: an object's internals (`x.numpy().ctypes._ctypes` "
+                          "is the ctypes module); only the model's own `self._...` state is the solution's")
+            elif node.attr in FORBIDDEN_ATTRIBUTES:
+                add(node, f"uses `.{node.attr}`: it reaches files or native memory from a tensor, not a kernel")
             elif node.attr in SUBCLASSING:
                 add(node, f"uses `{node.attr}`: a tensor of a class of the solution's could answer the runner's comparison")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _dunder(node.name):
@@ -174,6 +199,10 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
             path = _dotted(node)
             head, _, rest = path.partition(".")
             full = (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
+            if head in aliases and "." in full:
+                step = _namespace_step(full)
+                if step:
+                    add(node, step)
             if not full.startswith("torch"):
                 continue
             if full not in ALLOWED_TORCH_CUDA and (
@@ -284,6 +313,22 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
                     findings.append(Finding("python", f"the extension's source uses `{hit.group(0).strip()}` "
                                             f"({what}): its C++ runs in the runner's process, where that would reach "
                                             "the runner itself, not compute a kernel", line, 0))
+
+
+def _namespace_step(full: str) -> str:
+    """Why the last step of `full` (a path from an imported module) leaves the namespaces a solution may name,
+    or '' when it does not."""
+    outer, _, name = full.rpartition(".")
+    if outer in NAMESPACES:
+        allowed = NAMESPACES[outer]
+        if allowed is None or name in allowed or (outer == "typing" and name[:1].isupper()):
+            return ""
+    elif outer.rpartition(".")[2][:1].isupper() or TORCH_VALUE.match(outer):
+        return ""  # a class's or a dtype's attribute (`torch.nn.Module.__init__`, `torch.float32.itemsize`)
+    return (f"uses `{full}`: a path from an imported module may pass only through "
+            f"{', '.join(sorted(n for n in NAMESPACES if NAMESPACES[n] is None))} (and torch.utils.cpp_extension's "
+            "load_inline, typing's types) and classes; other modules' attributes are the modules they imported "
+            "(`torch.os`, `torch.utils.cpp_extension.subprocess`, `typing.sys`)")
 
 
 def _dunder(name: str) -> bool:

@@ -246,3 +246,58 @@ def test_an_honest_extension_with_its_own_bindings_and_comments_passes() -> None
         f'cpp_sources=["torch::Tensor relu_cuda(torch::Tensor x);", {bindings!r}],')
     assert "PYBIND11_MODULE" in code
     assert pycheck.check(code) == []
+
+
+# Modules are objects whose attributes include the modules they imported, and objects carry their internals in
+# private attributes: paths the torch rules (`torch.cuda...`, `torch.ops`) and the forbidden names (`os`, `sys`)
+# never saw. Each passed the syntax tree before, in the runner's process (red-team).
+MODULE_ATTRIBUTE_ATTACKS = [
+    # subprocess, os and sys as torch.utils.cpp_extension imported them: a process, or any module (the runner's)
+    ('torch.utils.cpp_extension.os.system("true")\n        ' + HONEST_FORWARD, "`torch.utils.cpp_extension.os.system`"),
+    ('torch.utils.cpp_extension.sys.modules.get("builtins").setattr(x, "y", 1)\n        ' + HONEST_FORWARD,
+     "`torch.utils.cpp_extension.sys.modules`"),
+    ('torch.os.system("true")\n        ' + HONEST_FORWARD, "`torch.os.system`"),
+    # torch itself, as torch.nn.functional imported it: a side stream, and the ops by name
+    ("torch.nn.functional.torch.cuda.set_stream(torch.nn.functional.torch.cuda.Stream())\n        " + HONEST_FORWARD,
+     "`torch.nn.functional.torch.cuda"),
+    ("return torch.nn.functional.torch.ops.aten.relu(x)", "`torch.nn.functional.torch.ops"),
+    # ctypes, as numpy's array interface keeps it
+    ("return x if x.cpu().numpy().ctypes._ctypes.CDLL(None) else x", "`.numpy`"),
+    ("return x if x.untyped_storage()._share_filename_cpu_() else x", "private attribute `_share_filename_cpu_`"),
+    # a class made by type(): its finalizer is a dictionary key, no `def __del__` in the tree
+    ('self.keep = type("F", (), {"__d" "el__": lambda s: x.relu()})()\n        ' + HONEST_FORWARD, "`type`"),
+    ('return __build_class__(lambda: None, "K") and x', "`__build_class__`"),
+]
+
+
+@pytest.mark.parametrize(("forward", "named"), MODULE_ATTRIBUTE_ATTACKS)
+def test_modules_reached_through_other_modules_attributes_are_refused(forward: str, named: str) -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, forward)
+    assert code != SOLUTION
+    found = [f.message for f in pycheck.check(code)]
+    assert any(named in m for m in found), found
+
+
+def test_a_module_imported_under_another_name_from_a_torch_module_is_refused_where_it_is_used() -> None:
+    code = "from torch.utils.cpp_extension import subprocess as sp\n" + SOLUTION.replace(
+        HONEST_FORWARD, 'sp.run(["true"])\n        ' + HONEST_FORWARD)
+    found = [f.message for f in pycheck.check(code)]
+    assert any("`torch.utils.cpp_extension.subprocess.run`" in m for m in found), found
+
+
+def test_typing_evaluates_no_annotation_strings_for_a_solution() -> None:
+    # get_type_hints evaluates a string annotation: code the syntax tree read as a string constant
+    code = ("from __future__ import annotations\nimport typing\n\n\ndef hint(a: \"x\") -> None:\n    pass\n\n\n"
+            + SOLUTION.replace(HONEST_FORWARD, "typing.get_type_hints(hint)\n        " + HONEST_FORWARD))
+    found = [f.message for f in pycheck.check(code)]
+    assert any("`typing.get_type_hints`" in m for m in found), found
+
+
+def test_torch_namespaces_classes_dtypes_and_typing_types_stay_usable() -> None:
+    code = ("import math\nimport typing\nfrom torch.nn import functional as F\n" + SOLUTION.replace(
+        HONEST_FORWARD, "y: typing.Optional[torch.Tensor] = None\n        s = math.sqrt(torch.finfo(torch.float32).eps)\n"
+        "        w = torch.nn.init.zeros_(torch.empty(2))\n        z = torch.linalg.norm(w) + torch.special.expit(w).sum()\n"
+        "        torch.nn.Module.__init__(self) if y is not None else None\n"
+        "        return F.relu(" + HONEST_FORWARD[7:] + ") * s + z")).replace(
+        "class ModelNew(nn.Module):", "class ModelNew(torch.nn.Module):")
+    assert pycheck.check(code) == []
