@@ -105,6 +105,18 @@ def test_documented_defaults_and_labels_are_accepted():
     np.testing.assert_allclose(_run(body, X, W), W.T @ X, rtol=1e-4, atol=1e-4)
 
 
+def test_a_matmul_predicate_that_always_holds_is_the_matmul():
+    # the legacy `psum += nisa.nc_matmul(a, b, mask=k == 0)` of the contributed LoRA kernel, in the iteration where
+    # its predicate holds: the whole instruction executes ("controls whether/how this instruction is executed")
+    def body(x, w):
+        acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(1):
+            acc += nisa.nc_matmul(w, x, mask=k == 0)
+        return nl.copy(acc)
+
+    np.testing.assert_allclose(_run(body, X, W), W.T @ X, rtol=1e-4, atol=1e-4)
+
+
 # ---- documented but not modeled ---------------------------------------------------------------------------
 
 
@@ -121,6 +133,7 @@ UNMODELED = [
     ("nisa.nc_matmul(is_transpose", _matmul_with(is_transpose=True), (X, W)),
     ("nisa.nc_matmul(tile_position", _matmul_with(tile_position=(0, 0), tile_size=(64, 64)), (X, W)),
     ("nisa.nc_matmul(is_moving_onezero", _matmul_with(is_moving_onezero=True), (X, W)),
+    ("nisa.nc_matmul(mask", lambda x, w: nl.copy(nisa.nc_matmul(w, x, mask=False)), (X, W)),
     ("nisa.nc_transpose(engine", lambda x: nisa.nc_transpose(x[0:32, 0:32], engine=nisa.vector_engine), (X,)),
     ("nisa.activation(reduce_cmd", lambda x: nisa.activation(op=nl.exp, data=x, reduce_cmd=nisa.reduce_cmd.reduce,
                                                              reduce_op=np.add, reduce_res=nl.ndarray(

@@ -129,6 +129,11 @@ _PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 _NOT_USED = (None,)
+# a predicate that always holds executes the whole instruction, as no mask does ("a compile-time constant predicate
+# that controls whether/how this instruction is executed": the legacy nc_matmul / nc_transpose pages); LoRA's
+# `nc_matmul(..., mask=m2 == 0)` in the loop's first iteration. A false one (the instruction not executed) is
+# not modeled
+_ALWAYS = (None, True, np.True_)
 # Documented parameters whose effect the emulator does not model: any value but the listed "not used" ones
 # (the first is the documented default) is NotEmulated (arguments.refuse_unmodeled).
 _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
@@ -138,10 +143,10 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
         "is_transpose": ((False,), "the PE-array transpose mode; use nisa.nc_transpose"),
         "tile_position": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
         "tile_size": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
-        "mask": (_NOT_USED, "a predicated matmul"),
+        "mask": (_ALWAYS, "a predicated matmul; mask=True, which always holds, is modeled"),
     },
     "nc_transpose": {
-        "mask": (_NOT_USED, "a predicated transpose"),
+        "mask": (_ALWAYS, "a predicated transpose; mask=True, which always holds, is modeled"),
         "engine": ((None, "unknown", "tensor"), "the Vector engine's 32 x 32 transpose; the Tensor engine one is "
                    "modeled"),
     },
