@@ -244,6 +244,94 @@ def init_array_bytes(obj: Path, timeout: float = 30) -> int | None:
     return table_bytes(obj, CONSTRUCTORS, timeout)
 
 
+# nvcc's registration of the unit's kernels and variables: differs with the solution's kernels by design.
+NVCC_REGISTRATION = re.compile(r"^(?:_ZL\d+)?__sti____cudaRegisterAll\w*$")
+
+
+def table_code(obj: Path, pattern: str, timeout: float = 60) -> list[str] | None:
+    """What the entries of the object's tables named by `pattern` (constructors, destructors) run, besides
+    nvcc's registration: per entry, the normalized instructions and relocations of its function, its `.cold`
+    part and the object's own functions it calls, sorted (None when the object cannot be read).
+
+    The table's size alone does not say this: g++ folds every dynamic initializer of a translation unit
+    (a static object's constructor, a template's static member) into ONE `_GLOBAL__sub_I_` function, so a
+    harness with one dynamic initializer of its own (a `static const std::string`) already has that entry,
+    and a solution's constructor added to it adds no byte to `.init_array` (red-team: it compiled and
+    passed the size comparison). The same harness compiles to the same code; what differs is the solution's.
+    Names that depend on the unit (the initializer is named after the unit's first global symbol, `.LC`
+    constant labels, section offsets) are normalized."""
+    objdump, readelf = shutil.which("objdump"), shutil.which("readelf")
+    if objdump is None or readelf is None:
+        return None
+    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
+    if code != 0:
+        return None
+    index = {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.MULTILINE)}
+    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout)
+    if code != 0:
+        return None
+    functions: dict[tuple[str, int], str] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] in ("FUNC", "IFUNC") and parts[6].isdigit():
+            functions[(parts[6], int(parts[1], 16))] = parts[7]
+    entries: list[str] = []
+    for name in (n for n in index if re.fullmatch(pattern, n)):
+        code, out, _ = _run([objdump, "-r", "-j", name, str(obj)], timeout)
+        if code != 0:
+            return None
+        for m in re.finditer(r"^[0-9a-f]+\s+R_X86_64_\w+\s+([^\s+]+)(?:\+0x([0-9a-f]+))?\s*$", out, re.MULTILINE):
+            target, offset = m.group(1), int(m.group(2) or "0", 16)
+            entries.append(functions.get((str(index[target]), offset), f"{target}+{offset:#x}")
+                           if target in index else target)
+    code, out, _ = _run([objdump, "-d", "-r", "--no-show-raw-insn", str(obj)], timeout)
+    if code != 0:
+        return None
+    bodies: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in out.splitlines():
+        if (label := OBJDUMP_FUNCTION.match(line)) is not None:
+            current = bodies.setdefault(label.group(1), [])
+        elif line.startswith("Disassembly of section"):
+            current = None
+        elif current is not None and line.strip():
+            current.append(line)
+    unit_named = re.compile(r"_GLOBAL__sub_[ID]_[\w.]*")
+
+    def normalized(line: str) -> str:
+        if (r := re.match(r"^\s*[0-9a-f]+:\s+(R_X86_64_\w+)\s+(\S+)", line)) is not None:
+            target = re.sub(r"^\.LC\d+", ".LC", r.group(2))
+            target = re.sub(r"^(\.[\w.]+)[+-]0x[0-9a-f]+$", r"\1", target)  # a section's symbol plus an offset
+            return f"  {r.group(1)} {unit_named.sub('_GLOBAL__sub_', target)}"
+        text = re.sub(r"^\s*[0-9a-f]+:\s*", "", line)
+        text = re.sub(r"\s*#.*$", "", text)
+        text = re.sub(r"\b[0-9a-f]+ <([^>+]*)(?:\+0x[0-9a-f]+)?>",
+                      lambda t: "<>" if "+0x" in t.group(0) else f"<{unit_named.sub('_GLOBAL__sub_', t.group(1))}>", text)
+        return re.sub(r"\s+", " ", text).strip()
+
+    found = []
+    for entry in entries:
+        if NVCC_REGISTRATION.match(entry):
+            continue
+        seen, todo, text = {entry}, [entry], []
+        while todo:
+            name = todo.pop(0)
+            body = bodies.get(name)
+            if body is None:
+                text.append(f"[{unit_named.sub('_GLOBAL__sub_', name)}: not in the object's code]")
+                continue
+            text.append(f"<{unit_named.sub('_GLOBAL__sub_', name)}>:")
+            text += [normalized(line) for line in body]
+            callees = [t.group(1) for line in body if re.search(r"\bcall", line)
+                       for t in [re.search(r"<([^>+]+)>", line)] if t]
+            for callee in [*callees, f"{name}.cold"]:
+                if callee in bodies and callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        found.append("\n".join(text))
+    return sorted(found)
+
+
 def data_as_code(obj: Path, timeout: float = 30) -> list[str]:
     """Bytes that would run without being read as instructions here: a `.text*` section that is not marked
     executable (the linker still puts it in the program's code) or is writable, and data objects placed in an
@@ -283,6 +371,58 @@ def indirect_functions(obj: Path, timeout: float = 30) -> list[str]:
         if len(parts) == 8 and parts[3] == "IFUNC":
             found.append(parts[7])
     return sorted(set(found))
+
+
+# The runtime's registration of device code: nvcc's own functions call it for the object's embedded fatbinary.
+REGISTRATION = re.compile(r"^__cuda(?:RegisterFatBinary|RegisterFatBinaryEnd|RegisterFunction|RegisterVar"
+                          r"|RegisterManagedVar|RegisterSurface|RegisterTexture|RegisterLinkedBinary\w*"
+                          r"|UnregisterFatBinary|InitModule)(?:_ptsz)?$")
+# The functions nvcc writes into every unit for that (static, so a solution's own of the same name would not compile).
+NVCC_REGISTRARS = re.compile(r"^(?:_ZL\d+)?(?:__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback"
+                             r"|__cudaUnregisterBinaryUtil)(?:v|PPv)?(?:\.cold)?$")
+
+
+def registrations_outside_nvcc(obj: Path, timeout: float = 30) -> list[str] | None:
+    """Where the object refers to the runtime's device-code registration other than from nvcc's registration
+    functions: `function -> symbol`, or `section -> symbol` for data (a pointer to the call). A solution that
+    registers a fatbinary of its own (kept as bytes in a const array, `__cudaRegisterFatBinary` then
+    `__cudaRegisterFunction` on a host address of its choice) launches device code that cuobjdump never shows:
+    the object's device code is what its `.nv_fatbin` holds (red-team: an fp16 kernel reading %globaltimer,
+    registered so from launch() of an fp32 problem, compiled and passed every check). None: unreadable."""
+    objdump, readelf = shutil.which("objdump"), shutil.which("readelf")
+    if objdump is None or readelf is None:
+        return None
+    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout)
+    if code != 0:
+        return None
+    functions: dict[str, list[tuple[int, int, str]]] = {}  # section index -> (start, size, name)
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] in ("FUNC", "IFUNC") and parts[6].isdigit():
+            size = int(parts[2], 16) if parts[2].startswith("0x") else int(parts[2])
+            functions.setdefault(parts[6], []).append((int(parts[1], 16), size, parts[7]))
+    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
+    if code != 0:
+        return None
+    index = {m.group(2): m.group(1) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.MULTILINE)}
+    code, out, _ = _run([objdump, "-r", str(obj)], timeout)
+    if code != 0:
+        return None
+    found: set[str] = set()
+    section = ""
+    for line in out.splitlines():
+        if (m := re.match(r"^RELOCATION RECORDS FOR \[(.+)\]:", line)) is not None:
+            section = m.group(1)
+            continue
+        r = re.match(r"^([0-9a-f]+)\s+R_X86_64_\w+\s+([^\s+-]+)", line)
+        if r is None or not REGISTRATION.match(r.group(2).split("@")[0]):
+            continue
+        offset = int(r.group(1), 16)
+        where = next((name for start, size, name in functions.get(index.get(section, ""), [])
+                      if start <= offset < start + max(size, 1)), f"section {section}")
+        if not NVCC_REGISTRARS.match(where):
+            found.add(f"{demangle([where]).get(where, where)} -> {r.group(2).split('@')[0]}")
+    return sorted(found)
 
 
 def code_outside_text(obj: Path, timeout: float = 30) -> list[str]:
@@ -400,7 +540,7 @@ def sass_uses(sass: str, skip: set[str]) -> dict[str, dict[str, str]]:
             kind = _tensor_kind(op, mods)
         elif op in ("F2FP", "F2F") and re.search(r"\.E4M3|\.E5M2|\.E2M1|\.E3M2|\.E2M3", mods):
             kind = "fp8"
-        elif re.search(r"SR_(?:GLOBALTIMER|CLOCK)", operands):
+        elif re.search(r"SR_(?:GLOBALTIMER|CLOCK|PM\d)", operands):  # SR_PM0-7: the SM's performance counters
             kind = "timer"
         elif op == "CALL" and "vprintf" in line:
             kind = "printf"
@@ -414,7 +554,7 @@ PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?\.(?:entry|f
 PTX_HALF = re.compile(r"(?:^|(?<=[;{]))\s*(?:@!?%\w+\s+)?(add|sub|mul|fma|neg|abs|min|max|ex2|tanh|rcp|sqrt|rsqrt|sin|cos|lg2|div"
                       r"|set|setp|hfma2?)(?:\.\w+)*?\.(f16x2|f16|bf16x2|bf16)\b", re.MULTILINE)
 PTX_MMA = re.compile(r"(?:^|(?<=[;{]))\s*(?:@!?%\w+\s+)?((?:w?mma|wgmma|tcgen05\.mma)[\w.:]*)", re.MULTILINE)
-PTX_OTHER = [("timer", re.compile(r"%globaltimer|%clock(?:64)?\b")), ("printf", re.compile(r"\bvprintf\b")),
+PTX_OTHER = [("timer", re.compile(r"%globaltimer|%clock(?:64|_hi)?\b|%pm\d")), ("printf", re.compile(r"\bvprintf\b")),
              ("tf32", re.compile(r"\bcvt\.rna?\.(?:satfinite\.)?tf32\.f32\b")),
              ("fp8", re.compile(r"\bcvt\.\w+(?:\.\w+)*\.(?:e4m3x2|e5m2x2|e2m1x2)\b"))]
 
@@ -468,7 +608,7 @@ def device_findings(uses: dict[str, dict[str, str]], precision: str, allow: Iter
                 findings.append(Finding("precision", f"the compiled kernel `{name}` does {what} (`{instruction}` in its "
                                         f"{source}), lower precision than this {precision} problem allows", line, 0))
             elif kind == "timer":
-                findings.append(Finding("harness", f"the compiled kernel `{name}` reads a GPU clock (`{instruction}` in its "
+                findings.append(Finding("harness", f"the compiled kernel `{name}` reads a GPU clock or counter (`{instruction}` in its "
                                         f"{source}); the harness owns the timer", line, 0))
             elif kind == "printf":
                 findings.append(Finding("io", f"the compiled kernel `{name}` prints from the device (vprintf in its "
@@ -579,6 +719,17 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
         result.findings.append(Finding("object", f"the solution has a static destructor ({cand_fini - base_fini} bytes "
                                        "of .fini_array beyond the harness's): code that runs after main is not allowed",
                                        line, 0))
+    for pattern, what, when in ((CONSTRUCTORS, "constructor", "before"), (DESTRUCTORS, "destructor", "after")):
+        if any(f"static {what}" in f.message for f in result.findings):
+            continue
+        cand_code, base_code = table_code(candidate, pattern, timeout), table_code(harness_only, pattern, timeout)
+        if cand_code is None or base_code is None:
+            result.notes.append(f"static {what}s not compared: objdump or readelf could not read the objects")
+        elif cand_code != base_code:
+            result.findings.append(Finding("object", f"the solution has a static {what}: what the unit's {what} table "
+                                           f"runs {when} main differs from the harness's own (a static object's "
+                                           "constructor folded into the unit's initializer, or an entry of its own): "
+                                           f"code that runs {when} main is not allowed", line, 0))
     ifuncs = indirect_functions(candidate, timeout)
     if ifuncs:
         result.findings.append(Finding("object", "the solution defines an indirect function (IFUNC) "
@@ -599,6 +750,13 @@ def inspect(candidate: Path, harness_only: Path, harness_objects: list[Path], *,
     if hidden:
         result.findings.append(Finding("object", "the solution places bytes where they would run unchecked: "
                                        + "; ".join(hidden) + " (only its functions may be code)", line, 0))
+    registered = registrations_outside_nvcc(candidate, timeout)
+    if registered is None:
+        result.notes.append("device-code registration not inspected: objdump or readelf could not read the object")
+    elif registered:
+        result.findings.append(Finding("object", "the solution registers device code itself ("
+                                       + "; ".join(f"`{r}`" for r in registered[:4]) + "): a fatbinary of its own, "
+                                       "kept as data, would run kernels that no check of the object has read", line, 0))
     instructions = host_instructions(candidate, timeout)
     if instructions is None:
         result.notes.append("host instructions not inspected: objdump not found")

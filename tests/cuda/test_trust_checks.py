@@ -109,6 +109,16 @@ def test_ptx_inline_assembly_is_judged_by_what_it_emits() -> None:
     assert {"fp16", "timer", "printf"} <= set(kinds)
 
 
+def test_a_kernel_reading_the_sm_s_performance_counters_reads_a_timer() -> None:
+    # `mov.u32 %0, %%pm0;` compiled for sm_90 (red-team): the SASS reads SR_PM0, and neither the SASS nor the PTX
+    # rule saw it; nor did the PTX rule see `%clock_hi` (the SASS rule did: SR_CLOCKHI).
+    sass = SASS.replace("CS2R R4, SR_GLOBALTIMERLO", "CS2R.32 R0, SR_PM0")
+    assert objcheck.sass_uses(sass, skip=set())["_ZN12sp_candidate2mmEPKfS1_Pfi"]["timer"] == "CS2R.32 R0, SR_PM0"
+    for register, seen in (("%pm0", "%pm0"), ("%pm7_64", "%pm7"), ("%clock_hi", "%clock_hi")):
+        ptx = PTX.replace("mov.u64 %rd1, %globaltimer;", f"mov.u32 %r9, {register};")
+        assert objcheck.ptx_uses(ptx, skip=set())["_ZN12sp_candidate1kEPf"]["timer"] == seen
+
+
 H200 = {"name": "NVIDIA H200", "peak_gbps": 4800.0, "peak_gflops_fp32": 67000.0}
 
 

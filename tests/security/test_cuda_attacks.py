@@ -175,6 +175,80 @@ def test_a_respelled_cheat_is_rejected_naming_what_the_object_does(tmp_path: Pat
     assert data["correct"] is False and data["value"] is None
 
 
+# A problem whose harness part has a dynamic initializer of its own (a `static const std::string`): the unit then
+# already has g++'s `_GLOBAL__sub_I_` initializer in its `.init_array`, and every later dynamic initializer, the
+# solution's static object among them, is folded into that one function. The table stays the harness's size.
+HARNESS_WITH_INITIALIZER = MATMUL.read_text().replace(
+    "constexpr int N = 1024;", 'constexpr int N = 1024;\nstatic const std::string LABEL = std::string("matmul ") + "1024";')
+
+
+def test_a_harness_with_a_dynamic_initializer_still_compiles_an_honest_solution(tmp_path: Path) -> None:
+    assert HARNESS_WITH_INITIALIZER != MATMUL.read_text()
+    data, proc = evaluate_cli(tmp_path, "matmul.cu", HARNESS_WITH_INITIALIZER)
+    assert data.get("status") == "not_measured", proc.stdout + proc.stderr
+
+
+def test_a_static_constructor_folded_into_the_harness_s_own_initializer_is_rejected(tmp_path: Path) -> None:
+    # Before: compiled, inspected and linked (`.init_array` 16 bytes in both objects), the constructor ran before main.
+    text = HARNESS_WITH_INITIALIZER[: HARNESS_WITH_INITIALIZER.index("// speedpatch: solution")] + (
+        "// speedpatch: solution\n" + solution(after="struct Early { Early() { static float x = 1.0f; x += 1.0f; } };\n"
+                                                   "static Early early;\n"))
+    data, proc = evaluate_cli(tmp_path, "matmul.cu", text)
+    assert data.get("status") == "rejected", f"{data.get('status')} {data.get('message')}\n{proc.stderr[-2000:]}"
+    assert "static constructor" in data["message"], data["message"]
+
+
+# Device code that is not in the object's `.nv_fatbin`: a fatbinary compiled elsewhere (here: an fp16 kernel that
+# reads %globaltimer, for an fp32 problem), kept in the solution as a const array and registered by launch() itself
+# with the runtime's registration calls, which nvcc's own code in every object makes too.
+HIDDEN_KERNEL = """#include <cuda_fp16.h>
+extern "C" __global__ void hidden_mm(const float* A, const float* B, float* C, int n) {
+  int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  if (r < n && c < n) { __half acc = __float2half(0.0f);
+    for (int k = 0; k < n; ++k) acc = __hfma(__float2half(A[r * n + k]), __float2half(B[k * n + c]), acc);
+    C[r * n + c] = __half2float(acc) + (t == 1 ? 1.0f : 0.0f); }
+}
+"""
+REGISTERS_ITS_OWN = """
+extern "C" void** __cudaRegisterFatBinary(void*);
+extern "C" void __cudaRegisterFatBinaryEnd(void**);
+extern "C" void __cudaRegisterFunction(void**, const char*, char*, const char*, int, void*, void*, void*, void*, int*);
+alignas(16) static const unsigned long long blob[] = {BLOB};
+struct Wrapper { int magic; int version; const unsigned long long* data; void* filename; };
+static Wrapper wrapper = {0x466243b1, 1, blob, nullptr};
+static char handle;  // the hidden kernel's host-side name
+""" + KERNEL + """void launch(const float* const* in, float* out) {
+  static void** module = nullptr;
+  if (!module) {
+    module = __cudaRegisterFatBinary(&wrapper);
+    __cudaRegisterFunction(module, &handle, (char*)"hidden_mm", "hidden_mm", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    __cudaRegisterFatBinaryEnd(module);
+  }
+  const float* a = in[0]; const float* b = in[1]; int n = N; void* args[] = {&a, &b, &out, &n};
+  cudaLaunchKernel((const void*)&handle, dim3(N / 16, N / 16), dim3(16, 16), args, 0, 0);
+  if (n < 0) mm<<<1, 1>>>(a, b, out, n);  // a kernel of its own that launch() reaches, never run
+}
+"""
+
+
+def test_a_fatbinary_kept_as_data_and_registered_by_the_solution_is_rejected(tmp_path: Path) -> None:
+    # Before: compiled, passed every check of the object (its device code: only `mm`, fp32) and linked.
+    nvcc = find_nvcc()
+    assert nvcc is not None
+    (tmp_path / "hidden.cu").write_text(HIDDEN_KERNEL)
+    subprocess.run([nvcc, "-fatbin", "-arch=sm_90", "hidden.cu", "-o", "hidden.fatbin"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    data = (tmp_path / "hidden.fatbin").read_bytes()
+    data += bytes(-len(data) % 8)
+    words = [int.from_bytes(data[i:i + 8], "little") for i in range(0, len(data), 8)]
+    code = REGISTERS_ITS_OWN.replace("BLOB", ",".join(f"0x{w:x}ull" for w in words))
+    result, proc = evaluate_cli(tmp_path, "matmul.cu", attacked(code))
+    assert result.get("status") == "rejected", f"{result.get('status')} {result.get('message')}\n{proc.stderr[-2000:]}"
+    assert "registers device code itself" in result["message"], result["message"]
+    assert "__cudaRegisterFatBinary" in result["message"], result["message"]
+
+
 KB_ATTACKS: dict[str, tuple[str, str]] = {
     "reference op reached by a computed getattr": ('return getattr(torch, "re" + "lu")(x)', "`getattr`"),
     "os reached through __import__": ('return __import__("o" + "s").system("true") or x', "`__import__`"),
