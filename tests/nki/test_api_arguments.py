@@ -117,6 +117,16 @@ def test_a_matmul_predicate_that_always_holds_is_the_matmul():
     np.testing.assert_allclose(_run(body, X, W), W.T @ X, rtol=1e-4, atol=1e-4)
 
 
+def test_a_transpose_hinted_matmul_with_an_identity_moving_tile_is_the_transpose():
+    # nc_matmul(x, identity, is_transpose=True): on NeuronCore-v2 a hint "that this is a transpose operation with
+    # moving as an identity matrix" (legacy nc_matmul page); x.T @ I is x.T
+    def body(x, w):
+        eye = nl.load(nl.shared_constant(np.identity(128, dtype=np.float32), dtype=nl.float32))
+        return nl.copy(nisa.nc_matmul(w[:, 0:64], eye, is_transpose=True))
+
+    np.testing.assert_array_equal(_run(body, X, W), W[:, 0:64].T)
+
+
 # ---- documented but not modeled ---------------------------------------------------------------------------
 
 

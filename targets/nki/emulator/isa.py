@@ -140,7 +140,8 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
     "nc_matmul": {
         "is_stationary_onezero": ((False,), "the Tensor engine's 0/1-operand hint"),
         "is_moving_onezero": ((False,), "the Tensor engine's 0/1-operand hint"),
-        "is_transpose": ((False,), "the PE-array transpose mode; use nisa.nc_transpose"),
+        # is_transpose=True with an identity moving tile is checked and modeled in nc_matmul (a hint on the modeled core)
+        "is_transpose": ((False, True), "the PE-array transpose mode; use nisa.nc_transpose"),
         "tile_position": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
         "tile_size": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
         "mask": (_ALWAYS, "a predicated matmul; mask=True, which always holds, is modeled"),
@@ -226,11 +227,29 @@ def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
         raise NkiError(f"nisa.nc_matmul(perf_mode={getattr(perf, 'value', perf)!r}): the Tensor engine of "
                        f"NeuronCore-v2 (trn1, the modeled core) has no performance mode; the FP8 double-row mode "
                        f"is NeuronCore-v3/v4 (trn2/trn3) only -- drop perf_mode and use plain 2-D tiles")
+    if a.get("is_transpose") is True:
+        _transpose_hint(a["stationary"], a["moving"])
     # accumulate= (nki >= 0.3): True adds into dst, False overwrites it, None (the default) accumulates into a
     # destination, as the legacy `psum += nc_matmul(...)` / destination-first calls always did here
     accumulate = a.get("accumulate")
     return ops.matmul(dst, a["stationary"], a["moving"],
                       accumulate=dst is not None if accumulate is None else bool(accumulate) and dst is not None)
+
+
+def _transpose_hint(stationary: Any, moving: Any) -> None:
+    """nc_matmul(is_transpose=True): the legacy page (v2.21-v2.26), which covers NeuronCore-v2, the modeled core,
+    calls it a hint "that this is a transpose operation with moving as an identity matrix" (the current one: a
+    transpose mode "starting NeuronCore-v3"). With an identity moving tile stationary.T @ moving is that transpose,
+    so the instruction is the matmul it names (the reference allocated_fused_rms_norm_qkv transposes this way).
+    Any other moving tile would need NeuronCore-v3's transpose mode: NotEmulated."""
+    values = moving.read() if isinstance(moving, Tile) else None
+    n = moving.shape[0] if isinstance(moving, Tile) else 0
+    if (values is None or values.ndim != 2 or values.shape != (n, n) or not isinstance(stationary, Tile)
+            or stationary.shape[0] != n or not np.array_equal(values, np.eye(n, dtype=values.dtype))):
+        raise NotEmulatedError("nisa.nc_matmul(is_transpose=True) is part of NKI but not of the speedpatch emulator "
+                               "(the PE-array transpose mode of NeuronCore-v3; on the modeled NeuronCore-v2 it is a "
+                               "hint that moving is an identity matrix, and this moving tile is not one); leave "
+                               "is_transpose at its default False or use nisa.nc_transpose")
 
 
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
