@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 from typing import Any
 
 from speedpatch.targets.base import Finding
@@ -162,6 +163,10 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                   and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
                 add(node, f"uses the private attribute `{node.attr}`: an object's internals (`x.numpy().ctypes._ctypes` "
                           "is the ctypes module); only the model's own `self._...` state is the solution's")
+            elif node.attr in ("format", "format_map") and not _plain_format(node.value):
+                add(node, f"uses `.{node.attr}` on a format string that is not written out or whose fields read "
+                          "attributes or items (`\"{0.forward.__globals__}\".format(self)`): a replacement field walks "
+                          "objects as the syntax tree cannot see")
             elif node.attr in FORBIDDEN_ATTRIBUTES:
                 add(node, f"uses `.{node.attr}`: it reaches files or native memory from a tensor, not a kernel")
             elif node.attr in SUBCLASSING:
@@ -329,6 +334,24 @@ def _namespace_step(full: str) -> str:
             f"{', '.join(sorted(n for n in NAMESPACES if NAMESPACES[n] is None))} (and torch.utils.cpp_extension's "
             "load_inline, typing's types) and classes; other modules' attributes are the modules they imported "
             "(`torch.os`, `torch.utils.cpp_extension.subprocess`, `typing.sys`)")
+
+
+def _plain_format(node: ast.AST) -> bool:
+    """A format string written out whose replacement fields name arguments only (`{}`, `{0}`, `{name}`), without
+    `.attribute` or `[item]`: str.format evaluates those paths itself, dunders included."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return False
+
+    def fields(text: str, depth: int = 0) -> list[str]:  # field names, also those nested in a format spec
+        parsed = list(string.Formatter().parse(text))
+        return [f for _, name, spec, _ in parsed for f in ([name] if name else [])
+                + (fields(spec, depth + 1) if spec and depth < 2 else [])]
+
+    try:
+        names = fields(node.value)
+    except ValueError:
+        return False
+    return not any("." in f or "[" in f for f in names)
 
 
 def _dunder(name: str) -> bool:

@@ -267,6 +267,8 @@ MODULE_ATTRIBUTE_ATTACKS = [
     # a class made by type(): its finalizer is a dictionary key, no `def __del__` in the tree
     ('self.keep = type("F", (), {"__d" "el__": lambda s: x.relu()})()\n        ' + HONEST_FORWARD, "`type`"),
     ('return __build_class__(lambda: None, "K") and x', "`__build_class__`"),
+    # str.format walks attributes and items itself: the model's module globals, and from there any module, as text
+    ('self.seen = "{0.forward.__globals__[torch].utils}".format(self)\n        ' + HONEST_FORWARD, "`.format`"),
 ]
 
 
@@ -298,6 +300,7 @@ def test_torch_namespaces_classes_dtypes_and_typing_types_stay_usable() -> None:
         HONEST_FORWARD, "y: typing.Optional[torch.Tensor] = None\n        s = math.sqrt(torch.finfo(torch.float32).eps)\n"
         "        w = torch.nn.init.zeros_(torch.empty(2))\n        z = torch.linalg.norm(w) + torch.special.expit(w).sum()\n"
         "        torch.nn.Module.__init__(self) if y is not None else None\n"
+        "        self.label = \"{}x{:>{w}}\".format(1, 2, w=3)\n"
         "        return F.relu(" + HONEST_FORWARD[7:] + ") * s + z")).replace(
         "class ModelNew(nn.Module):", "class ModelNew(torch.nn.Module):")
     assert pycheck.check(code) == []
