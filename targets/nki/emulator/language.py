@@ -253,13 +253,48 @@ def reduce_tile(fn: Callable, x: Tile, axis: Any, dtype: Any = None, keepdims: b
         raise NkiError(f"{what}: data must be a tile")
     ops.require_on_chip(x, what)
     axes = ops.reduce_axes(x, axis, what)
+    keep = _kept_elements(mask, x, axes, fn, what)
 
     def run(v: np.ndarray) -> np.ndarray:
-        r = fn(v, axis=axes, keepdims=keepdims)
+        if keep is None:
+            r = fn(v, axis=axes, keepdims=keepdims)
+        elif fn is np.mean:
+            r = (np.sum(np.where(keep, v, 0.0), axis=axes, keepdims=keepdims)
+                 / np.maximum(np.sum(keep, axis=axes, keepdims=keepdims), 1))
+        else:
+            r = fn(np.where(keep, v, _IDENTITY[fn]), axis=axes, keepdims=keepdims)
         return -r if negate else r
 
-    return ops.elementwise(what, "vector", run, [x], dst=dst, dtype=ops.out_dtype(dtype, x),
-                           write_mask=_reduction_mask(mask, x, axes, keepdims, what))
+    write_mask = (_reduction_mask(mask, x, axes, keepdims, what) if keep is None
+                  else np.any(keep, axis=axes, keepdims=keepdims))
+    return ops.elementwise(what, "vector", run, [x], dst=dst, dtype=ops.out_dtype(dtype, x), write_mask=write_mask)
+
+
+# the value an element outside a reduction's mask contributes: none
+_IDENTITY: dict[Any, float] = {np.sum: 0.0, np.prod: 1.0, np.max: -np.inf, np.amax: -np.inf, np.min: np.inf,
+                               np.amin: np.inf}
+
+
+def _kept_elements(mask: Any, x: Tile, axes: tuple[int, ...], fn: Callable, what: str) -> np.ndarray | None:
+    """A reduction mask over free elements as the elements that take part (None for no mask, a scalar or a
+    partition predicate: _reduction_mask). NKI API Masking: the mask 'informs the compiler to skip generating
+    the instruction or generate the instruction with a smaller input tile shape' (its example: nl.square(in_tile,
+    mask=((i_p < 64) & (i_f < 256))) 'computes only [0:64, 0:256]'), so a reduction reduces the selected
+    elements only; a result element none of whose inputs is selected is not written. The cost stays that of the
+    whole input tile (an upper bound: the smaller instruction's cost is not modeled)."""
+    if mask is None:
+        return None
+    m = np.asarray(_fit_mask(mask, [x]))
+    if m.ndim == 0 or (x.par_axis == 0 and m.shape[0] in (1, x.shape[0]) and all(n == 1 for n in m.shape[1:])):
+        return None
+    if fn is not np.mean and fn not in _IDENTITY:
+        api = "nisa.tensor_reduce" if what == "tensor_reduce" else f"nl.{what}"
+        raise NotEmulated(f"{api}(mask=...) over free elements with {fn!r} is part of NKI but not of the speedpatch "
+                          f"emulator")
+    try:
+        return np.broadcast_to(m.astype(bool), x.shape)
+    except ValueError:
+        raise NkiError(f"{what}: mask of shape {m.shape} does not fit the reduced tile {x.shape}") from None
 
 
 def _reduction_mask(mask: Any, x: Tile, axes: tuple[int, ...], keepdims: bool, what: str) -> Any:
