@@ -218,13 +218,9 @@ alignas(16) static const unsigned long long blob[] = {BLOB};
 struct Wrapper { int magic; int version; const unsigned long long* data; void* filename; };
 static Wrapper wrapper = {0x466243b1, 1, blob, nullptr};
 static char handle;  // the hidden kernel's host-side name
-""" + KERNEL + """void launch(const float* const* in, float* out) {
-  static void** module = nullptr;
-  if (!module) {
-    module = __cudaRegisterFatBinary(&wrapper);
-    __cudaRegisterFunction(module, &handle, (char*)"hidden_mm", "hidden_mm", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
-    __cudaRegisterFatBinaryEnd(module);
-  }
+REGISTRAR""" + KERNEL + """void launch(const float* const* in, float* out) {
+  static void** module = registrar();
+  (void)module;
   const float* a = in[0]; const float* b = in[1]; int n = N; void* args[] = {&a, &b, &out, &n};
   cudaLaunchKernel((const void*)&handle, dim3(N / 16, N / 16), dim3(16, 16), args, 0, 0);
   if (n < 0) mm<<<1, 1>>>(a, b, out, n);  // a kernel of its own that launch() reaches, never run
@@ -232,8 +228,26 @@ static char handle;  // the hidden kernel's host-side name
 """
 
 
-def test_a_fatbinary_kept_as_data_and_registered_by_the_solution_is_rejected(tmp_path: Path) -> None:
-    # Before: compiled, passed every check of the object (its device code: only `mm`, fp32) and linked.
+REGISTRAR_BODY = """{
+  void** module = __cudaRegisterFatBinary(&wrapper);
+  __cudaRegisterFunction(module, &handle, (char*)"hidden_mm", "hidden_mm", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(module);
+  return module;
+}
+"""
+REGISTRARS = {
+    # Before the registration check: compiled, passed every check of the object (its device code: only `mm`,
+    # fp32) and linked.
+    "a function of the solution's": "static void** registrar() " + REGISTRAR_BODY,
+    # Before the registrars were named exactly: the unmangled name matched the pattern for nvcc's own registrar.
+    "a function asm-labelled as nvcc's registrar": ('__attribute__((noinline)) static void** registrar() '
+                                                    '__asm__("__sti____cudaRegisterAll");\nstatic void** registrar() '
+                                                    + REGISTRAR_BODY),
+}
+
+
+@pytest.mark.parametrize("registrar", list(REGISTRARS))
+def test_a_fatbinary_kept_as_data_and_registered_by_the_solution_is_rejected(tmp_path: Path, registrar: str) -> None:
     nvcc = find_nvcc()
     assert nvcc is not None
     (tmp_path / "hidden.cu").write_text(HIDDEN_KERNEL)
@@ -242,7 +256,8 @@ def test_a_fatbinary_kept_as_data_and_registered_by_the_solution_is_rejected(tmp
     data = (tmp_path / "hidden.fatbin").read_bytes()
     data += bytes(-len(data) % 8)
     words = [int.from_bytes(data[i:i + 8], "little") for i in range(0, len(data), 8)]
-    code = REGISTERS_ITS_OWN.replace("BLOB", ",".join(f"0x{w:x}ull" for w in words))
+    code = REGISTERS_ITS_OWN.replace("BLOB", ",".join(f"0x{w:x}ull" for w in words)).replace(
+        "REGISTRAR", REGISTRARS[registrar])
     result, proc = evaluate_cli(tmp_path, "matmul.cu", attacked(code))
     assert result.get("status") == "rejected", f"{result.get('status')} {result.get('message')}\n{proc.stderr[-2000:]}"
     assert "registers device code itself" in result["message"], result["message"]
