@@ -198,6 +198,24 @@ def test_a_static_constructor_folded_into_the_harness_s_own_initializer_is_rejec
     assert "static constructor" in data["message"], data["message"]
 
 
+def test_a_harness_helper_kept_undefined_by_extern_template_is_the_harness_s_code(tmp_path: Path) -> None:
+    # A problem whose harness part has a function template returning std::string. Instantiated by the solution, its
+    # copy is refused as the harness's code; declared `extern template`, it stayed an undefined symbol whose demangled
+    # text starts with its return type, `std::__cxx11::basic_string<`, which the library-call allowlist matched.
+    # Before: compiled, passed and linked to main.o's instantiation.
+    text = MATMUL.read_text().replace(
+        "static spd::Spec problem() {",
+        'template <int R> std::string shape_text() { return std::to_string(R) + "x" + std::to_string(R); }\n\n'
+        "static spd::Spec problem() {").replace('s.shapes = "A 1024x1024, B 1024x1024 (fp32)";', "s.shapes = shape_text<N>();")
+    assert "shape_text<N>()" in text
+    text = text[: text.index("// speedpatch: solution")] + "// speedpatch: solution\n" + solution(
+        after="}\nextern template std::string shape_text<1024>();\nnamespace sp_candidate {\n",
+        in_launch="  if (::shape_text<1024>().size() == 0) return;")
+    data, proc = evaluate_cli(tmp_path, "matmul.cu", text)
+    assert data.get("status") == "rejected", f"{data.get('status')} {data.get('message')}\n{proc.stderr[-2000:]}"
+    assert "shape_text<1024>()" in data["message"] and "harness" in data["message"], data["message"]
+
+
 # Device code that is not in the object's `.nv_fatbin`: a fatbinary compiled elsewhere (here: an fp16 kernel that
 # reads %globaltimer, for an fp32 problem), kept in the solution as a const array and registered by launch() itself
 # with the runtime's registration calls, which nvcc's own code in every object makes too.
