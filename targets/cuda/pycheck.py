@@ -84,9 +84,12 @@ LOAD_INLINE_KEYWORDS = {"name", "cpp_sources", "cuda_sources", "functions", "ext
 LOAD_INLINE_POSITIONAL = 3  # name, cpp_sources, cuda_sources (the order of the later ones changed across versions)
 # Compiler flags that link, load or include something from outside the sources (per flag, also after
 # -Xcompiler/-Xptxas-style prefixes and inside comma lists): `-lineinfo` is nvcc's, not a library.
+# `-wrapper prog,args` makes gcc run `prog` in place of each of its subprograms: a process of the solution's while
+# the extension builds (red-team: passed as `extra_cflags=["-wrapper", ...]` and as nvcc's `-Xcompiler -wrapper,...`;
+# g++ and nvcc both ran the given shell here). `--library`/`--library-path` are nvcc's long -l/-L.
 FORBIDDEN_FLAG = re.compile(r"(?:^|[\s,=])(?:-l(?!ineinfo\b)\S|-L|-Wl,|-Xlinker|--linker-options|-B|-fplugin|-specs"
                             r"|-include|--pre-include|-imacros|-I|-isystem|-iquote|-idirafter|--include-path"
-                            r"|-ccbin|--compiler-bindir|-load|@)")
+                            r"|-ccbin|--compiler-bindir|-load|-wrapper|--library|@)")
 # The extension's C++ runs inside the runner's process: through the Python C API or pybind11's object API it
 # would reach the runner itself (its comparison, the nonce) and any module. An honest kernel's C++ needs
 # neither (load_inline's `functions=` writes the bindings; `PYBIND11_MODULE` with `m.def` and `py::arg` stay

@@ -126,6 +126,11 @@ LOAD_INLINE_ATTACKS = [
     ('extra_cuda_cflags=["-O3", "-Xlinker", "-lcublas"]', "'-lcublas'"),
     ('extra_cflags=["-O3 -Wl,--whole-archive"]', "'-O3 -Wl,--whole-archive'"),
     ('extra_cflags=["-fplugin=/tmp/p.so"]', "-fplugin"),
+    # gcc runs the wrapper in place of cc1plus and as: a process of the solution's during the build
+    ('extra_cflags=["-wrapper", "/bin/sh,-c,true"]', "'-wrapper'"),
+    ('extra_cuda_cflags=["-Xcompiler", "-wrapper,/bin/sh,-c,true"]', "'-wrapper,/bin/sh,-c,true'"),
+    ('extra_cuda_cflags=["--compiler-options=-wrapper,/bin/sh"]', "-wrapper"),
+    ('extra_cuda_cflags=["--library=cublas"]', "'--library=cublas'"),
     ("extra_cflags=FLAGS", "compiler flags must be written out"),
     ("**OPTIONS", "`**` arguments"),
 ]
