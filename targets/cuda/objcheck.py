@@ -16,7 +16,10 @@ host symbols (`nm`)
     kernels). A definition outside it is an escape from the namespace: a C-linkage definition may interpose
     on the runtime or libc (`cudaEventElapsedTime`, `clock_gettime`), a definition of a symbol the harness
     calls would replace it, a use of the harness's static `reference` would compute the answer on the host;
-  * a static constructor beyond what the harness itself has (`.init_array`) runs before main;
+  * a static constructor beyond what the harness itself has (`.init_array`) runs before main: the tables are
+    compared by the code their entries run, since g++ folds a unit's dynamic initializers into one function;
+  * the runtime's registration of device code is called only by nvcc's own registrars (a fatbinary kept as
+    data and registered by the solution would run device code that cuobjdump never shows);
 host instructions (`objdump -d`): syscall, sysenter, int 0x80 (system calls without libc) and rdtsc/rdtscp
   (a timer) are rejected;
 device code (`cuobjdump -sass`, else the PTX): the instructions that will execute decide precision

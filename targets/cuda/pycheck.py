@@ -10,7 +10,9 @@ other imports (os, sys, ctypes, subprocess, threading...), torch internals that 
 get_device_module, torch.backends (allow_tf32), torch._C, torch.ops, torch.library, torch.compile/jit,
 process-wide module hooks and function modes, which run inside the baseline's and reference's calls too),
 a torch module or function used as a value (`t = torch` would carry every later path past the check; only
-types such as dtypes and classes may be values), assignments to anything but local names and `self.` attributes
+types such as dtypes and classes may be values), a path from a module through anything but torch's own
+namespaces (`torch.utils.cpp_extension.os`, `torch.nn.functional.torch.cuda`: modules carry the modules they
+imported), private attributes past `self`, `type()`, format strings whose fields walk attributes, assignments to anything but local names and `self.` attributes
 (monkeypatching the runner, torch or the timer), `global`/`nonlocal`, and try/except (a fallback to the
 reference op when the kernel fails).
 
