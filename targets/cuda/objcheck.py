@@ -439,7 +439,8 @@ def code_outside_text(obj: Path, timeout: float = 30) -> list[str]:
                    if "X" in flags and not re.fullmatch(r"\.text(?:\..*)?", name)})
 
 
-HOST_INSTRUCTIONS = re.compile(r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{2} )*\s*(syscall|sysenter|int\s+\$0x80|rdtscp?|rdpid)\b",
+# rdpmc reads the CPU's performance counters (a cycle counter among them) where the kernel lets user code do so.
+HOST_INSTRUCTIONS = re.compile(r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{2} )*\s*(syscall|sysenter|int\s+\$0x80|rdtscp?|rdpid|rdpmc)\b",
                                re.MULTILINE)
 
 

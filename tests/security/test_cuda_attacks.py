@@ -101,6 +101,9 @@ __global__ void mm(const float* A, const float* B, float* C, int n) {
         "", '  long r; asm volatile("sys" "call" : "=a"(r) : "a"(39) : "rcx", "r11", "memory"); (void)r;'), "syscall"),
     "CPU timer through a builtin": (solution("", "  volatile unsigned long long t = __builtin_ia32_rdtsc(); (void)t;"),
                                     "rdtsc"),
+    # Before this round: compiled and passed (rdtsc was refused, rdpmc was not).
+    "CPU performance counter through a builtin": (
+        solution("", "  volatile unsigned long long t = __builtin_ia32_rdpmc(0x40000001); (void)t;"), "rdpmc"),
     "memory protection changed to patch the harness": (solution(
         '#include <sys/mman.h>', "  (mprotect)((void*)0x1000, 4096, 7);"), "mprotect"),
     "static constructor object": (solution(after="struct Early { Early() { static float x = 1.0f; x += 1.0f; } };\n"
