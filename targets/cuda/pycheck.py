@@ -144,6 +144,7 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
         findings.append(Finding("python", message, line_offset + getattr(node, "lineno", 1) - 1,
                                 getattr(node, "col_offset", 0)))
 
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -164,8 +165,7 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr not in ALLOWED_DUNDERS:
                 add(node, f"uses the attribute `{node.attr}`: reflection on objects, modules or frames")
-            elif (node.attr.startswith("_") and node.attr not in ALLOWED_DUNDERS
-                  and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+            elif node.attr.startswith("_") and node.attr not in ALLOWED_DUNDERS and not _method_self(node.value, parents):
                 add(node, f"uses the private attribute `{node.attr}`: an object's internals (`x.numpy().ctypes._ctypes` "
                           "is the ctypes module); only the model's own `self._...` state is the solution's")
             elif node.attr in ("format", "format_map") and not _plain_format(node.value):
@@ -179,6 +179,11 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _dunder(node.name):
             add(node, f"defines `{node.name}`: a solution's objects may not change how Python or torch treat them "
                       "(a tensor that answers the runner's comparison, a finalizer, a context that swallows errors)")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == "self":
+            add(node, "assigns to `self`: `self.` is the model's own state only as the method's own first argument")
+        elif isinstance(node, ast.arg) and node.arg == "self" and not _method_self_arg(node, parents):
+            add(node, "names a parameter `self` outside a method's first argument: `self._...` is the model's own "
+                      "state only there (a function's `self` could be any object, `self._x` its internals)")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _dunder(node.id):
             add(node, f"defines `{node.id}`: a solution's objects may not change how Python or torch treat them")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -193,7 +198,6 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                         add(node, f"assigns to `{ast.unparse(sub)}`: only local names and `self.` attributes may "
                                   "be assigned (no patching of torch, the runner or the timer)")
                         break
-    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
@@ -339,6 +343,29 @@ def _namespace_step(full: str) -> str:
             f"{', '.join(sorted(n for n in NAMESPACES if NAMESPACES[n] is None))} (and torch.utils.cpp_extension's "
             "load_inline, typing's types) and classes; other modules' attributes are the modules they imported "
             "(`torch.os`, `torch.utils.cpp_extension.subprocess`, `typing.sys`)")
+
+
+def _method_self_arg(arg: ast.arg, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether `arg` is the first positional parameter of a function defined directly in a class body."""
+    arguments = parents.get(arg)
+    function = parents.get(arguments) if arguments is not None else None
+    return (isinstance(arguments, ast.arguments) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(parents.get(function), ast.ClassDef)
+            and bool(arguments.posonlyargs + arguments.args) and (arguments.posonlyargs + arguments.args)[0] is arg)
+
+
+def _method_self(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """`self` read inside a method whose first parameter it is (parameters named `self` elsewhere are refused)."""
+    if not (isinstance(node, ast.Name) and node.id == "self"):
+        return False
+    scope = parents.get(node)
+    while scope is not None:  # the innermost function binding `self` (closures inside a method see the method's)
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            bound = [a for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs if a.arg == "self"]
+            if bound:
+                return _method_self_arg(bound[0], parents)
+        scope = parents.get(scope)
+    return False
 
 
 def _plain_format(node: ast.AST) -> bool:

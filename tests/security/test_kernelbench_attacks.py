@@ -285,6 +285,26 @@ def test_modules_reached_through_other_modules_attributes_are_refused(forward: s
     assert any(named in m for m in found), found
 
 
+# `self._x` is the model's own state only where `self` is a method's first parameter: any function may name its
+# parameter `self` and be handed any object (before: `(lambda self: self._base)(x)` passed the private-attribute rule).
+SELF_ATTACKS = [
+    ("return (lambda self: self._base)(x) or x", "names a parameter `self`"),
+    ("self = x\n        return self._base", "assigns to `self`"),
+]
+
+
+@pytest.mark.parametrize(("forward", "named"), SELF_ATTACKS)
+def test_self_is_the_model_only_as_a_method_s_first_parameter(forward: str, named: str) -> None:
+    found = [f.message for f in pycheck.check(SOLUTION.replace(HONEST_FORWARD, forward))]
+    assert any(named in m for m in found), found
+
+
+def test_the_model_s_own_private_state_stays_usable_in_its_methods_and_their_closures() -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, "self._calls = 1\n        def inner():\n            return self._calls\n"
+                                            "        return " + HONEST_FORWARD[7:] + " * inner()")
+    assert pycheck.check(code) == []
+
+
 def test_a_module_imported_under_another_name_from_a_torch_module_is_refused_where_it_is_used() -> None:
     code = "from torch.utils.cpp_extension import subprocess as sp\n" + SOLUTION.replace(
         HONEST_FORWARD, 'sp.run(["true"])\n        ' + HONEST_FORWARD)
