@@ -145,7 +145,21 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                                 getattr(node, "col_offset", 0)))
 
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    # the solution's classes and their methods: a method taken from its class (`Helper.peek(obj)`) runs with any
+    # object as `self`, and `self._...` is allowed only because `self` is the model's own
+    methods: dict[str, set[str]] = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.ClassDef):  # its functions, and names bound in its body (`peek2 = peek`)
+            methods.setdefault(c.name, set()).update(
+                {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                | {t.id for a in c.body if isinstance(a, (ast.Assign, ast.AnnAssign))
+                   for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) if isinstance(t, ast.Name)})
     for node in ast.walk(tree):
+        owner = _dotted(node.value).rpartition(".")[2] if isinstance(node, ast.Attribute) else ""
+        if (isinstance(node, ast.Attribute) and owner and node.attr in methods.get(owner, set())
+                and node.attr not in ALLOWED_DUNDERS):
+            add(node, f"takes the method `{owner}.{node.attr}` from its class: called so, its `self` is "
+                      f"whatever is passed, not the model (call methods on the object: `self.{node.attr}(...)`)")
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in ALLOWED_IMPORTS:

@@ -290,12 +290,16 @@ def test_modules_reached_through_other_modules_attributes_are_refused(forward: s
 SELF_ATTACKS = [
     ("return (lambda self: self._base)(x) or x", "names a parameter `self`"),
     ("self = x\n        return self._base", "assigns to `self`"),
+    # a method taken from its class runs with any object as its `self`
+    ("return ModelNew.peek(x) or x", "takes the method `ModelNew.peek` from its class"),
 ]
 
 
 @pytest.mark.parametrize(("forward", "named"), SELF_ATTACKS)
 def test_self_is_the_model_only_as_a_method_s_first_parameter(forward: str, named: str) -> None:
-    found = [f.message for f in pycheck.check(SOLUTION.replace(HONEST_FORWARD, forward))]
+    code = SOLUTION.replace(HONEST_FORWARD, forward).replace(
+        "class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    def peek(self):\n        return self._base\n\n")
+    found = [f.message for f in pycheck.check(code)]
     assert any(named in m for m in found), found
 
 
