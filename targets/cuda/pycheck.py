@@ -149,10 +149,12 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
     # object as `self`, and `self._...` is allowed only because `self` is the model's own
     methods: dict[str, set[str]] = {}
     for c in ast.walk(tree):
-        if isinstance(c, ast.ClassDef):  # its functions, and names bound in its body (`peek2 = peek`)
-            methods.setdefault(c.name, set()).update(
+        if isinstance(c, ast.ClassDef):  # its functions, and names bound in its body to anything but constants
+            methods.setdefault(c.name, set()).update(  # (`peek2 = peek`; `BLOCK = 256` stays readable as a constant)
                 {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                | {t.id for a in c.body if isinstance(a, (ast.Assign, ast.AnnAssign))
+                | {t.id for a in c.body if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None
+                   and not all(isinstance(v, ast.Constant) for v in ast.walk(a.value) if isinstance(v, ast.expr)
+                               and not isinstance(v, (ast.Tuple, ast.List, ast.UnaryOp)))
                    for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) if isinstance(t, ast.Name)})
     for node in ast.walk(tree):
         owner = _dotted(node.value).rpartition(".")[2] if isinstance(node, ast.Attribute) else ""

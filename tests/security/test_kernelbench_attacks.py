@@ -303,6 +303,12 @@ def test_self_is_the_model_only_as_a_method_s_first_parameter(forward: str, name
     assert any(named in m for m in found), found
 
 
+def test_a_class_constant_read_through_the_class_stays_usable() -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, "return " + HONEST_FORWARD[7:] + " * ModelNew.SCALE[0]").replace(
+        "class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    SCALE = (1.0, -2.0)\n\n")
+    assert pycheck.check(code) == []
+
+
 def test_the_model_s_own_private_state_stays_usable_in_its_methods_and_their_closures() -> None:
     code = SOLUTION.replace(HONEST_FORWARD, "self._calls = 1\n        def inner():\n            return self._calls\n"
                                             "        return " + HONEST_FORWARD[7:] + " * inner()")
