@@ -29,7 +29,7 @@ from typing import Any
 
 from speedpatch.targets.base import Finding
 
-ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.utils.cpp_extension", "math", "__future__", "typing"}
+ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math", "__future__", "typing"}
 FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
                    "vars", "open", "breakpoint", "input", "__builtins__", "__loader__", "__spec__", "importlib",
                    "memoryview", "exit", "quit",

@@ -46,12 +46,21 @@ def test_names_reached_by_strings_or_reflection_are_rejected(forward: str, named
     ("import os", "imports `os`"),
     ("import ctypes", "imports `ctypes`"),
     ("from importlib import import_module", "imports from `importlib`"),
-    ("import torch.nn.functional as F", "imports `torch.nn.functional`"),
     ("from subprocess import run as go", "imports from `subprocess`"),
 ])
 def test_imports_outside_the_allowlist_are_rejected(line: str, named: str) -> None:
     found = [f.message for f in pycheck.check(line + "\n" + SOLUTION)]
     assert any(named in m for m in found), found
+
+
+def test_torch_nn_functional_imported_as_f_is_allowed_as_kernelbench_solutions_write_it() -> None:
+    code = "import torch.nn.functional as F\n" + SOLUTION.replace(HONEST_FORWARD, "return F.relu(x)")
+    assert pycheck.check(code) == []
+
+
+def test_torch_nn_functional_imported_as_f_still_refuses_paths_through_its_module_attributes() -> None:
+    code = "import torch.nn.functional as F\n" + SOLUTION.replace(HONEST_FORWARD, "return F.torch.cuda.Stream()")
+    assert any("a path from an imported module" in f.message for f in pycheck.check(code))
 
 
 def test_patching_torch_or_the_timer_is_rejected_however_it_is_reached() -> None:
