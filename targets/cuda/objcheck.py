@@ -216,6 +216,30 @@ COMPILER_LOCAL = re.compile(r"^\.L|^\.text|^fatbinData$|^_GLOBAL__sub_I_|^__nv_|
                             r"^_ZL\d+__fatDeviceText$|^__fatbinwrap|^__sti____cudaRegisterAll")
 
 
+def _section_index(obj: Path, timeout: float) -> dict[str, int] | None:
+    """Section name -> its index in the object (`readelf -S`); None when it cannot be read."""
+    readelf = shutil.which("readelf")
+    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout) if readelf else (127, "", "")
+    if code != 0:
+        return None
+    return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.MULTILINE)}
+
+
+def _function_symbols(obj: Path, timeout: float) -> list[tuple[int, int, int, str]] | None:
+    """The object's function symbols as (section index, start, size, name) (`readelf -s`); None: unreadable."""
+    readelf = shutil.which("readelf")
+    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout) if readelf else (127, "", "")
+    if code != 0:
+        return None
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] in ("FUNC", "IFUNC") and parts[6].isdigit():
+            size = int(parts[2], 16) if parts[2].startswith("0x") else int(parts[2])
+            found.append((int(parts[6]), int(parts[1], 16), size, parts[7]))
+    return found
+
+
 def sections(obj: Path, timeout: float = 30) -> list[tuple[str, int, str]] | None:
     """The object's sections as (name, size, flags), from `readelf -S -W` (None when it cannot be read)."""
     readelf = shutil.which("readelf")
@@ -263,21 +287,10 @@ def table_code(obj: Path, pattern: str, timeout: float = 60) -> list[str] | None
     passed the size comparison). The same harness compiles to the same code; what differs is the solution's.
     Names that depend on the unit (the initializer is named after the unit's first global symbol, `.LC`
     constant labels, section offsets) are normalized."""
-    objdump, readelf = shutil.which("objdump"), shutil.which("readelf")
-    if objdump is None or readelf is None:
+    objdump, index, symbols = shutil.which("objdump"), _section_index(obj, timeout), _function_symbols(obj, timeout)
+    if objdump is None or index is None or symbols is None:
         return None
-    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
-    if code != 0:
-        return None
-    index = {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.MULTILINE)}
-    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout)
-    if code != 0:
-        return None
-    functions: dict[tuple[str, int], str] = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[3] in ("FUNC", "IFUNC") and parts[6].isdigit():
-            functions[(parts[6], int(parts[1], 16))] = parts[7]
+    functions = {(section, start): name for section, start, _, name in symbols}
     entries: list[str] = []
     for name in (n for n in index if re.fullmatch(pattern, n)):
         code, out, _ = _run([objdump, "-r", "-j", name, str(obj)], timeout)
@@ -285,7 +298,7 @@ def table_code(obj: Path, pattern: str, timeout: float = 60) -> list[str] | None
             return None
         for m in re.finditer(r"^[0-9a-f]+\s+R_X86_64_\w+\s+([^\s+]+)(?:\+0x([0-9a-f]+))?\s*$", out, re.MULTILINE):
             target, offset = m.group(1), int(m.group(2) or "0", 16)
-            entries.append(functions.get((str(index[target]), offset), f"{target}+{offset:#x}")
+            entries.append(functions.get((index[target], offset), f"{target}+{offset:#x}")
                            if target in index else target)
     code, out, _ = _run([objdump, "-d", "-r", "--no-show-raw-insn", str(obj)], timeout)
     if code != 0:
@@ -395,22 +408,12 @@ def registrations_outside_nvcc(obj: Path, timeout: float = 30) -> list[str] | No
     `__cudaRegisterFunction` on a host address of its choice) launches device code that cuobjdump never shows:
     the object's device code is what its `.nv_fatbin` holds (red-team: an fp16 kernel reading %globaltimer,
     registered so from launch() of an fp32 problem, compiled and passed every check). None: unreadable."""
-    objdump, readelf = shutil.which("objdump"), shutil.which("readelf")
-    if objdump is None or readelf is None:
+    objdump, index, symbols = shutil.which("objdump"), _section_index(obj, timeout), _function_symbols(obj, timeout)
+    if objdump is None or index is None or symbols is None:
         return None
-    code, out, _ = _run([readelf, "-s", "-W", str(obj)], timeout)
-    if code != 0:
-        return None
-    functions: dict[str, list[tuple[int, int, str]]] = {}  # section index -> (start, size, name)
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[3] in ("FUNC", "IFUNC") and parts[6].isdigit():
-            size = int(parts[2], 16) if parts[2].startswith("0x") else int(parts[2])
-            functions.setdefault(parts[6], []).append((int(parts[1], 16), size, parts[7]))
-    code, out, _ = _run([readelf, "-S", "-W", str(obj)], timeout)
-    if code != 0:
-        return None
-    index = {m.group(2): m.group(1) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.MULTILINE)}
+    functions: dict[int, list[tuple[int, int, str]]] = {}  # section index -> (start, size, name)
+    for section_no, start, size, name in symbols:
+        functions.setdefault(section_no, []).append((start, size, name))
     code, out, _ = _run([objdump, "-r", str(obj)], timeout)
     if code != 0:
         return None
@@ -424,7 +427,7 @@ def registrations_outside_nvcc(obj: Path, timeout: float = 30) -> list[str] | No
         if r is None or not REGISTRATION.match(r.group(2).split("@")[0]):
             continue
         offset = int(r.group(1), 16)
-        where = next((name for start, size, name in functions.get(index.get(section, ""), [])
+        where = next((name for start, size, name in functions.get(index.get(section, -1), [])
                       if start <= offset < start + max(size, 1)), f"section {section}")
         if not NVCC_REGISTRARS.match(where):
             found.add(f"{demangle([where]).get(where, where)} -> {r.group(2).split('@')[0]}")
