@@ -1,9 +1,12 @@
 """Build an A/B binary on this machine, one object per translation unit, with an object cache.
 
 The harness (main.cu) and the baseline change rarely during a search and the engine re-evaluates
-identical sources, so objects are cached by the hash of everything that goes into them. Every unit is
-built with `-Xptxas -v` so resource usage (registers, shared memory, spills) is known for any backend
-that builds here. Cached objects keep their compiler output alongside, so feedback survives a cache hit.
+identical sources, so objects are cached by the hash of everything that goes into them: the unit, the
+flags, the compiler, and the content of every header the compiler read (its `-MD` dependency list,
+kept next to the object as a manifest), so an edited header in the problem's folder rebuilds, and the
+same problem in another folder does not. Every unit is built with `-Xptxas -v` so resource usage
+(registers, shared memory, spills) is known for any backend that builds here. Cached objects keep their
+compiler output alongside, so feedback survives a cache hit.
 """
 
 from __future__ import annotations
@@ -52,24 +55,108 @@ class Built:
 def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list[str], includes: list[str],
                     cache: Path, timeout: float) -> tuple[int | None, str, bool]:
     """(returncode or None on timeout, compiler output, from_cache)."""
-    key = hashlib.sha256("\0".join([unit, units.files[unit], units.files["harness.cuh"], *flags, *includes,
+    folders = [inc[2:] for inc in includes if inc != "-I."]
+    # The problem's folder enters the key by position, not by path: what matters is what was read from it,
+    # which the manifest holds.
+    spelled = ["-I." if inc == "-I." else f"-I<folder {i}>" for i, inc in enumerate(includes)]
+    key = hashlib.sha256("\0".join([unit, units.files[unit], units.files["harness.cuh"], *flags, *spelled,
                                     nvcc_version(nvcc), kit_version()]).encode()).hexdigest()[:24]
-    obj, log = cache / f"{key}.o", cache / f"{key}.log"
+    manifest = cache / f"{key}.deps"
     target = build / unit.replace(".cu", ".o")
-    if obj.exists() and log.exists():
-        shutil.copyfile(obj, target)
-        return 0, log.read_text(), True
-    done = run_process([nvcc, *flags, "-Xptxas", "-v", *includes, "-c", unit, "-o", target.name], build, timeout)
+    hit = _cached(cache, manifest, folders)
+    if hit is not None:
+        shutil.copyfile(hit.with_suffix(".o"), target)
+        return 0, hit.with_suffix(".log").read_text(), True
+    depfile = build / unit.replace(".cu", ".d")
+    done = run_process([nvcc, *flags, "-Xptxas", "-v", *includes, "-MD", "-MF", depfile.name, "-c", unit,
+                        "-o", target.name], build, timeout)
     if done.returncode == 0 and not done.timed_out:
-        cache.mkdir(parents=True, exist_ok=True)
-        for src, dst in ((target, obj), (None, log)):
-            tmp = dst.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
-            if src is None:
-                tmp.write_text(done.output)
-            else:
-                shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)  # atomic: concurrent evaluations never read half an object
+        headers = _headers(depfile, build, folders)
+        if headers is not None:  # else: something read is not a plain file; not cached
+            stem = cache / _object_key(key, headers)
+            cache.mkdir(parents=True, exist_ok=True)
+            _store(target.read_bytes(), stem.with_suffix(".o"))
+            _store(done.output.encode(), stem.with_suffix(".log"))
+            _store("\n".join(f"{name}\t{digest}" for name, digest in headers.items()).encode(), manifest)
     return (None if done.timed_out else done.returncode), done.output, False
+
+
+def _store(data: bytes, path: Path) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)  # atomic: concurrent evaluations never read half an object
+
+
+def _object_key(key: str, headers: dict[str, str]) -> str:
+    return hashlib.sha256("\0".join([key, *(f"{n}={d}" for n, d in sorted(headers.items()))]).encode()).hexdigest()[:24]
+
+
+def _spelled(path: str, folders: list[str]) -> str:
+    """A header's name in the manifest: relative to the problem's folder where it lies there."""
+    for i, folder in enumerate(folders):
+        if path.startswith(folder.rstrip("/") + "/"):
+            return f"<folder {i}>/{path[len(folder.rstrip('/')) + 1:]}"
+    return path
+
+
+def _unspelled(name: str, folders: list[str]) -> str:
+    for i, folder in enumerate(folders):
+        prefix = f"<folder {i}>/"
+        if name.startswith(prefix):
+            return os.path.join(folder, name[len(prefix):])
+    return name
+
+
+def _digest(path: str) -> str | None:
+    """The content hash of a plain file; None for anything else (a device, a pipe, a missing file)."""
+    try:
+        if not os.path.isfile(path) or path.startswith(("/proc/", "/sys/", "/dev/")):
+            return None
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:24]
+    except OSError:
+        return None
+
+
+def _headers(depfile: Path, build: Path, folders: list[str]) -> dict[str, str] | None:
+    """Every file the compiler read outside the build folder (whose contents the key holds), by name, with
+    its content hash; None when one cannot be hashed."""
+    try:
+        text = depfile.read_text()
+    except OSError:
+        return None
+    # Make syntax: `target : dep dep \`, a space in a name escaped as `\ `.
+    _, colon, listed = text.replace("\\\n", " ").replace("\\ ", "\0").partition(": ")
+    if not colon:
+        return None
+    names = [w.replace("\0", " ") for w in listed.split()]
+    headers: dict[str, str] = {}
+    root = str(build.resolve())
+    for name in names:
+        path = os.path.normpath(os.path.join(root, name))
+        if path.startswith(root + "/"):
+            continue
+        digest = _digest(path)
+        if digest is None:
+            return None
+        headers[_spelled(path, folders)] = digest
+    return headers
+
+
+def _cached(cache: Path, manifest: Path, folders: list[str]) -> Path | None:
+    """The cached object's path without suffix, when every header listed for the key still hashes the same."""
+    try:
+        lines = manifest.read_text().splitlines()
+    except OSError:
+        return None
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, _, recorded = line.partition("\t")
+        if _digest(_unspelled(name, folders)) != recorded:
+            return None
+        headers[name] = recorded
+    stem = cache / _object_key(manifest.stem, headers)
+    return stem if stem.with_suffix(".o").exists() and stem.with_suffix(".log").exists() else None
 
 
 def build_local(units: Units, build: Path, nvcc: str, arch_flags: list[str], includes: list[str], cache: Path,

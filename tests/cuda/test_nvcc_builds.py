@@ -84,6 +84,41 @@ def test_compile_error_is_reported_with_the_original_line(tmp_path: Path, matmul
     assert f"matmul.cu({line})" in ev.log or f"matmul.cu({line + 1})" in ev.log, ev.log
 
 
+def _with_local_header(source: str, folder: Path, tile: int) -> Path:
+    """The matmul problem in `folder`, its harness including a header of that folder, its solution asserting the
+    header's value is 16."""
+    (folder / "tile.cuh").write_text(f"#define SP_TILE {tile}\n")
+    marker = "// speedpatch: solution"
+    problem = folder / "matmul.cu"
+    problem.write_text(source.replace(marker, '#include "tile.cuh"\n' + marker + '\nstatic_assert(SP_TILE == 16, "tile");'))
+    return problem
+
+
+def test_an_edited_header_of_the_problem_s_folder_is_compiled_again(tmp_path: Path, matmul_source: str,
+                                                                     compile_cache: Path) -> None:
+    folder = tmp_path / "problem"
+    folder.mkdir()
+    problem = _with_local_header(matmul_source, folder, 16)
+    settings = {"cache_dir": str(compile_cache)}
+    first = CudaCompileBackend().evaluate(problem.read_text(), context(tmp_path / "a", problem, settings))
+    assert first.status == NOT_MEASURED, first.message + first.log
+    _with_local_header(matmul_source, folder, 32)  # same sources, another header
+    again = CudaCompileBackend().evaluate(problem.read_text(), context(tmp_path / "b", problem, settings))
+    assert again.status == COMPILE_ERROR and "static assertion failed" in again.log, again.message
+
+
+def test_the_same_problem_in_another_folder_is_served_from_the_compile_cache(tmp_path: Path, matmul_source: str,
+                                                                             compile_cache: Path,
+                                                                             matmul_compiled) -> None:
+    copy = tmp_path / "elsewhere" / "matmul.cu"
+    copy.parent.mkdir()
+    copy.write_text(matmul_source)
+    before = sorted(compile_cache.glob("*.o"))
+    ev = CudaCompileBackend().evaluate(matmul_source, context(tmp_path, copy, {"cache_dir": str(compile_cache)}))
+    assert ev.status == matmul_compiled.status == NOT_MEASURED
+    assert sorted(compile_cache.glob("*.o")) == before  # nothing compiled: the folder's path is not in the key
+
+
 def test_cheating_candidate_is_rejected_without_compiling(tmp_path: Path, matmul_source: str) -> None:
     cheat = matmul_source.replace("float acc = 0.0f;", "float acc = 0.0f; long long t0 = clock64();")
     ev = CudaCompileBackend().evaluate(cheat, context(tmp_path, baseline=matmul_source))
