@@ -125,12 +125,15 @@ def main(out: Path) -> None:
         ray.shutdown()
 
     save()
-    # a worker node dies mid-run: its tasks are retried on the head, nothing lost or counted twice
-    longer = ("--offline", "-T", "3", "--seed", "1", "--json")
+    # a worker node dies mid-run: its tasks are retried on the head, nothing lost or counted twice. Seven
+    # candidates; the raylet is found before the run, so that the kill follows the second at once.
+    longer = ("--offline", "-T", "2", "-B", "2", "-N", "3", "-K", "1", "--seed", "1", "--json")
     killed = workspace(root, "killed", ray_toml())
+    worker = raylet_pid(head=False)
     run = cli(killed, "optimize", EXAMPLE.name, *longer, background=True)
     wait_for_candidates(killed, 2)
-    os.kill(raylet_pid(head=False), signal.SIGKILL)
+    os.kill(worker, signal.SIGKILL)
+    results["killed_after"] = len(candidates(killed))
     stdout, stderr = run.communicate(timeout=900)
     results["killed"] = {"code": run.returncode, "stdout": stdout, "stderr": stderr}
     results["killed_candidates"] = candidates(killed)
@@ -144,6 +147,7 @@ def main(out: Path) -> None:
     run = cli(gone, "optimize", EXAMPLE.name, *longer, background=True)
     wait_for_candidates(gone, 2)
     subprocess.run([os.environ.get("RAY_BIN", "ray"), "stop", "--force"], capture_output=True, timeout=120)
+    results["gone_after"] = len(candidates(gone))
     stdout, stderr = run.communicate(timeout=600)
     results["gone"] = {"code": run.returncode, "stdout": stdout, "stderr": stderr}
     run_id = json.loads(stdout)["run_id"] if stdout.strip().startswith("{") else ""

@@ -112,6 +112,7 @@ def test_a_worker_with_another_speedpatch_version_is_refused(results):
 def test_a_node_killed_mid_run_loses_and_doubles_nothing(results):
     data = run_json(results["killed"])
     assert data["status"] == "finished", results["killed"]["stderr"][-2000:]
+    assert len(results["killed_candidates"]) > results["killed_after"]  # the node died with work left
     ids = [c["id"] for c in results["killed_candidates"]]
     assert len(ids) == len(set(ids))
     assert by_hash(results["killed_candidates"]) == by_hash(results["killed_reference"])
@@ -124,6 +125,7 @@ def test_a_cluster_that_goes_away_interrupts_the_run_and_resume_finishes_it_loca
     assert "speedpatch resume" in json.loads(gone["stdout"])["message"]
     resumed = run_json(results["gone_resumed"])
     assert resumed["status"] == "finished"
+    assert len(results["gone_candidates"]) > results["gone_after"]  # resume evaluated what was left
 
 
 def test_backends_lists_how_many_cluster_nodes_can_run_each_backend(results):
