@@ -626,6 +626,18 @@ PACKED_SIMD = re.compile(r"^v?(?:p(?:add|sub|mul|madd|sad|avg|min|max|dp|hadd|hs
                          r"(?:add|sub|mul|div|min|max|sqrt|rcp|rsqrt|dp|hadd|hsub|addsub|round)p[sdh]|"
                          r"vfn?m(?:add|sub)\w*p[sdh]|vfmaddsub\w*|vfmsubadd\w*|vpdp\w*|vp\w+)$")
 WIDE_REGISTER = re.compile(r"%[yz]mm\d+|%k[0-7]\b")
+# A return whose stack pointer was just set from a computed value returns wherever that value points:
+# gcc's epilogue for __builtin_eh_return (x86-64: `mov %rcx,%rsp` or `lea d(%rsp,%rcx,1),%rsp`, then `ret`;
+# RISC-V: `add sp,sp,a4`, then `ret`), a jump to any address with no indirect-branch instruction. Stack
+# pointers restored at the end of a VLA scope (`mov %reg,%rsp`) are followed by more code, never a `ret`;
+# epilogues restore it from the frame pointer (`leave`, `lea -d(%rbp),%rsp`) or by constants.
+X86_RET = re.compile(r"^(?:(?:repz?|bnd|notrack)\s+)?retq?\b")
+X86_SP_COMPUTED = re.compile(r"^(?:mov[lq]?\s+%(?!rbp,)\w+|lea[lq]?\s+[-\w]*\(%rsp,%\w+(?:,\d+)?\)|add[lq]?\s+%\w+|"
+                             r"xchg[lq]?\s+%\w+|pop[lq]?\s*),%rsp$|^pop[lq]?\s+%rsp$")
+RISCV_SP_COMPUTED = re.compile(r"^(?:c\.)?(?:add|mv|sub)\s+sp,\s*(?:sp,\s*)?(?!sp\b|s0\b)[a-z]+\d*$")
+EH_RETURN_PROBLEM = ("returns to an address it computed (the stack pointer is set from a register just before "
+                     "`ret`: __builtin_eh_return's epilogue), an indirect jump that reaches code the checks never "
+                     "see and host work the charge skips")
 
 
 def kernel_object_problems(obj: Path, timeout: float = 60, riscv: bool = False) -> list[str]:
@@ -697,10 +709,11 @@ def _riscv_instruction_problems(dump: str, undefined: set[str]) -> list[str]:
     found: dict[str, set[str]] = {}
     function = "?"
     call_reloc = False  # the previous instruction carries a call relocation (auipc of a call/tail)
+    last_insn = ""  # mnemonic and operands of the previous instruction
     for line in dump.splitlines():
         header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
         if header:
-            function, call_reloc = header.group(1), False
+            function, call_reloc, last_insn = header.group(1), False, ""
             continue
         reloc = re.match(r"^\s+[0-9a-f]+: (R_RISCV_\w+)\s+(\S+?)(?:[-+]0x[0-9a-f]+)?$", line)
         if reloc:
@@ -714,6 +727,10 @@ def _riscv_instruction_problems(dump: str, undefined: set[str]) -> list[str]:
         if not m:
             continue
         word, mnemonic = int(m.group(1), 16), m.group(2)
+        if mnemonic in ("ret", "c.jr") and RISCV_SP_COMPUTED.match(last_insn) and (mnemonic == "ret"
+                                                                                 or m.group(3).strip() == "ra"):
+            found.setdefault(EH_RETURN_PROBLEM, set()).add(function)
+        last_insn = f"{mnemonic} {m.group(3).strip()}".strip()
         if mnemonic == ".4byte" and word & 0x7F == 0x7B:  # custom-3: a RoCC instruction
             funct = word >> 25
             if funct in HARNESS_FUNCTS:
@@ -742,7 +759,7 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
     for line in dump.splitlines():
         header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
         if header:
-            function = header.group(1)
+            function, last_insn = header.group(1), ""
             instrumented.setdefault(function, False)
             continue
         reloc = re.match(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\s+(\S+?)(?:[-+]0x[0-9a-f]+)?$", line)
@@ -760,6 +777,8 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
         if not sep or not re.match(r"^\s*[0-9a-f]+$", head):
             continue
         insn = insn.strip()
+        if X86_RET.match(insn) and X86_SP_COMPUTED.match(last_insn):
+            found.setdefault(EH_RETURN_PROBLEM, set()).add(function)
         last_insn = insn
         words = insn.split()
         if not words:

@@ -98,6 +98,13 @@ CHEATS = {
         "  helper(s);\n  for (long i = 0; i < 1000000; i++) *s += i;\n}\n"
         + kernel(f"  volatile long s = 0;\n  hidden(&s);\n  {LIBRARY_CALL}"),
         ["asm label", "not instrumented"]),
+    "a return through __builtin_eh_return": (
+        "static void *volatile resume;\nstatic volatile long rounds, acc;\n"
+        "__attribute__((noinline)) static void mark(void) { resume = __builtin_return_address(0); }\n"
+        "__attribute__((noinline)) static void again(void *target) { __builtin_eh_return(0, target); }\n"
+        + kernel(f"  rounds = 0;\n  mark();\n  acc = acc * 3 + 1;\n  rounds = rounds + 1;\n"
+                 f"  if (rounds < 1000) again(resume);\n  {LIBRARY_CALL}"),
+        ["returns to an address it computed"]),
     "the harness's record of trial 0 rewritten by trial 1": (
         kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
