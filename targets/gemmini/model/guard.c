@@ -142,7 +142,7 @@ void gm_kernel_leave_at(uint64_t saved) {
 #if defined(__x86_64__) && !defined(GEMMINI_MODEL_SPIKE)
 extern void *__libc_stack_end; /* glibc: the top of the initial stack, above main's frame */
 
-void gm_kernel_enter(const uint64_t *saved) {
+GM_SCRUB void gm_kernel_enter(const uint64_t *saved) {
   gm_kernel_enter_at((uint64_t)(uintptr_t)saved, (uint64_t)(uintptr_t)__libc_stack_end);
 }
 void gm_kernel_leave(const uint64_t *saved) { gm_kernel_leave_at((uint64_t)(uintptr_t)saved); }

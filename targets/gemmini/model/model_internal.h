@@ -12,6 +12,19 @@
 #define GARBAGE_LOCAL 0xFFFFFFFFu
 #define NUM_FUNCTS 128
 
+/* On the model's entry points that return into the program's code (RoCC, fence, the trace-pc hook, the
+ * charging wrappers, the checked kernel call's entry): clear every call-clobbered register on return. The
+ * program owns them after a call, and they held the model's working values: the seal key itself was in r8
+ * after each trace-pc hook and at the kernel's entry, and the key XOR a constant in xmm1's upper half, which
+ * a kernel reads as extra parameters of an old-style (unprototyped) function it calls, with no memory access
+ * (red-team, tests/security/test_gemmini_register_attacks.py). Natively only: inside Spike the program never
+ * sees the host's registers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(GEMMINI_MODEL_SPIKE)
+#define GM_SCRUB __attribute__((zero_call_used_regs("all")))
+#else
+#define GM_SCRUB
+#endif
+
 /* Instruction numbers (funct field). */
 enum {
   F_CONFIG = 0, F_MVIN2 = 1, F_MVIN = 2, F_MVOUT = 3, F_COMPUTE_PRELOADED = 4, F_COMPUTE_ACCUMULATE = 5,

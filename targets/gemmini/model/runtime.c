@@ -304,16 +304,16 @@ static uint64_t rocc(uint64_t funct, uint64_t rs1, uint64_t rs2, uintptr_t retur
   return rd;
 }
 
-uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+GM_SCRUB uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   return rocc(funct, rs1, rs2, (uintptr_t)__builtin_return_address(0));
 }
-void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+GM_SCRUB void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2) {
   (void)rocc(funct, rs1, rs2, (uintptr_t)__builtin_return_address(0));
 }
 
 /* Functional effects already happened at issue; the fence only moves the host clock to the moment
  * everything outstanding has completed. */
-void gemmini_model_fence(void) {
+GM_SCRUB void gemmini_model_fence(void) {
   init();
   gm_guard_check("a fence");
   host_segment((uintptr_t)__builtin_return_address(0), 0);
@@ -535,7 +535,7 @@ static void host_segment(uintptr_t return_address, int basic_block) {
 
 /* Called by the compiler at every basic block of code built with -fsanitize-coverage=trace-pc (the
  * user's file, library headers included): host computation costs cycles like on the real core. */
-void __sanitizer_cov_trace_pc(void) {
+GM_SCRUB void __sanitizer_cov_trace_pc(void) {
   S.host_blocks++;
   host_segment((uintptr_t)__builtin_return_address(0), 1);
 }
@@ -558,15 +558,15 @@ static void charge_program(uint64_t cycles) {
   if (!models_own && model_started()) gm_guard_host_add(cycles);
 }
 static void charge_libc(size_t n, int set) { charge_program(gemmini_model_copy_cycles(n, set)); }
-void *__wrap_memcpy(void *dst, const void *src, size_t n) {
+GM_SCRUB void *__wrap_memcpy(void *dst, const void *src, size_t n) {
   charge_libc(n, 0);
   return __real_memcpy(dst, src, n);
 }
-void *__wrap_memmove(void *dst, const void *src, size_t n) {
+GM_SCRUB void *__wrap_memmove(void *dst, const void *src, size_t n) {
   charge_libc(n, 0);
   return __real_memmove(dst, src, n);
 }
-void *__wrap_memset(void *dst, int value, size_t n) {
+GM_SCRUB void *__wrap_memset(void *dst, int value, size_t n) {
   charge_libc(n, 1);
   return __real_memset(dst, value, n);
 }
@@ -575,14 +575,14 @@ void *__wrap_memset(void *dst, int value, size_t n) {
 #define GM_WRAP_1(ret, name, arg, insns)                                \
   ret __real_##name(arg);                                               \
   ret __wrap_##name(arg x);                                             \
-  ret __wrap_##name(arg x) {                                            \
+  GM_SCRUB ret __wrap_##name(arg x) {                                   \
     charge_program((uint64_t)(insns) * T_HOST_CYCLES_PER_INSN);        \
     return __real_##name(x);                                            \
   }
 #define GM_WRAP_2(ret, name, arg, insns)                                \
   ret __real_##name(arg, arg);                                          \
   ret __wrap_##name(arg x, arg y);                                      \
-  ret __wrap_##name(arg x, arg y) {                                     \
+  GM_SCRUB ret __wrap_##name(arg x, arg y) {                            \
     charge_program((uint64_t)(insns) * T_HOST_CYCLES_PER_INSN);        \
     return __real_##name(x, y);                                         \
   }
