@@ -677,6 +677,15 @@ def kernel_object_problems(obj: Path, timeout: float = 60, riscv: bool = False) 
     ifuncs = sorted({parts[-1] for parts in (d.split() for d in defined) if len(parts) == 3 and parts[1] == "i"})
     if ifuncs:
         problems.append(f"the kernel defines indirect functions ({', '.join(ifuncs)}): their resolvers run before main")
+    # A common symbol (`__attribute__((common))`, or a tentative definition under -fcommon) stays global
+    # through objcopy's --keep-global-symbol, and the linker merges it with any variable of that name: the
+    # model's clock `T`, its seal key `gm_guard_key`, libc's data. A kernel read the seal key and the clock by
+    # name that way (red-team, tests/security/test_gemmini_attacks.py).
+    shared = sorted({parts[-1] for parts in (d.split() for d in defined) if len(parts) == 3 and parts[1] in "Cu"})
+    if shared:
+        problems.append(f"the kernel declares {', '.join(shared)} as a common (or unique) symbol, which the link "
+                        "merges with any variable of that name in the model, the harness or libc: make kernel data "
+                        "static, or give it an initializer")
     # -- instructions
     try:
         argv = [objdump, "-dr", str(obj)] if riscv else [objdump, "-dr", "--no-show-raw-insn", str(obj)]

@@ -105,6 +105,11 @@ CHEATS = {
         + kernel(f"  rounds = 0;\n  mark();\n  acc = acc * 3 + 1;\n  rounds = rounds + 1;\n"
                  f"  if (rounds < 1000) again(resume);\n  {LIBRARY_CALL}"),
         ["returns to an address it computed"]),
+    "the model's variables by name through common symbols": (
+        # (a common symbol stays global through objcopy and the link merges it with the model's variable)
+        kernel(f'  printf("key=%lx clock=%lx\\n", gm_guard_key, T[0]);\n  {LIBRARY_CALL}',
+               before="__attribute__((common)) unsigned long gm_guard_key, T[6];"),
+        ["common (or unique) symbol"]),
     "the harness's record of trial 0 rewritten by trial 1": (
         kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
