@@ -110,6 +110,11 @@ CHEATS = {
         kernel(f'  printf("key=%lx clock=%lx\\n", gm_guard_key, T[0]);\n  {LIBRARY_CALL}',
                before="__attribute__((common)) unsigned long gm_guard_key, T[6];"),
         ["common (or unique) symbol"]),
+    "a system file read at compile time through #import": (
+        # (gcc's #import and #include_next include a file as #include does; the compiler's error quoted
+        # /etc/passwd's first line into the log and the next prompt)
+        kernel(f'#import "/etc/passwd"\n  {LIBRARY_CALL}'),
+        ["includes come from the problem file"]),
     "the harness's record of trial 0 rewritten by trial 1": (
         kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
