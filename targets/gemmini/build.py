@@ -622,6 +622,10 @@ FORBIDDEN_INSN = re.compile(r"^(?:syscall|sysenter|sysexit|int|into|rdtsc|rdtscp
                             r"xgetbv|rdrand|rdseed|vmcall|vmmcall|iret\w*|lcall|ljmp|in|out|ins\w?|outs\w?)$")
 # x86 string instructions move any number of bytes as one "instruction" of the host-work model.
 REP_STRING = re.compile(r"^rep\w*\s+(?:movs|stos|cmps|scas|lods)")
+# ... and these move 64 to 512+ bytes each: the register file saved to or loaded from memory (fxsave/fxrstor,
+# xsave*/xrstor*), a 64-byte direct store (movdir64b, enqcmd). A kernel copied 256 bytes per fxrstor64 +
+# fxsave64 pair: 32 KiB charged 1,905 host cycles, 34,536 as 8-byte loads and stores (red-team).
+BULK_MOVE = re.compile(r"^(?:fxsave|fxrstor|xsave|xsaveopt|xsavec|xsaves|xrstor|xrstors)(?:64)?$|^(?:movdir64b|movdiri|enqcmds?)$")
 # Packed (SIMD) arithmetic: many MACs per host instruction, which the host-work model charges as one.
 # (Bitwise and shuffle instructions are left out: scalar float code uses andps/xorps for fabs and negation.)
 PACKED_SIMD = re.compile(r"^v?(?:p(?:add|sub|mul|madd|sad|avg|min|max|dp|hadd|hsub|sign|abs|sll|srl|sra)\w*|"
@@ -806,6 +810,10 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
         if REP_STRING.match(insn):
             found.setdefault("uses an x86 string instruction (rep movs/stos), which the host-work model cannot "
                              "charge per byte", set()).add(function)
+        if BULK_MOVE.match(mnemonic):
+            found.setdefault(f"uses {mnemonic}, one instruction that moves 64 to 512 bytes (processor state to or "
+                             "from memory), which the host-work model would charge as one instruction",
+                             set()).add(function)
         if WIDE_REGISTER.search(insn) or PACKED_SIMD.match(mnemonic):
             found.setdefault(f"uses host SIMD ({mnemonic}): host work is charged per scalar instruction, so "
                              "vector code would be undercharged", set()).add(function)

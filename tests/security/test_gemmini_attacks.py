@@ -115,6 +115,15 @@ CHEATS = {
         # /etc/passwd's first line into the log and the next prompt)
         kernel(f'#import "/etc/passwd"\n  {LIBRARY_CALL}'),
         ["includes come from the problem file"]),
+    "host copies through fxrstor/fxsave": (
+        # 256 bytes of xmm state per pair, charged as two instructions (32 KiB: 1,905 host cycles, 34,536 as
+        # 8-byte loads and stores); each 512-byte image needs only a valid MXCSR at byte 24
+        kernel(f"  for (int w = 0; w < 128; w++) {{\n    *(volatile unsigned int *)(src + 512 * w + 24) = 0x1f80;\n"
+               f"    __builtin_ia32_fxrstor64(src + 512 * w);\n    __builtin_ia32_fxsave64(dst + 512 * w);\n  }}\n"
+               f"  {LIBRARY_CALL}",
+               before="static unsigned char src[128 * 512] __attribute__((aligned(64)));\n"
+                      "static unsigned char dst[128 * 512] __attribute__((aligned(64)));"),
+        ["fxrstor64", "fxsave64"]),
     "the harness's record of trial 0 rewritten by trial 1": (
         kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
