@@ -593,6 +593,9 @@ NATIVE_KERNEL_TU_CFLAGS = [
     # Block copies and clears become memcpy/memset calls (charged per byte by the wrappers), never a
     # `rep movs/stos` (refused below) or a _FORTIFY_SOURCE __memcpy_chk (not wrapped).
     "-mstringop-strategy=libcall", "-U_FORTIFY_SOURCE",
+    # A variable-length array stays one stack adjustment: where gcc defaults to stack-clash protection
+    # (Ubuntu, Fedora), its page probes are a loop with no trace-pc hook, which the object check refuses.
+    "-fno-stack-clash-protection",
 ]
 HARNESS_TU_CFLAGS = ["-DSPEEDPATCH_TRUSTED=1"]
 
@@ -818,11 +821,86 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
             found.setdefault(f"uses host SIMD ({mnemonic}): host work is charged per scalar instruction, so "
                              "vector code would be undercharged", set()).add(function)
     problems = [f"the kernel {what} (in {', '.join(sorted(where))})" for what, where in found.items()]
+    looping = _uncharged_loops(dump)
+    if looping:
+        problems.append(f"the kernel has a loop that passes no trace-pc hook or model call (in {', '.join(looping)}): "
+                        "its rounds would be charged once (gcc makes such loops after instrumenting, e.g. the stack "
+                        "probes of a variable-length array under stack-clash-protection)")
     hidden = sorted(f for f, ok in instrumented.items() if not ok)
     if hidden:
         problems.append(f"{', '.join(hidden)} is not instrumented for host work (no_sanitize_coverage, an "
                         "optimize attribute or pragma): host work must be charged")
     return problems
+
+
+# The host-work charge is per straight-line segment, each charged when the hook (or model call) that starts it
+# runs: a loop must pass through one on every round. gcc instruments its GIMPLE blocks, so its own loops do;
+# loops it makes later, in RTL, do not: the stack probes of a variable-length array under
+# optimize("stack-clash-protection") ran 4 instructions per 4 KiB page, all rounds charged as one (red-team).
+CHARGING_CALLS = frozenset({"__sanitizer_cov_trace_pc", "gemmini_model_rocc", "gemmini_model_rocc_rd",
+                            "gemmini_model_fence"})
+_X86_JUMP = re.compile(r"^(?:(?:notrack|bnd)\s+)?(j\w+)\s+([0-9a-f]+)\b")
+_X86_END = re.compile(r"^(?:(?:repz?|bnd|notrack)\s+)?(?:retq?|jmp\w*|ud2|hlt)\b")
+
+
+def _uncharged_loops(dump: str) -> list[str]:
+    """Functions of an x86-64 object dump (objdump -dr) whose control flow has a cycle through no charging
+    call: direct jumps within the function are edges, calls fall through, a jump with a relocation leaves."""
+    functions: dict[str, list[tuple[int, str, str]]] = {}  # name -> [(address, instruction, reloc symbol)]
+    current: list[tuple[int, str, str]] | None = None
+    for line in dump.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            current = functions.setdefault(header.group(1), [])
+            continue
+        if current is None:
+            continue
+        reloc = re.match(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\s+(\S+?)(?:[-+]0x[0-9a-f]+)?$", line)
+        if reloc and current:
+            address, insn, _ = current[-1]
+            current[-1] = (address, insn, reloc.group(2))
+            continue
+        head, sep, insn = line.partition(":\t")
+        if sep and re.match(r"^\s*[0-9a-f]+$", head):
+            current.append((int(head, 16), insn.strip(), ""))
+    looping: list[str] = []
+    for name, insns in functions.items():
+        index = {address: i for i, (address, _, _) in enumerate(insns)}
+        successors: list[list[int]] = []
+        for i, (_, insn, symbol) in enumerate(insns):
+            nxt: list[int] = []
+            if insn.startswith("call") and symbol in CHARGING_CALLS:
+                successors.append(nxt)  # a charging call: every path through it is charged
+                continue
+            jump = _X86_JUMP.match(insn)
+            if jump and not symbol and int(jump.group(2), 16) in index:
+                nxt.append(index[int(jump.group(2), 16)])
+            if not _X86_END.match(insn) and i + 1 < len(insns):
+                nxt.append(i + 1)
+            successors.append(nxt)
+        state = [0] * len(insns)  # 0 unseen, 1 on the current path, 2 done
+        cyclic = False
+        for root in range(len(insns)):
+            if state[root] or cyclic:
+                continue
+            stack = [(root, 0)]
+            state[root] = 1
+            while stack and not cyclic:
+                node, k = stack[-1]
+                if k < len(successors[node]):
+                    stack[-1] = (node, k + 1)
+                    nxt_node = successors[node][k]
+                    if state[nxt_node] == 1:
+                        cyclic = True
+                    elif state[nxt_node] == 0:
+                        state[nxt_node] = 1
+                        stack.append((nxt_node, 0))
+                else:
+                    state[node] = 2
+                    stack.pop()
+        if cyclic:
+            looping.append(name)
+    return sorted(looping)
 
 
 # gcc copies some strings of the source into its assembly output as they are: asm labels and statements,

@@ -124,6 +124,12 @@ CHEATS = {
                before="static unsigned char src[128 * 512] __attribute__((aligned(64)));\n"
                       "static unsigned char dst[128 * 512] __attribute__((aligned(64)));"),
         ["fxrstor64", "fxsave64"]),
+    "a loop gcc makes after instrumenting (stack probes)": (
+        # 4 instructions per 4 KiB page of the array, every round charged as the first
+        kernel(f"  probe(4L << 20);\n  {LIBRARY_CALL}",
+               before="static volatile char sink;\n__attribute__((noinline, optimize(\"stack-clash-protection\"))) "
+                      "static void probe(long n) {\n  char b[n];\n  b[0] = 1;\n  sink = b[n - 1];\n}"),
+        ["passes no trace-pc hook"]),
     "the harness's record of trial 0 rewritten by trial 1": (
         kernel(record_rewrite(LIBRARY_CALL)),
         ["the harness's registers or stack frames changed", "the harness's record says"]),
