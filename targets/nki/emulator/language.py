@@ -348,7 +348,10 @@ _shared_hbm: list[_SharedHbm] = [_SharedHbm()]
 @checked("nl.ndarray", {"address": ((None,), "an explicit on-chip address (v2.33)")})
 def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", address: Any = None) -> Tile:
     def make() -> Tile:
-        return new_tile(shape, dtype, buffer, name=name or "ndarray")
+        tile = new_tile(shape, dtype, buffer, name=name or "ndarray")
+        if tile.buffer.kind == "psum":
+            tile.alloc.unwritten_psum = "ndarray"
+        return tile
 
     if getattr(buffer, "kind", "") == "hbm":
         return _shared_hbm[-1].get(make)
@@ -362,7 +365,8 @@ def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: st
     if tile.buffer.kind == "psum" and float(fill_value) == 0.0:
         # a zeroed PSUM accumulator costs nothing: the first matmul into it overwrites instead of
         # accumulating ([ARCH]: "Every nc_matmul instruction can choose whether to override ... or
-        # accumulate")
+        # accumulate"); read first by another engine, it pays its memset then (tensor.first_read_of_unwritten_psum)
+        tile.alloc.unwritten_psum = "zeros"
         return tile
     if tile.buffer.kind != "hbm":  # a memset on the Vector engine
         costmodel.current().issue("vector", ops.engine_cost_ns("vector", tile.free_size), [], [tile.access()],

@@ -14,7 +14,7 @@ from speedpatch.targets.nki.emulator import costmodel
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import DType, as_dtype, promote
 from speedpatch.targets.nki.emulator.errors import NkiError
-from speedpatch.targets.nki.emulator.tensor import Tile, fit_mask, new_tile, psum, sbuf
+from speedpatch.targets.nki.emulator.tensor import Tile, accumulator_values, fit_mask, new_tile, psum, sbuf
 
 ENGINE_NAMES = {"vector": "vector", "scalar": "scalar", "act": "scalar", "gpsimd": "gpsimd", "pool": "gpsimd"}
 
@@ -373,7 +373,7 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
         result = result.reshape(dst.shape)
     reads = [stationary.access(), moving.access()]
     if accumulate:
-        result = dst.read() + result
+        result = accumulator_values(dst) + result
         reads.append(dst.access())
     dst.write(result)
     trace = costmodel.current()
@@ -577,7 +577,7 @@ def accumulate_into(dst: Tile, other: Any) -> None:
     ):
         if tuple(other.shape) != tuple(dst.shape):
             raise NkiError(f"PSUM accumulation: shapes differ {other.shape} vs {dst.shape}")
-        dst.write(dst.read() + other.read())
+        dst.write(accumulator_values(dst) + other.read())
         trace = costmodel.current()
         trace.issue("tensor", 0.0, [other.access(), dst.access()], [dst.access()])
         trace.release(other.alloc)  # on hardware the matmul accumulated into dst's bank directly

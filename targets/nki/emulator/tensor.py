@@ -105,6 +105,9 @@ class Allocation:
         self.buffer = buffer
         self.name = name or "tensor"
         self.matmul_result = False
+        # a PSUM tile nothing has written yet ("ndarray", or "zeros": nl.zeros/nl.full(0) in PSUM): only a
+        # matmul may start from it (the hardware's override flag); any other first read is checked (read())
+        self.unwritten_psum: str | None = None
         self.implicit_buffer = False  # a legacy instruction result whose memory the emulator chose (ops._sbuf_operand)
         self.sbuf_copy: Any = None  # (producer, view, SBUF copy) of such a PSUM result read by a matmul
         self.slot: Any = None  # the cost model's record of its on-chip space
@@ -832,6 +835,8 @@ class Tile:
 
     def read(self, mask: Any = None) -> np.ndarray:
         """The values (float32 for float types), zero where masked out. May be a read-only view."""
+        if self.alloc.unwritten_psum is not None:
+            first_read_of_unwritten_psum(self)
         m = self._mask(mask)
         self._check_bounds(m)
         if self.strides is not None:
@@ -853,6 +858,7 @@ class Tile:
         global _writes
         _writes += 1
         self._store(values, mask, exact)
+        self.alloc.unwritten_psum = None
         if self.alloc.alias_moduli:  # mod_alloc: the blocks on the same memory now read these values too
             m = self._mask(mask)
             pos = self.pos if m is None else self.pos[m]
@@ -936,6 +942,37 @@ class Tile:
 
     def __bool__(self) -> bool:
         raise NkiError("a tile has no truth value on the host; kernel control flow cannot depend on tile data")
+
+
+def first_read_of_unwritten_psum(tile: Tile) -> None:
+    """An engine reads a PSUM tile nothing has written. PSUM starts at zero in the emulator only because a
+    matmul into a fresh accumulator overrides instead of accumulating (ops.matmul and ops.accumulate_into
+    read it through accumulator_values); on hardware the bank holds whatever it held before. Red-team: an
+    accumulator taken as nl.ndarray(buffer=nl.psum) and summed into by VectorE was correct here (zeros)
+    and garbage on the device; one from nl.zeros(buffer=nl.psum) got its memset for free. So nl.zeros pays
+    its VectorE memset now, and an nl.ndarray is refused."""
+    alloc = tile.alloc
+    kind, alloc.unwritten_psum = alloc.unwritten_psum, None
+    if kind == "zeros":
+        from speedpatch.targets.nki.emulator import ops
+
+        free = math.prod(alloc.shape) // max(1, alloc.shape[alloc.par_axis])
+        costmodel.current().issue("vector", ops.engine_cost_ns("vector", free), [], [alloc.tile().access()],
+                                  latency_ns=ops.access_latency_ns("vector"))
+        return
+    alloc.unwritten_psum = kind
+    raise NkiError(f"{alloc.name!r} is read before anything wrote it: a PSUM tile from nl.ndarray holds whatever "
+                   f"its bank held before (on hardware); start it with nl.zeros or a matmul into it")
+
+
+def accumulator_values(dst: Tile) -> np.ndarray:
+    """dst's values as a matmul accumulating into it sees them: an unwritten PSUM tile is zero (the first
+    matmul overrides the bank)."""
+    kind, dst.alloc.unwritten_psum = dst.alloc.unwritten_psum, None
+    try:
+        return dst.read()
+    finally:
+        dst.alloc.unwritten_psum = kind
 
 
 # ---- indexing -------------------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""nki-emulator: a kernel that reads a PSUM tile nothing has written.
+
+The emulator starts PSUM at zero only because a matmul into a fresh accumulator overrides the bank instead of
+adding to it; on hardware the bank holds whatever it held before. Red-team: an accumulator taken as
+nl.ndarray(buffer=nl.psum) and summed into by VectorE was correct here (the zeros) and would be garbage on the
+device; one from nl.zeros(buffer=nl.psum) had its memset for free (9 VectorE instructions where the same
+kernel with an SBUF accumulator pays 10). Each kernel runs through the real nki-emulator backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from speedpatch.model import OK, RUNTIME_ERROR
+from support.nki_eval import evaluate_problem
+
+pytestmark = pytest.mark.slow
+
+BLOCK_SUM = '''"""out = the sum of x's four 128-row blocks, x (512, 512) fp32."""
+
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def block_sum(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = {accumulator}
+    for i in nl.affine_range(4):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        acc[...] = nl.add(acc, t)
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out
+
+
+INPUTS = {{"x": ((512, 512), "float32")}}
+
+
+def reference(x):
+    return x.reshape(4, 128, 512).sum(axis=0)
+'''
+
+
+def _problem(accumulator: str) -> str:
+    return BLOCK_SUM.format(accumulator=accumulator)
+
+
+def test_a_psum_accumulator_nothing_wrote_is_not_read_as_zeros(tmp_path: Path) -> None:
+    # before: ok, "correct on 3 seeds" at 11.2 us
+    ev = evaluate_problem(tmp_path, _problem("nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)"))
+    assert ev.status == RUNTIME_ERROR, (ev.status, ev.message)
+    assert "before anything wrote it" in ev.message
+
+
+def test_a_zeroed_psum_accumulator_read_by_the_vector_engine_pays_its_memset(tmp_path: Path) -> None:
+    in_sbuf = evaluate_problem(tmp_path, _problem("nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)"))
+    in_psum = evaluate_problem(tmp_path, _problem("nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)"))
+    assert in_sbuf.status == OK and in_psum.status == OK, (in_sbuf.message, in_psum.message)
+    vector = [ev.feedback["engines"]["vector"]["instructions"] for ev in (in_sbuf, in_psum)]
+    assert vector[1] == vector[0] == 10, vector  # the same VectorE instructions, the memset included (before: 10, 9)
