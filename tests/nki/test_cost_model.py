@@ -478,6 +478,27 @@ def test_assigning_a_fresh_instruction_result_into_a_tile_is_that_instruction_wr
     assert engines["vector"]["instructions"] == 0
 
 
+def test_a_one_column_result_assigned_into_a_tile_is_that_instruction_writing_it():
+    # `t[i_p, j] = nisa.tensor_reduce(...)`: one element per partition has no free stride (the partitions' distance,
+    # 256 bytes here, is none), so the reduction writes the column itself (public conv1d_depthwise_default: a
+    # VectorE copy per output column was charged on top)
+    @jit
+    def k(x):
+        out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.zeros((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+        i_p = nl.arange(128)[:, None]
+        for j in nl.affine_range(4):
+            t[i_p, j] = nisa.tensor_reduce(np.add, nl.load(x[:, nl.ds(j * 128, 128)]), axis=[1])
+        nl.store(out, value=t)
+        return out
+
+    x = X[:128, :]
+    expected = np.zeros((128, 64), dtype=np.float32)
+    expected[:, :4] = x.reshape(128, 4, 128).sum(axis=2)
+    np.testing.assert_allclose(k(x), expected, rtol=1e-5)
+    assert last_report()["engines"]["vector"]["instructions"] == 1 + 4  # the memset, the four reductions
+
+
 def test_a_result_the_kernel_reads_before_assigning_it_is_still_copied():
     @jit
     def k(x):

@@ -700,18 +700,18 @@ class Tile:
         correct at 66.1 us against the honest strided 93.5 us)."""
         if self.ndim < 2:
             return 0
+        # The partition axis is no free axis: a view with one element per partition (`t[i_p, j]`, shape
+        # (128, 1)) has no free stride at all, whatever the partitions' distance in the allocation.
+        free_axes = [axis for axis in reversed(range(self.ndim)) if axis != self.par_axis and self.shape[axis] > 1]
+        if not free_axes:
+            return 0
+        axis = free_axes[0]
         if self.strides is None:
             pos = np.asarray(self.pos)
-            for axis in reversed(range(self.ndim)):
-                if self.shape[axis] > 1:
-                    a, b = np.moveaxis(pos, axis, -1)[..., :-1], np.moveaxis(pos, axis, -1)[..., 1:]
-                    steps = np.abs(b - a)[(a >= 0) & (b >= 0)]
-                    return int(steps.max(initial=0)) * self.dtype.itemsize
-            return 0
-        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
-            if n > 1:
-                return abs(s) * self.dtype.itemsize
-        return 0
+            a, b = np.moveaxis(pos, axis, -1)[..., :-1], np.moveaxis(pos, axis, -1)[..., 1:]
+            steps = np.abs(b - a)[(a >= 0) & (b >= 0)]
+            return int(steps.max(initial=0)) * self.dtype.itemsize
+        return abs(self.strides[axis]) * self.dtype.itemsize
 
     def contiguous_runs(self, mask: np.ndarray | None = None) -> int:
         """Contiguous runs of memory the (in-bounds, unmasked) elements form: DMA buffers."""
