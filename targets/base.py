@@ -164,9 +164,9 @@ class Target(ABC):
         names = self.defined_names(outside, kernel) | self.used_names(outside, kernel) | self.harness_names(kernel)
         return frozenset(names - self.defined_names(kernel.text, kernel))
 
-    def region_problems(self, region: str, kernel: Kernel) -> list[str]:
+    def region_problems(self, region: str, kernel: Kernel, path: str = "") -> list[str]:
         """What a candidate's kernel region holds that only the problem file may (an `#include`), each
-        said in one line; empty when nothing."""
+        said in one line; empty when nothing. `path`: the problem file's."""
         return []
 
     def kernel_names(self, region: str, kernel: Kernel) -> set[str]:

@@ -332,3 +332,44 @@ def without(text: str, dropped: Iterable[Item]) -> str:
             at += 1
     out.append(text[at:])
     return "".join(out)
+
+
+_FILE_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(include_next|include|import)\b[ \t]*(.*)$", re.MULTILINE)
+_HEADER = re.compile(r'<([^<>\n]+)>|"([^"\n]+)"')
+
+
+@dataclass(frozen=True)
+class Include:
+    """A directive that reads a file: `directive` (include, include_next, import), the header's name and
+    whether it is written in quotes; name '' when the operand is computed (a macro)."""
+
+    directive: str
+    name: str
+    quoted: bool
+    line: str
+
+
+def file_reads(text: str) -> list[Include]:
+    """The directives of `text` that read a file, as the preprocessor sees them: after line splices, with
+    comments as spaces (a string that merely looks like one counts too: refusing it costs nothing)."""
+    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text.replace("\\\n", ""))
+    found = []
+    for m in _FILE_DIRECTIVE.finditer(text):
+        header = _HEADER.fullmatch(m.group(2).strip())
+        name = (header.group(1) or header.group(2)).strip() if header else ""
+        found.append(Include(m.group(1), name, bool(header and header.group(2)), " ".join(m.group(0).split())))
+    return found
+
+
+def unsafe_include(include: Include) -> str:
+    """Why a header a candidate names would read a file outside the compiler's own headers ('' when it
+    would not): another directive than #include, a computed name, an absolute path or one that climbs
+    with `..`. The compiler quotes a file it cannot parse in its errors, and those go back to the LLM."""
+    if include.directive != "include":
+        return f"`#{include.directive}`"
+    if not include.name:
+        return "a computed header name"
+    parts = include.name.replace("\\", "/").split("/")
+    if include.name.startswith(("/", "~")) or "\\" in include.name or ".." in parts:
+        return "a path outside the include folders"
+    return ""

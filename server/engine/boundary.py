@@ -111,4 +111,4 @@ def check(target: Target, problem: Problem, source: str) -> list[str]:
             f"the kernel region redefines {names}, which the problem or its harness defines outside the "
             f"kernel {problem.kernel.name}; the problem's constants, harness and main are fixed"
         ]
-    return target.region_problems(region, problem.kernel)
+    return target.region_problems(region, problem.kernel, problem.path)

@@ -27,6 +27,7 @@ import re
 import string
 from typing import Any
 
+from speedpatch.targets import cfamily
 from speedpatch.targets.base import Finding
 
 ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math", "__future__", "typing"}
@@ -336,6 +337,12 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
         for piece in pieces:
             text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), str(piece.value))  # str by construction
             code = CPP_LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+            for include in cfamily.file_reads(str(piece.value)):
+                why = cfamily.unsafe_include(include)
+                if why:  # the build quotes a file it cannot parse, and the log goes back to the LLM
+                    findings.append(Finding("python", f"the extension's source has `{include.line}` ({why}): it "
+                                            "includes only the compiler's, CUDA's and torch's headers",
+                                            line_offset + piece.lineno - 1, 0))
             for pattern, what in CPP_FORBIDDEN:
                 hit = pattern.search(text if what == "a Python header" else code)
                 if hit:

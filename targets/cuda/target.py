@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -118,6 +119,29 @@ class CudaTarget(Target):
         used = cfamily.used_items(allowed, roots | cfamily.touched_names(kernel.text, cfamily.CUDA))
         kept = [item for item in allowed if item.kind == "include" or item in used]
         return "\n\n".join(item.text.rstrip() for item in kept) + "\n"
+
+    def region_problems(self, region: str, kernel: Kernel, path: str = "") -> list[str]:
+        """A candidate's solution reads no file the problem does not: every `#include` names a header of the
+        compiler's own folders (no `#import`/`#include_next`, computed name, absolute path or `..`), a quoted
+        one only when the trusted solution has it too, and none that the problem's folder holds (the build
+        searches it first): the compiler quotes what it cannot parse in the log the LLM is shown."""
+        if _is_kernelbench(kernel):
+            return []  # its extension's sources are read by pycheck
+        trusted = {i.line for i in cfamily.file_reads(kernel.text)}
+        folder = os.path.dirname(os.path.abspath(path)) if path else ""
+        found = []
+        for include in cfamily.file_reads(region):
+            if include.line in trusted:
+                continue
+            why = cfamily.unsafe_include(include)
+            if not why and include.quoted and not include.name.startswith(self.harness_prefixes):
+                why = "a quoted header the problem's solution does not include"
+            if not why and folder and os.path.exists(os.path.join(folder, include.name)):
+                why = "a file of the problem's folder"
+            if why:
+                found.append(f"the solution has `{include.line}` ({why}): a candidate includes only the compiler's "
+                             "and CUDA's headers, and those the problem's own solution includes")
+        return found
 
     harness_prefixes = ("speedpatch_", "SPEEDPATCH_", "spd_", "SPD_")
 

@@ -123,7 +123,7 @@ class GemminiTarget(Target):
         """main and every name the shipped headers (gemmini.h, speedpatch_harness.h...) define."""
         return {"main"} | set(cfamily.header_names(str(INCLUDE), cfamily.C))
 
-    def region_problems(self, region: str, kernel: Kernel) -> list[str]:
+    def region_problems(self, region: str, kernel: Kernel, path: str = "") -> list[str]:
         """Includes are the problem file's: the kernel region adds none (not even inside the kernel)."""
         found = [f"the kernel region has `{line}`: includes come from the problem file, the kernel adds none"
                  for line in cfamily.includes(region, cfamily.C)]

@@ -109,3 +109,34 @@ def test_offline_moves_of_every_example_stay_inside_the_kernel_region(target, pa
     problem = problem_of(path, "launch")
     for move in target.offline_moves(problem.source, problem.kernel):
         assert boundary.check(target, problem, move.source) == [], move.plan
+
+
+# A candidate's compile error quotes the file it could not parse, and the log goes back to the LLM in the repair
+# prompt: `#include "/etc/passwd"` in a solution printed `root:x:0:0:root:/root:/bin/bash` (red-team).
+FILE_READS = {
+    '#include "/etc/passwd"': "a path outside the include folders",
+    "#include <../../secrets.h>": "a path outside the include folders",
+    "#import <cuda_fp16.h>": "`#import`",
+    "#include_next <cuda_fp16.h>": "`#include_next`",
+    "#define HDR </etc/hostname>\n#include HDR": "a computed header name",
+    '#include "notes.h"': "a quoted header the problem's solution does not include",
+}
+
+
+@pytest.mark.parametrize("line", list(FILE_READS))
+def test_a_solution_that_would_read_a_file_the_problem_does_not_is_refused(target, problem, line: str) -> None:
+    candidate = problem.source.replace(MARKER, MARKER + line + "\n")
+    assert any(FILE_READS[line] in m for m in boundary.check(target, problem, candidate)), line
+
+
+def test_a_solution_that_includes_a_file_of_the_problem_s_folder_is_refused(tmp_path, target) -> None:
+    (tmp_path / "matmul.cu").write_text(SOURCE)
+    (tmp_path / ".env").write_text("TOKEN=abc\n")
+    problem = problem_of(tmp_path / "matmul.cu", "launch")
+    candidate = problem.source.replace(MARKER, MARKER + "#include <.env>\n")
+    assert any("a file of the problem's folder" in m for m in boundary.check(target, problem, candidate))
+
+
+def test_a_solution_may_include_cuda_s_headers_and_what_the_problem_s_solution_includes(target, problem) -> None:
+    candidate = problem.source.replace(MARKER, MARKER + "#include <cuda_fp16.h>\n#include <mma.h>\n")
+    assert boundary.check(target, problem, candidate) == []

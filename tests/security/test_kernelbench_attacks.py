@@ -235,6 +235,15 @@ def test_the_extensions_source_may_not_reach_python_from_inside_the_runner(line:
         "the finding names the line of the source string it is on"
 
 
+@pytest.mark.parametrize("line", ['#include "/etc/passwd"', "#include <../../../etc/passwd>", "#import <cuda.h>"])
+def test_the_extensions_source_reads_no_file_outside_the_include_folders(line: str) -> None:
+    # the build's error quotes a file it cannot parse, and the log goes back to the LLM
+    code = SOLUTION.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n" + line + "\n")
+    assert code != SOLUTION
+    found = [f.message for f in pycheck.check(code)]
+    assert any(line in m and "includes only" in m for m in found), found
+
+
 def test_sources_computed_at_run_time_are_refused() -> None:
     code = SOLUTION.replace("cuda_sources=relu_source,", 'cuda_sources=relu_source.replace("Q", "Py"),')
     found = [f.message for f in pycheck.check(code)]
