@@ -1,4 +1,5 @@
-"""nki-emulator: a kernel that reads a PSUM tile nothing has written.
+"""nki-emulator: a kernel that reads an on-chip tile nothing has written (PSUM, or integers in SBUF), and a tile
+read as a sequence by NumPy in the trusted process.
 
 The emulator starts PSUM at zero only because a matmul into a fresh accumulator overrides the bank instead of
 adding to it; on hardware the bank holds whatever it held before. Red-team: an accumulator taken as
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from speedpatch.model import OK, RUNTIME_ERROR
+from speedpatch.model import INCORRECT, OK, RUNTIME_ERROR
 from support.nki_eval import evaluate_problem
 
 pytestmark = pytest.mark.slow
@@ -58,3 +59,22 @@ def test_a_zeroed_psum_accumulator_read_by_the_vector_engine_pays_its_memset(tmp
     assert in_sbuf.status == OK and in_psum.status == OK, (in_sbuf.message, in_psum.message)
     vector = [ev.feedback["engines"]["vector"]["instructions"] for ev in (in_sbuf, in_psum)]
     assert vector[1] == vector[0] == 10, vector  # the same VectorE instructions, the memset included (before: 10, 9)
+
+
+def test_an_integer_tile_nothing_wrote_is_not_read_as_zeros(tmp_path: Path) -> None:
+    # SBUF floats start as NaN; integers started at zero, so an int32 accumulator taken as nl.ndarray and summed
+    # into was ok, "correct on 3 seeds", with one VectorE instruction (its memset) fewer than the honest kernel
+    problem = BLOCK_SUM.replace("fp32", "int32").replace("nl.float32", "nl.int32").replace('"float32"', '"int32"')
+    ev = evaluate_problem(tmp_path, problem.format(accumulator="nl.ndarray((128, 512), dtype=nl.int32, buffer=nl.sbuf)"))
+    assert ev.status == INCORRECT, (ev.status, ev.message)
+
+
+def test_an_index_array_indexed_by_a_tile_fails_at_once(tmp_path: Path) -> None:
+    # NumPy reads a tile used as an index as a sequence (len, then t[0], t[1], ...), and a tile's integer index
+    # is checked only at its access: the trusted process looped until the evaluation's timeout (not a figure,
+    # but a whole evaluation's time for one line of hostile kernel)
+    attack = _problem("nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)").replace(
+        "        acc[...] = nl.add(acc, t)", "        probe = nl.arange(4)[t]\n        acc[...] = nl.add(acc, t)")
+    ev = evaluate_problem(tmp_path, attack, timeout=30)
+    assert ev.status == RUNTIME_ERROR, (ev.status, ev.message)
+    assert "not iterable" in ev.message or "sequence" in ev.message, ev.message

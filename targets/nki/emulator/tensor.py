@@ -219,6 +219,11 @@ class Allocation:
         # PSUM starts at zero because matmuls accumulate into it.
         if self.dtype.is_float and self.buffer.kind != "psum":
             return np.full(self.shape, np.nan, dtype=np.float32)
+        if self.buffer.kind != "psum":
+            # integers have no NaN: the largest value stands for whatever the memory held (red-team: an int32
+            # accumulator taken as nl.ndarray and summed into read zeros here, skipping its memset, and would
+            # be garbage on a device)
+            return np.full(self.shape, np.iinfo(self.dtype.storage).max, dtype=self.dtype.storage)
         return np.zeros(self.shape, dtype=self.dtype.storage)
 
     @property
@@ -295,6 +300,11 @@ class Tile:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def __iter__(self) -> Any:
+        # Without it Python and NumPy iterate a tile through __getitem__ until an IndexError, which its lazily
+        # checked integer index never raises: `nl.arange(4)[t]` looped in the trusted process (red-team)
+        raise TypeError(f"tile {self.alloc.name!r} is not iterable on the host: index it, or loop with nl.affine_range")
 
     def __repr__(self) -> str:
         return f"<tile {self.name} {self.shape} {self.dtype!r} in {self.buffer!r}>"
