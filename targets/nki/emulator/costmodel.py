@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import math
 import sys
 import weakref
 from collections import defaultdict
@@ -81,11 +82,13 @@ class _Slot:
     """The on-chip space of one allocation, as the allocator sees it (holds no reference to the tile)."""
 
     __slots__ = ("kind", "nbytes", "reads", "writes", "retired", "name", "spilled", "partitions", "queued", "gone",
-                 "evicted")
+                 "evicted", "region", "born")
 
     def __init__(self, kind: str, nbytes: int, reads: RegionTimes, writes: RegionTimes, name: str,
-                 partitions: int = P.PARTITIONS) -> None:
+                 partitions: int = P.PARTITIONS, region: Region | None = None) -> None:
         self.kind = kind
+        self.region = region  # one block of a blocked SBUF tensor (its region), or None: the whole allocation
+        self.born = writes.floor  # (a block) the write floor at allocation: a later one means a write folded in
         self.nbytes = nbytes
         self.spilled = False  # its data is in HBM (spilled by the compiler); reloaded at its next use
         self.partitions = partitions
@@ -101,7 +104,20 @@ class _Slot:
         self.retired = True
 
     def last_access(self) -> float:
-        return max(self.reads.last(), self.writes.last())
+        if self.region is None:
+            return max(self.reads.last(), self.writes.last())
+        return max(self.reads.latest(self.region), self.writes.latest(self.region))
+
+    def last_write(self) -> float:
+        return self.writes.last() if self.region is None else self.writes.latest(self.region)
+
+    def holds_data(self) -> bool:
+        """Whether spilling it moves bytes: a block nothing has written yet holds none (the compiler places a
+        block at its first write, so its space is free to take until then)."""
+        if self.region is None or self.writes.floor > self.born:
+            return True
+        region = self.region
+        return any(_overlaps(r, region) for r in self.writes.entries)
 
 
 class _Loop:
@@ -228,14 +244,34 @@ class Trace:
                 + (f"; largest tiles in scope: {biggest}" if biggest else "")
             )
         alloc.reads.floor = alloc.writes.floor = wait
-        slot = _Slot(kind, nbytes, alloc.reads, alloc.writes, alloc.name, alloc.shape[alloc.par_axis])
-        alloc.slot = slot
-        slots.append(slot)
+        new = self._slots_of(alloc, kind, nbytes)
+        if len(new) == 1:
+            alloc.slot = new[0]
+        else:
+            alloc.block_slots = new
+        slots.extend(new)
         self.live[kind] += nbytes
         self.peak[kind] = max(self.peak[kind], self.live[kind])
-        if self.loops:
-            self.loops[-1].slots.append(slot)
-        weakref.finalize(alloc, slot.retire)  # no Python name refers to it any more: out of scope
+        for slot in new:
+            if self.loops:
+                self.loops[-1].slots.append(slot)
+            weakref.finalize(alloc, slot.retire)  # no Python name refers to it any more: out of scope
+
+    @staticmethod
+    def _slots_of(alloc: Allocation, kind: str, nbytes: int) -> list[_Slot]:
+        """The allocator's units of one tensor: one per block of a blocked SBUF tensor (the axes before the
+        partition axis; the compiler allocates and spills each block on its own, so a tensor's blocks the
+        loop is done with go to HBM, not the whole tensor at each use), else the whole tensor. Tensors
+        whose blocks share memory (mod_alloc) stay whole."""
+        axes = alloc.par_axis
+        count = math.prod(alloc.shape[:axes]) if axes else 1
+        partitions = alloc.shape[axes]
+        if kind != "sbuf" or count <= 1 or alloc.alias_moduli:
+            return [_Slot(kind, nbytes, alloc.reads, alloc.writes, alloc.name, partitions)]
+        rest = tuple((0, n - 1) for n in alloc.shape[axes:])
+        return [_Slot(kind, nbytes // count, alloc.reads, alloc.writes, alloc.name, partitions,
+                      (*((int(c), int(c)) for c in coords), *rest))
+                for coords in itertools.product(*(range(n) for n in alloc.shape[:axes]))]
 
     def psum_fits(self, free_bytes: int) -> bool:
         """Whether a PSUM tile of free_bytes per partition fits next to the PSUM tiles in scope."""
@@ -273,20 +309,22 @@ class Trace:
         for slot in candidates:
             if self.live["sbuf"] + nbytes <= limit:
                 break
-            done = self._spill_dma(slot, store=True)
+            if slot.holds_data():
+                free_at = max(free_at, self._spill_dma(slot, store=True))
+                self.spills += 1
+            else:
+                free_at = max(free_at, slot.last_access())
             slot.spilled = True
             self.slots["sbuf"].remove(slot)
             slot.gone = True
             self.live["sbuf"] -= slot.nbytes
-            self.spills += 1
-            free_at = max(free_at, done)
         return free_at
 
     def _spill_dma(self, slot: _Slot, store: bool) -> float:
         """The DMA of a spill (store) or reload: the tile's bytes, one descriptor per partition."""
         nbytes = slot.nbytes * slot.partitions
         per_engine = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + slot.partitions * P.DMA_DESCRIPTOR_NS) / P.DMA_ENGINES
-        ready = slot.writes.last() if store else 0.0
+        ready = slot.last_write() if store else 0.0
         start = self._dma_place(ready, per_engine + P.DMA_DESCRIPTOR_NS)
         end = start + per_engine + P.DMA_DESCRIPTOR_NS
         self.busy["dma"] += (per_engine + P.DMA_DESCRIPTOR_NS) * P.DMA_ENGINES
@@ -294,16 +332,26 @@ class Trace:
         self.horizon = max(self.horizon, end)
         return end if store else end + P.DMA_LATENCY_NS
 
-    def reload(self, alloc: Allocation) -> None:
-        """A spilled tile is used again: make room for it and load it back (its data is ready after)."""
-        slot = alloc.slot
+    def reload(self, alloc: Allocation, region: Region | None = None) -> None:
+        """A spilled tile (or, of a blocked one, the blocks `region` touches) is used again: make room for
+        it and load it back (its data is ready after)."""
+        if alloc.block_slots:
+            for block in alloc.block_slots:
+                if block.spilled and block.region is not None and (region is None or _overlaps(block.region, region)):
+                    self._reload(block, block.region)
+            return
+        self._reload(alloc.slot, alloc.full_region())
+
+    def _reload(self, slot: _Slot, region: Region) -> None:
         slot.spilled = False
         slot.gone = False
         wait = self._spill(slot.nbytes, P.SBUF_BYTES_PER_PARTITION) if (
             self.live["sbuf"] + slot.nbytes > P.SBUF_BYTES_PER_PARTITION) else 0.0
-        slot.writes.floor = max(slot.writes.floor, wait)
-        done = self._spill_dma(slot, store=False)
-        slot.writes.add(alloc.full_region(), done)
+        if not slot.holds_data():  # nothing to bring back: only its space, once free
+            slot.writes.add(region, wait)
+        else:
+            slot.writes.floor = max(slot.writes.floor, wait)
+            slot.writes.add(region, self._spill_dma(slot, store=False))
         self.slots["sbuf"].append(slot)
         self.live["sbuf"] += slot.nbytes
         self.peak["sbuf"] = max(self.peak["sbuf"], self.live["sbuf"])

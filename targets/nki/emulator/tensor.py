@@ -111,6 +111,7 @@ class Allocation:
         self.implicit_buffer = False  # a legacy instruction result whose memory the emulator chose (ops._sbuf_operand)
         self.sbuf_copy: Any = None  # (producer, view, SBUF copy) of such a PSUM result read by a matmul
         self.slot: Any = None  # the cost model's record of its on-chip space
+        self.block_slots: list[Any] = []  # instead, one record per block (a blocked SBUF tensor)
         self.pending_dma: Any = None  # a load not issued yet: it may still be retargeted (ops.dma)
         self.deferred_fill: Any = None  # fills the storage of a retargeted load if it is read after all
         self.producer: Any = None  # its last engine write: (trace, instruction number, start, visible, engine,
@@ -808,7 +809,10 @@ class Tile:
             raise NkiError(alloc.slot.evicted)
         if alloc.slot is not None and alloc.slot.spilled:  # the compiler spilled it: reload it first
             costmodel.current().reload(alloc)
-        return (alloc, self.region())
+        region = self.region()
+        if alloc.block_slots:  # the blocks this view touches, those spilled
+            costmodel.current().reload(alloc, region)
+        return (alloc, region)
 
     # ---- data ----------------------------------------------------------------------------------
     def _mask(self, mask: Any) -> np.ndarray | None:
