@@ -22,17 +22,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from speedpatch.engine.reverify import Reverifier, reverify
-from speedpatch.model import OK, REJECTED, Candidate
+from gemmini_native import HONEST, LIBRARY_CALL, SIGNATURE, evaluate, reverified_on_spike
+from speedpatch.model import OK, REJECTED
 from speedpatch.targets import get_target
-from speedpatch.targets.base import EvalContext
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "gemmini" / "matmul_128.c"
-SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C)"
-LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
-                "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
-                "false, false, false, 0, WS);")
 ROUNDS = 1000
 BODY = "\n".join(f"  acc = acc * 3 + {i};" for i in range(200))  # ~600 host instructions, one basic block
 
@@ -69,14 +63,6 @@ def target():
     return get_target("gemmini")
 
 
-def evaluate(target, work: Path, region: str):
-    original = EXAMPLE.read_text()
-    (kernel,) = target.find_kernels(original)
-    work.mkdir()
-    ctx = EvalContext(kernel=kernel, path=str(EXAMPLE), workdir=work, timeout=120, baseline_source=original, seed=1)
-    return target.backend("gemmini-native").evaluate(target.splice(original, kernel, region), ctx)
-
-
 def test_a_return_through_builtin_eh_return_is_refused(target, tmp_path):
     # Before: correct at 33,775 cycles; the same 1,000 rounds of ~600 instructions as a loop: 620,191.
     ev = evaluate(target, tmp_path / "eh", host_work_kernel(EH_RETURN))
@@ -99,27 +85,13 @@ def test_a_winner_whose_host_work_hid_behind_a_rewritten_return_is_rejected_on_s
     spike = target.backend("gemmini-spike")
     if not spike.availability({}).usable:
         pytest.skip(spike.availability({}).reason)
-    original = EXAMPLE.read_text()
-    (kernel,) = target.find_kernels(original)
-    honest = evaluate(target, tmp_path / "honest", f"{SIGNATURE} {{\n  {LIBRARY_CALL}\n}}")
+    honest = evaluate(target, tmp_path / "honest", HONEST)
     region = host_work_kernel(RETURN_SLOT)
     skipped = evaluate(target, tmp_path / "slot", region)
     assert skipped.status == OK, skipped.message  # natively it passes (the xfail above)
 
-    def on_spike(source: str):
-        work = tmp_path / f"spike{len(list(tmp_path.glob('spike*')))}"
-        work.mkdir()
-        ctx = EvalContext(kernel=kernel, path=str(EXAMPLE), workdir=work, timeout=240, baseline_source=original)
-        return spike.evaluate(source, ctx)
-
-    def candidate(name: str, text: str, ev) -> Candidate:
-        return Candidate(id=name, run_id="r", parent_id=None, iteration=1, plan=name,
-                         source=target.splice(original, kernel, text), source_hash=name, evaluation=ev)
-
-    base = candidate("base", kernel.text, honest)
-    outcome, changed = reverify(Reverifier("gemmini-spike", on_spike), base, [candidate("slot", region, skipped)],
-                                lambda: False)
-    assert outcome.best is base
+    best, changed = reverified_on_spike(target, tmp_path, honest, region, skipped)
+    assert best is not None and best.id == "base"
     (rejected,) = changed
     assert rejected.evaluation.status == REJECTED, rejected.evaluation.message
     assert "gemmini-spike measured" in rejected.evaluation.message, rejected.evaluation.message

@@ -18,18 +18,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from speedpatch.engine.reverify import Reverifier, reverify
-from speedpatch.model import OK, REJECTED, Candidate
+from gemmini_native import HONEST, LIBRARY_CALL, SIGNATURE, evaluate, reverified_on_spike
+from speedpatch.model import OK, REJECTED
 from speedpatch.targets import get_target
-from speedpatch.targets.base import EvalContext
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "gemmini" / "matmul_128.c"
 MODEL_DIR = REPO / "targets" / "gemmini" / "model"
-SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C)"
-LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
-                "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
-                "false, false, false, 0, WS);")
 # The model's variables the attacks write (guard.c's sealed state, in the order guard.c's state_digest mixes it).
 SEALED = ["gm_insn_no", "r_host", "r_macs", "r_read", "r_write", "r_host_cycles", "r_insns", "r_open", "r_logged",
           "r_log_digest", "verdict_hash", "verdicts", "k_open", "k_frames", "k_top"]
@@ -45,17 +39,9 @@ def target():
     return get_target("gemmini")
 
 
-def evaluate(target, work: Path, region: str):
-    original = EXAMPLE.read_text()
-    (kernel,) = target.find_kernels(original)
-    work.mkdir()
-    ctx = EvalContext(kernel=kernel, path=str(EXAMPLE), workdir=work, timeout=120, baseline_source=original, seed=1)
-    return target.backend("gemmini-native").evaluate(target.splice(original, kernel, region), ctx)
-
-
 def offsets_from_stdout(target, tmp_path: Path) -> dict[str, int]:
     """Each model variable's offset from `&stdout` in the executable of the honest kernel."""
-    ev = evaluate(target, tmp_path / "honest", f"{SIGNATURE} {{\n  {LIBRARY_CALL}\n}}")
+    ev = evaluate(target, tmp_path / "honest", HONEST)
     assert ev.status == OK, ev.message
     (binary,) = (tmp_path / "honest").glob("*.native")
     found: dict[str, int] = {}
@@ -148,7 +134,7 @@ static void forge(unsigned long d) {{
                                       "winner is held to Spike's figure (the test below)")
 def test_a_kernel_that_reads_the_seal_key_cannot_report_a_forged_clock(target, tmp_path):
     region = forging_kernel(target, tmp_path)
-    honest = evaluate(target, tmp_path / "again", f"{SIGNATURE} {{\n  {LIBRARY_CALL}\n}}")
+    honest = evaluate(target, tmp_path / "again", HONEST)
     forged = evaluate(target, tmp_path / "forged", region)
     assert forged.status != OK or forged.value >= honest.value, (
         f"a forged clock was reported: {forged.value} cycles, the honest kernel {honest.value}")
@@ -158,27 +144,13 @@ def test_a_winner_whose_native_clock_was_forged_is_rejected_by_re_verification_o
     spike = target.backend("gemmini-spike")
     if not spike.availability({}).usable:
         pytest.skip(spike.availability({}).reason)
-    original = EXAMPLE.read_text()
-    (kernel,) = target.find_kernels(original)
-    honest = evaluate(target, tmp_path / "again", f"{SIGNATURE} {{\n  {LIBRARY_CALL}\n}}")
+    honest = evaluate(target, tmp_path / "again", HONEST)
     region = forging_kernel(target, tmp_path)
     forged = evaluate(target, tmp_path / "forged", region)
     assert forged.status == OK and forged.value < 0.8 * honest.value, (forged.message, honest.value)  # it works natively
 
-    def on_spike(source: str):
-        work = tmp_path / f"spike{len(list(tmp_path.glob('spike*')))}"
-        work.mkdir()
-        ctx = EvalContext(kernel=kernel, path=str(EXAMPLE), workdir=work, timeout=240, baseline_source=original)
-        return spike.evaluate(source, ctx)
-
-    def candidate(name: str, text: str, ev) -> Candidate:
-        return Candidate(id=name, run_id="r", parent_id=None, iteration=1, plan=name,
-                         source=target.splice(original, kernel, text), source_hash=name, evaluation=ev)
-
-    base = candidate("base", kernel.text, honest)
-    outcome, changed = reverify(Reverifier("gemmini-spike", on_spike), base, [candidate("forged", region, forged)],
-                                lambda: False)
-    assert outcome.best is base
+    best, changed = reverified_on_spike(target, tmp_path, honest, region, forged)
+    assert best is not None and best.id == "base"
     (rejected,) = changed
     assert rejected.evaluation.status == REJECTED
     assert "below the" in rejected.evaluation.message and "gemmini-spike measured" in rejected.evaluation.message

@@ -16,16 +16,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from gemmini_native import LIBRARY_CALL, SIGNATURE, evaluate
 from speedpatch.model import OK
 from speedpatch.targets import get_target
-from speedpatch.targets.base import EvalContext
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "gemmini" / "matmul_128.c"
-SIGNATURE = "void matmul_kernel(const elem_t *A, const elem_t *B, const acc_t *bias, elem_t *C)"
-LIBRARY_CALL = ("tiled_matmul_auto(MAT_DIM_I, MAT_DIM_J, MAT_DIM_K, A, B, bias, C, MAT_DIM_K, MAT_DIM_J, MAT_DIM_J, "
-                "MAT_DIM_J, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, 1, MATMUL_ACT, MATMUL_SCALE, 0, true, false, "
-                "false, false, false, 0, WS);")
 # peek(when) is called with one argument; its old-style definition reads five more integer registers
 # (rsi, rdx, rcx, r8, r9) and xmm0-7 as they were left.
 PEEK = r"""typedef long v2l __attribute__((vector_size(16)));
@@ -42,20 +37,11 @@ __attribute__((noinline)) static void peek(when, r_si, r_dx, r_cx, r8, r9, x0, x
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")]
 
 
-def evaluate(work: Path, region: str):
-    target = get_target("gemmini")
-    original = EXAMPLE.read_text()
-    (kernel,) = target.find_kernels(original)
-    work.mkdir()
-    ctx = EvalContext(kernel=kernel, path=str(EXAMPLE), workdir=work, timeout=120, baseline_source=original, seed=1)
-    return target.backend("gemmini-native").evaluate(target.splice(original, kernel, region), ctx)
-
-
 def test_the_registers_the_model_hands_back_hold_none_of_its_values(tmp_path):
     # peek(1): at the kernel's entry, after its first trace-pc hook; peek(2): after the library call's RoCC
     # instructions and a fence. Before: "peek 1 r8=ce9fcbf7548d5bc9 ... xmm1=0:ce9f99b213c1148e" (the key,
     # and the key XOR 0x5245474c4f47).
-    ev = evaluate(tmp_path / "peek", PEEK + f"{SIGNATURE} {{\n  peek(1L);\n  {LIBRARY_CALL}\n  gemmini_fence();\n"
+    ev = evaluate(get_target("gemmini"), tmp_path / "peek", PEEK + f"{SIGNATURE} {{\n  peek(1L);\n  {LIBRARY_CALL}\n  gemmini_fence();\n"
                                             "  peek(2L);\n}")
     assert ev.status == OK, ev.message
     lines = [line for line in ev.log.splitlines() if line.startswith("peek ")]
