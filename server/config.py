@@ -34,6 +34,7 @@ class SearchConfig:
     different_fraction: float = 0.1  # share that ask for one different from the menu
     early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
     fix_on_failure: bool = True
+    hardware_feedback: bool = True  # the parent's hardware feedback (utilization, memory use) in plan prompts
     reverify: bool = True  # re-check the winner on the backend's independent functional backend, if it has one
     fix_within_samples: bool = True  # a repair is one of the plan's K samples (false: an extra one)
     preset: str = ""  # "paper": the paper-era Gemmini hyper-parameters (PRESETS), explicit keys still win

@@ -157,7 +157,7 @@ class LLMProposer:
         choice = prompts.draw_menu(self.menu, rng, s.dropout_keep, s.invent_fraction, s.different_fraction)
         parent = slot.parent
         ev = parent.evaluation
-        feedback = self.target.feedback_text(ev) if ev else ""
+        feedback = self.target.feedback_text(ev) if ev and s.hardware_feedback else ""
         prompt = prompts.plan_prompt(
             self.menu, self.language, parent.source, self.kernel.name, ev.value if ev else None,
             ev.unit if ev else "", feedback, choice, slot.iteration, slot.iterations, slot.guidance,

@@ -336,3 +336,20 @@ def test_repairs_outside_the_samples_when_asked(tmp_path):
         api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
     phases = [phase_of(r) for r in server.requests]
     assert phases.count("code") == 2 and phases.count("fix") == 2
+
+
+def test_plan_prompts_carry_the_parents_hardware_feedback_by_default(tmp_path):
+    with FakeOpenAI(scripted()) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    plan = next(r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "plan")
+    assert "Hardware feedback from its last run:\n- executed lines: 174" in plan
+
+
+def test_hardware_feedback_in_plan_prompts_can_be_turned_off(tmp_path):
+    with FakeOpenAI(scripted()) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1, hardware_feedback=False)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    plan = next(r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "plan")
+    assert "Its latency was 174 lines." in plan
+    assert "Hardware feedback" not in plan and "executed lines" not in plan
