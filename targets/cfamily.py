@@ -10,6 +10,7 @@ prototype names a file-scope object). Junk input gives a partial answer, never a
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import re
@@ -245,22 +246,6 @@ def called_names(text: str, grammar: str = C) -> set[str]:
     return found
 
 
-def includes(text: str, grammar: str = C) -> list[str]:
-    """The `#include` lines of a source, wherever they sit (inside a function body too)."""
-    parsed = _parse(text, grammar)
-    if parsed is None:
-        return []
-    tree, _ = parsed
-    found: list[str] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "preproc_include":
-            found.append(" ".join(_text(node).split()))
-        stack.extend(reversed(node.children))
-    return found
-
-
 def syntax_error(text: str, grammar: str = C) -> str:
     """'' when the source parses cleanly, else where it does not (tree-sitter recovers from errors, so
     this is how a reply's prose mixed into code is told apart from code)."""
@@ -334,14 +319,66 @@ def without(text: str, dropped: Iterable[Item]) -> str:
     return "".join(out)
 
 
-_FILE_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(include_next|include|import)\b[ \t]*(.*)$", re.MULTILINE)
+# How the preprocessor reads lines: a backslash joins the next line even with blanks before the line end
+# (gcc warns, and joins), and CR, LF and CRLF all end a line.
+_LINE_END = re.compile(r"\r\n?")
+_SPLICE = re.compile(r"\\[ \t\f\v]*\n")
+# A directive starts a line after blanks (form feed and vertical tab are blanks to gcc); `%:` is the digraph
+# and `??=` the trigraph of `#` (off in gcc's GNU and C++17 modes: counting it costs nothing).
+_DIRECTIVE = re.compile(r"^[ \t\f\v]*(?:#|%:|\?\?=)[ \t\f\v]*(\w+)(.*)$", re.MULTILINE)
+_LITERAL = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+# Tokens that decide where a comment starts: a comment, a literal (its encoding prefix is an identifier), an
+# identifier (so that `u8'a'` is not read as a number), a pp-number (which in C++ takes `'` digit separators,
+# `1'000`, where C would start a character literal) and, in C++, a raw string, which spans lines.
+_C_TOKENS = re.compile(r"//[^\n]*|/\*.*?\*/|[A-Za-z_$]\w*|\.?\d(?:[eEpP][+-]|[\w.])*|" + _LITERAL, re.S)
+_CPP_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|(?:u8|u|U|L)?R"([^()\\ \t\n]{0,16})\(.*?\)\1"|[A-Za-z_$]\w*'
+                         r"|\.?\d(?:[eEpP][+-]|'?[\w.])*|" + _LITERAL, re.S)
+FILE_DIRECTIVES = ("include", "include_next", "import", "embed")
+
+
+@dataclass(frozen=True)
+class Directive:
+    """A preprocessing directive: its name (a linemarker's is its line number), the rest of its line with
+    comments as spaces, the line's number (from 1, after splices) and the directive as written there."""
+
+    name: str
+    operand: str
+    number: int
+    line: str
+
+
+def _blank(match: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0)) if match.group(0).startswith("/") else match.group(0)
+
+
+def directives(text: str, cpp: bool = True) -> list[Directive]:
+    """Every line of `text` that some reading of it makes a directive. The preprocessor's own reading is
+    the one that knows where literals and comments are (C or C++, `cpp`); the text as written and the
+    text with every comment-looking run blanked are read too, so that a lexing subtlety this reader gets
+    wrong (a literal that hides a comment, or a comment that hides a line) can only add a directive: a
+    check built on this refuses too much, never too little."""
+    text = _SPLICE.sub("", _LINE_END.sub("\n", text))
+    comment_free = (_CPP_TOKENS if cpp else _C_TOKENS).sub(_blank, text)
+    readings = (comment_free, _COMMENT.sub(_blank, text), text)
+    found: dict[int, Directive] = {}
+    for reading in readings:
+        starts = [0] + [m.end() for m in re.finditer("\n", reading)]
+        for m in _DIRECTIVE.finditer(reading):
+            number = bisect.bisect_right(starts, m.start())
+            if number not in found:
+                operand = _COMMENT.sub(_blank, m.group(2)).strip()
+                written = " ".join(f"#{m.group(1)} {operand}".split())
+                found[number] = Directive(m.group(1), operand, number, written)
+    return [found[n] for n in sorted(found)]
+
+
 _HEADER = re.compile(r'<([^<>\n]+)>|"([^"\n]+)"')
 
 
 @dataclass(frozen=True)
 class Include:
-    """A directive that reads a file: `directive` (include, include_next, import), the header's name and
-    whether it is written in quotes; name '' when the operand is computed (a macro)."""
+    """A directive that reads a file: `directive` (include, include_next, import, embed), the header's name
+    and whether it is written in quotes; name '' when the operand is computed (a macro)."""
 
     directive: str
     name: str
@@ -349,15 +386,15 @@ class Include:
     line: str
 
 
-def file_reads(text: str) -> list[Include]:
-    """The directives of `text` that read a file, as the preprocessor sees them: after line splices, with
-    comments as spaces (a string that merely looks like one counts too: refusing it costs nothing)."""
-    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text.replace("\\\n", ""))
+def file_reads(text: str, cpp: bool = True) -> list[Include]:
+    """The directives of `text` that read a file, as `directives` finds them (a line that only looks like
+    one counts too: refusing it costs nothing)."""
     found = []
-    for m in _FILE_DIRECTIVE.finditer(text):
-        header = _HEADER.fullmatch(m.group(2).strip())
-        name = (header.group(1) or header.group(2)).strip() if header else ""
-        found.append(Include(m.group(1), name, bool(header and header.group(2)), " ".join(m.group(0).split())))
+    for d in directives(text, cpp):
+        if d.name in FILE_DIRECTIVES:
+            header = _HEADER.fullmatch(d.operand)
+            name = (header.group(1) or header.group(2)).strip() if header else ""
+            found.append(Include(d.name, name, bool(header and header.group(2)), d.line))
     return found
 
 

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from speedpatch.targets import cfamily
 from speedpatch.targets.base import ProcResult, run_process
 
 HERE = Path(__file__).resolve().parent
@@ -915,36 +916,15 @@ ASM_STRING_ATTRIBUTES = frozenset({name for base in ("section", "symver", "alias
 # it came from (the check below tells the region's own tokens from its headers' by them).
 FORBIDDEN_DIRECTIVES = frozenset({"line", "ident", "sccs"})
 _PP_TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\S')
-_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 _LINEMARKER = re.compile(r'^#\s*\d+\s+"(?:\\.|[^"\\])*"((?:\s+\d)*)\s*$')
-
-
-# Directives that read a file into the unit: #include, and gcc's #include_next and (deprecated) #import,
-# which the engine's include rule (tree-sitter's preproc_include) did not see: a candidate's `#import
-# "/etc/passwd"` was compiled, and the file's first line came back in the compiler's error, i.e. in the
-# evaluation's log, which the fix prompt quotes (red-team; gemmini.target.region_problems now reads these).
-INCLUDE_DIRECTIVES = frozenset({"include", "include_next", "import"})
-
-
-def _region_directives(region: str) -> list[str]:
-    """The region's preprocessing directive names, read as the preprocessor reads them: after line splices,
-    with comments as spaces (a linemarker's name is its line number)."""
-    text = region.replace("\\\n", "")
-    text = _COMMENT_OR_LITERAL.sub(lambda m: " " if m.group(0).startswith("/") else m.group(0), text)
-    return [m.group(1) for m in (re.match(r"^\s*(?:#|%:)\s*(\w+)", line) for line in text.splitlines()) if m]
-
-
-def region_include_directives(region: str) -> list[str]:
-    """The directives of the region that read a file (`#include`, `#include_next`, `#import`)."""
-    return list(dict.fromkeys("#" + d for d in _region_directives(region) if d in INCLUDE_DIRECTIVES))
 
 
 def region_directive_problems(region: str) -> list[str]:
     """The region's preprocessing directives that the kernel unit may not contain: #line, linemarkers and
     #ident. (Includes are the engine's to refuse, Target.region_problems: a file evaluated on its own may
     include what it likes.)"""
-    found = ["#" + ("line (a linemarker)" if d.isdigit() else d) for d in _region_directives(region)
-             if d in FORBIDDEN_DIRECTIVES or d.isdigit()]
+    found = ["#" + ("line (a linemarker)" if d.name.isdigit() else d.name)
+             for d in cfamily.directives(region, cpp=False) if d.name in FORBIDDEN_DIRECTIVES or d.name.isdigit()]
     return [f"the kernel region uses {d}: kernel code may not rewrite its line information or write into the "
             "assembly" for d in dict.fromkeys(found)]
 

@@ -13,7 +13,7 @@ from typing import Any
 from speedpatch.model import Evaluation, Kernel
 from speedpatch.targets import cfamily
 from speedpatch.targets.base import Backend, Move, Target
-from speedpatch.targets.gemmini import build, checks, csource, moves
+from speedpatch.targets.gemmini import checks, csource, moves
 from speedpatch.targets.gemmini.backends.common import uses_harness
 
 INCLUDE = Path(__file__).resolve().parent / "include"  # the trusted headers problems include
@@ -124,12 +124,10 @@ class GemminiTarget(Target):
         return {"main"} | set(cfamily.header_names(str(INCLUDE), cfamily.C))
 
     def region_problems(self, region: str, kernel: Kernel, path: str = "") -> list[str]:
-        """Includes are the problem file's: the kernel region adds none (not even inside the kernel)."""
-        found = [f"the kernel region has `{line}`: includes come from the problem file, the kernel adds none"
-                 for line in cfamily.includes(region, cfamily.C)]
-        # gcc's other spellings, which tree-sitter reads as unknown directives
-        return found + [f"the kernel region has {d}: includes come from the problem file, the kernel adds none"
-                        for d in build.region_include_directives(region) if d != "#include"]
+        """Includes are the problem file's: the kernel region adds none (not even inside the kernel), in any
+        spelling gcc reads (`#import`, `#include_next`, `%:include`, after a splice or a form feed)."""
+        return [f"the kernel region has `{include.line}`: includes come from the problem file, the kernel adds none"
+                for include in cfamily.file_reads(region, cpp=False)]
 
     def syntax_error(self, code: str, kernel: Kernel) -> str:
         return cfamily.syntax_error(code, cfamily.C)
