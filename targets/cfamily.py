@@ -336,6 +336,22 @@ _CPP_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|(?:u8|u|U|L)?R"([^()\\ \t\n]{0,16}
 FILE_DIRECTIVES = ("include", "include_next", "import", "embed")
 
 
+_RAW_STRING = re.compile(r'(?:u8|u|U|L)?R"')
+
+
+def code_text(text: str, cpp: bool = True, literals: bool = True) -> str:
+    """`text` as the compiler reads its tokens: lines spliced, every comment as spaces and, without
+    `literals`, the inside of every string and character literal too (its quotes stay). Names a rule looks
+    for cannot hide in a comment that is really a string (`"/*"`), nor be split by a splice (`Py\\`)."""
+    def blank(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token.startswith("/") or (not literals and (token[0] in "\"'" or _RAW_STRING.match(token))):
+            inner = re.sub(r"[^\n]", " ", token)
+            return inner if token.startswith("/") else token[0] + inner[1:-1] + token[-1]
+        return token
+    return (_CPP_TOKENS if cpp else _C_TOKENS).sub(blank, _SPLICE.sub("", _LINE_END.sub("\n", text)))
+
+
 @dataclass(frozen=True)
 class Directive:
     """A preprocessing directive: its name (a linemarker's is its line number), the rest of its line with

@@ -113,10 +113,9 @@ CPP_FORBIDDEN = [
     (re.compile(r"##"), "token pasting (a name built out of sight)"),
     (re.compile(r"\)\s*(?:__asm__|__asm|asm)\s*\(\s*\""), "an asm label (a symbol named by a string)"),
 ]
-CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-# String and character literals, blanked before the name rules: a message such as "PyTorch tensor expected" is
-# text, not a call (a name in a string reaches nothing without dlsym, which the symbol check refuses).
-CPP_LITERAL = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")
+# Names are read in the code, not in comments nor string and character literals (cfamily.code_text): a message
+# such as "PyTorch tensor expected" is text, not a call (a name in a string reaches nothing without dlsym, which
+# the symbol check refuses).
 ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
 
 
@@ -335,8 +334,8 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
                                     line_offset + value.lineno - 1, value.col_offset))
             continue
         for piece in pieces:
-            text = CPP_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), str(piece.value))  # str by construction
-            code = CPP_LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+            text = cfamily.code_text(str(piece.value))  # str by construction
+            code = cfamily.code_text(str(piece.value), literals=False)
             for include in cfamily.file_reads(str(piece.value)):
                 why = cfamily.unsafe_include(include)
                 if why:  # the build quotes a file it cannot parse, and the log goes back to the LLM

@@ -222,6 +222,12 @@ CPP_ATTACKS = [
     ('#include "pybind11/eval.h"', "Python header"),
     ("static void* wrap = (void*)&THPVariable_Wrap;", "`THPVariable_Wrap`"),
     ("static int depth() { return c10::impl::TorchDispatchModeTLS::stack_len(); }", "`TorchDispatchModeTLS`"),
+    # read with comments removed, by a reader that took a string's "/*" for a comment's start: the call between
+    # the two strings was blanked with the "comment"; and a splice (backslash, line end: `\\\\` in the Python
+    # source is one backslash in the string) split the name where the rules looked for it
+    ('const char* a = "/*"; static void* m = PyImport_ImportModule("__main__"); const char* b = "*/";',
+     "`PyImport_ImportModule`"),
+    ('static void* m = (void*)&P\\\\\nyImport_ImportModule;', "`PyImport_ImportModule`"),
 ]
 
 
