@@ -35,6 +35,7 @@ class SearchConfig:
     early_stop: int = 0  # stop after this many iterations without improvement (0 = never)
     fix_on_failure: bool = True
     hardware_feedback: bool = True  # the parent's hardware feedback (utilization, memory use) in plan prompts
+    code_format: str = "rewrite"  # code replies: "rewrite" (the whole kernel) or "edits" (JSON old/new list)
     reverify: bool = True  # re-check the winner on the backend's independent functional backend, if it has one
     fix_within_samples: bool = True  # a repair is one of the plan's K samples (false: an extra one)
     preset: str = ""  # "paper": the paper-era Gemmini hyper-parameters (PRESETS), explicit keys still win
@@ -156,6 +157,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 _SECTIONS = {"search": SearchConfig, "llm": LLMConfig, "budget": BudgetConfig, "sandbox": SandboxConfig,
              "ray": RayConfig}
 EXECUTORS = ("local", "ray")
+CODE_FORMATS = ("rewrite", "edits")
 
 
 def _check(key: str, value: Any, default: Any) -> Any:
@@ -250,6 +252,8 @@ def _apply(config: Config, data: dict[str, Any], origin: str) -> None:
                 checked = _check(label, v, getattr(section, key))
                 if full == "search.executor" and checked not in EXECUTORS:
                     raise ConfigError(f"{label}: expected one of {', '.join(EXECUTORS)}, got {checked!r}")
+                if full == "search.code_format" and checked not in CODE_FORMATS:
+                    raise ConfigError(f"{label}: expected one of {', '.join(CODE_FORMATS)}, got {checked!r}")
                 if full == "search.reuse" and not checked.strip():
                     raise ConfigError(f"{label}: expected \"auto\", \"off\" or a run id, got {checked!r}")
                 if full in _FRACTIONS and not 0 <= checked <= 1:

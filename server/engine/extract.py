@@ -5,10 +5,14 @@ snippet), or code without fences. The code taken is the last complete fenced blo
 being optimized, by name, as the target's parser sees it; a reply without such a block is taken whole, or
 without its leading and trailing prose paragraphs, when that parses and defines the kernel. Anything else
 is unusable, and the reason says what was wrong so that one repair prompt can ask for it again.
+
+In edits mode ([search] code_format = "edits") a reply may instead hold a ```json block with a list of
+{"old": ..., "new": ...} replacements, applied in order to the parent's kernel region (`edited_kernel`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -88,3 +92,37 @@ def kernel_code(reply: str, target: Target, kernel: Kernel, region: str) -> Extr
         return Extracted(None, f"none of the reply's {len(blocks)} code block(s) defines {wanted}")
     return Extracted(None, f"the reply holds no fenced code block, and its text does not parse as code that "
                            f"defines {wanted}")
+
+
+def edited_kernel(reply: str, target: Target, kernel: Kernel, region: str) -> Extracted | None:
+    """The parent's kernel region (`region`) with the edits of the reply's last ```json block applied in
+    order, each "old" text found exactly once; None when the reply has no such block (a whole rewrite,
+    which kernel_code takes)."""
+    edits = [b for b in code_blocks(reply)[0] if b.language.lower() == "json"]
+    if not edits:
+        return None
+    try:
+        data = json.loads(edits[-1].code)
+    except json.JSONDecodeError as exc:
+        return Extracted(None, f"the ```json edits block is not valid JSON ({exc.msg}, line {exc.lineno})")
+    if not isinstance(data, list) or not data or not all(
+        isinstance(e, dict) and isinstance(e.get("old"), str) and isinstance(e.get("new"), str) for e in data
+    ):
+        return Extracted(None, 'the ```json edits block must be a non-empty list of {"old": "...", "new": "..."} '
+                               "objects")
+    code = region
+    for i, edit in enumerate(data, 1):
+        old = edit["old"]
+        found = code.count(old) if old else 0
+        if found != 1:
+            why = ("is empty" if not old else "is not in the current code (copy it exactly, whitespace included)"
+                   if not found else f"occurs {found} times (quote more of its context so that it is unique)")
+            return Extracted(None, f'the "old" text of edit {i} {why}')
+        code = code.replace(old, edit["new"], 1)
+    names = target.kernel_names(region, kernel)
+    if not _defines(target, code, kernel, names):
+        wanted = " or ".join(f"`{n}`" for n in sorted(names)) or f"`{kernel.name}`"
+        error = target.syntax_error(code, kernel)
+        what = f"does not parse ({error})" if error else f"no longer defines {wanted}"
+        return Extracted(None, f"after the edits the kernel code {what}")
+    return Extracted(code)

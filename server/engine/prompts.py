@@ -219,25 +219,38 @@ def plan_prompt(
     return Prompt(tuple(parts))
 
 
-def code_rules(menu: Menu, language: str, kernel: str) -> list[str]:
+def edits_rule(kernel: str) -> str:
+    """The reply format of edits mode: replacements in the kernel's region instead of its whole code."""
+    return (
+        f"Reply with your changes as edits to the code of `{kernel}` (its region of the file above, helpers "
+        'included), not as whole code: a JSON list of {"old": "exact current text", "new": "its replacement"} '
+        'objects in ONE fenced ```json block, applied in order; each "old" must occur exactly once in that '
+        "region. Where a rule above asks for the complete code in a code block, these edits take its place."
+    )
+
+
+def code_rules(menu: Menu, language: str, kernel: str, edits: bool = False) -> list[str]:
+    """The code and fix prompts' rules; `edits`: the reply is a list of edits (edits_rule), not whole code."""
     return list(menu.code_rules) + [
         "The new code must be semantically equivalent to the original: same results for every input.",
         f"Only the kernel `{kernel}` may change. The problem's constants, macros, includes and harness "
         "(inputs, reference, timer, main) are fixed: they are always taken from the original file, and code "
         "that redefines them is rejected.",
+        edits_rule(kernel) if edits else
         f"Reply with the complete new definition of `{kernel}` in ONE fenced ```{language} code block.",
     ]
 
 
-def code_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str) -> Prompt:
+def code_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, edits: bool = False) -> Prompt:
     parts = _knowledge(menu) + _examples(menu, language)
     parts.append(_code_section(language, source, kernel))
     parts.append(Part("Optimize it following this plan:\n" + plan.strip()))
-    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel))))
+    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel, edits))))
     return Prompt(tuple(parts))
 
 
-def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, status: str, output: str) -> Prompt:
+def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, status: str, output: str,
+               edits: bool = False) -> Prompt:
     parts = _knowledge(menu)
     parts.append(Part(
         f"This version of the file was written to apply the plan below, but it failed ({status}):\n\n"
@@ -247,7 +260,7 @@ def fix_prompt(menu: Menu, language: str, source: str, kernel: str, plan: str, s
     parts.append(Part("Compiler / program output (lines cut to 400 characters):\n```\n" + output.strip() + "\n```",
                       OUTPUT, "program output"))
     parts.append(Part("Fix the error while keeping the optimization."))
-    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel))))
+    parts.append(Part("Rules:\n" + numbered(code_rules(menu, language, kernel, edits))))
     return Prompt(tuple(parts))
 
 
@@ -255,13 +268,16 @@ REPAIR_MARK = "Your previous reply could not be used"
 REPLY_SHOWN = 3000  # characters of the unusable reply quoted back to the model
 
 
-def repair_prompt(prompt: Prompt, reply: str, error: str, kernel: str, language: str) -> Prompt:
-    """The same request once more, with the unusable reply and what was wrong with it."""
+def repair_prompt(prompt: Prompt, reply: str, error: str, kernel: str, language: str, edits: bool = False) -> Prompt:
+    """The same request once more, with the unusable reply and what was wrong with it (in edits mode a
+    whole rewrite is accepted as well)."""
     shown = (reply or "").strip()
     if len(shown) > REPLY_SHOWN:
         shown = shown[:REPLY_SHOWN] + f"\n[... {len(shown) - REPLY_SHOWN} characters cut ...]"
     return prompt + (
         Part(f"{REPAIR_MARK}: {error}."),
         Part(f"Your previous reply was:\n~~~~\n{shown or '(empty)'}\n~~~~", FEEDBACK, "previous reply"),
-        Part(f"Reply again with the complete definition of `{kernel}` in ONE fenced ```{language} code block."),
+        Part("Reply again with the edits in ONE fenced ```json block, or with the complete definition of "
+             f"`{kernel}` in ONE fenced ```{language} code block." if edits else
+             f"Reply again with the complete definition of `{kernel}` in ONE fenced ```{language} code block."),
     )

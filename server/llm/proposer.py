@@ -4,7 +4,9 @@ Every reply is stored under a key that names its place in the search (iteration,
 so a resumed run replays stored replies instead of asking again. A reply becomes a candidate only through
 the trust boundary: the kernel (and its helpers) is taken from it by name and spliced into the parent's
 kernel region, never the reply's constants or harness. A reply with no usable kernel gets ONE repair
-prompt that says what was wrong (a counted, stored call like any other).
+prompt that says what was wrong (a counted, stored call like any other). In edits mode ([search]
+code_format = "edits") the code and fix prompts ask for a JSON list of old/new edits of the parent's
+kernel region instead of its whole code (extract.edited_kernel); a whole rewrite is still accepted.
 
 Every prompt is fit to the context of the model it goes to (prompts.fit: feedback, examples, listing and
 notes are cut before the code, which is never cut); a prompt whose code alone is too long is not sent and
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from speedpatch.config import Config
 from speedpatch.engine import boundary, prompts
 from speedpatch.engine.budget import Budget
-from speedpatch.engine.extract import kernel_code
+from speedpatch.engine.extract import edited_kernel, kernel_code
 from speedpatch.engine.proposer import BudgetExhausted, Cancelled, Code, Plan, Slot
 from speedpatch.errors import LLMError, LLMRequestError
 from speedpatch.llm.client import ChatClient
@@ -59,6 +61,7 @@ class LLMProposer:
         if not self.plan_models or not self.code_models:
             raise LLMError("no LLM models configured: set llm.models in speedpatch.toml or pass --model")
         self.language = target.prompt_language()
+        self.edits = config.search.code_format == "edits"  # replies may be edits of the parent's kernel
         self._dead: dict[str, str] = {}  # model -> why its endpoint is unusable for the rest of the run
         self._dead_lock = threading.Lock()
         self._failed_plans: dict[str, str] = {}  # slot key -> why its plan request failed
@@ -123,7 +126,8 @@ class LLMProposer:
         parent = boundary.region_kernel(self.problem, parent_source)
         if parent is None:  # cannot happen: every parent passed the boundary before it was evaluated
             return None, f"the parent is not a rewrite of {self.problem.path}"
-        found = kernel_code(reply, self.target, self.kernel, parent.text)
+        edited = edited_kernel(reply, self.target, self.kernel, parent.text) if self.edits else None
+        found = edited or kernel_code(reply, self.target, self.kernel, parent.text)
         if found.code is None:
             return None, found.error
         code = self.target.extract_kernel(found.code, self.kernel, self.problem_names)
@@ -140,7 +144,7 @@ class LLMProposer:
         source, error = self._candidate(parent_source, reply)
         if source is not None:
             return Code(source, model)
-        repair = prompts.repair_prompt(prompt, reply, error, self.kernel.name, self.language)
+        repair = prompts.repair_prompt(prompt, reply, error, self.kernel.name, self.language, self.edits)
         try:
             again = self._ask(f"{key}:repair", "repair", model, repair)
         except LLMRequestError as exc:
@@ -179,7 +183,8 @@ class LLMProposer:
     def code(self, slot: Slot, plan: Plan, sample: int) -> Code:
         if slot.key in self._failed_plans:
             return Code(None, plan.model, self._failed_plans[slot.key])
-        prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text)
+        prompt = prompts.code_prompt(self.menu, self.language, slot.parent.source, self.kernel.name, plan.text,
+                                     self.edits)
         turn = code_turn(slot.position, sample, self.config.search.codes)
         return self._code_from(f"{slot.key}:code{sample}", "code", turn, prompt, slot.parent.source)
 
@@ -189,7 +194,7 @@ class LLMProposer:
             return None
         output = truncate_output(f"{ev.message}\n{ev.log}", limit=8000)
         prompt = prompts.fix_prompt(
-            self.menu, self.language, child.source, self.kernel.name, plan.text, ev.status, output
+            self.menu, self.language, child.source, self.kernel.name, plan.text, ev.status, output, self.edits
         )
         turn = code_turn(slot.position, sample, self.config.search.codes)
         return self._code_from(f"{slot.key}:fix{sample}", "fix", turn, prompt, child.source)

@@ -188,3 +188,13 @@ def test_keys_beside_the_preset_win_over_it():
 def test_an_unknown_preset_is_an_error_naming_the_known_ones():
     with pytest.raises(ConfigError, match="search.preset: expected one of paper"):
         load_config(None, {"search": {"preset": "fast"}})
+
+
+def test_code_replies_are_whole_rewrites_unless_edits_are_asked_for(tmp_path):
+    assert load_config().search.code_format == "rewrite"
+    assert load_config(write(tmp_path, '[search]\ncode_format = "edits"\n')).search.code_format == "edits"
+
+
+def test_an_unknown_code_format_is_refused_naming_the_choices(tmp_path):
+    with pytest.raises(ConfigError, match="search.code_format: expected one of rewrite, edits, got 'diff'"):
+        load_config(write(tmp_path, '[search]\ncode_format = "diff"\n'))

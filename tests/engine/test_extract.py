@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import toy_target
-from speedpatch.engine.extract import code_blocks, kernel_code
+from speedpatch.engine.extract import code_blocks, edited_kernel, kernel_code
 
 TARGET = toy_target.ToyTarget()
 KERNEL = next(k for k in TARGET.find_kernels(toy_target.EXAMPLE) if k.name == "kernel_sum")
@@ -117,3 +119,46 @@ def test_a_reply_cut_off_inside_its_block_is_unusable_even_after_a_quoted_origin
 
 def test_an_empty_reply_is_unusable():
     assert extract("").code is None
+
+
+# --- edits mode: a JSON list of old/new replacements of the parent's kernel region -----------------------
+
+
+def edit(reply: str):
+    return edited_kernel(reply, TARGET, KERNEL, KERNEL.text)
+
+
+def edits_reply(*pairs: tuple[str, str]) -> str:
+    return "Two changes:\n```json\n" + json.dumps([{"old": o, "new": n} for o, n in pairs]) + "\n```\n"
+
+
+def test_edits_are_applied_in_order_to_the_kernel_region():
+    reply = edits_reply(("    total = 0\n    i = 0\n", ""),
+                        ("    while i < len(xs):\n        total = total + xs[i]\n        i = i + 1\n    return total",
+                         "    return sum(xs)"))
+    assert edit(reply).code == "def kernel_sum(xs):\n    return sum(xs)\n"
+
+
+def test_a_reply_without_a_json_block_is_left_to_the_whole_rewrite_extraction():
+    assert edit(f"```python\n{FAST}\n```") is None
+
+
+def test_an_edit_whose_old_text_is_not_in_the_kernel_is_unusable_and_says_which():
+    got = edit(edits_reply(("total = 0", "total = 0.0"), ("return totl", "return sum(xs)")))
+    assert got.code is None and 'the "old" text of edit 2 is not in the current code' in got.error
+
+
+def test_an_edit_whose_old_text_occurs_twice_is_unusable():
+    got = edit(edits_reply(("    i = ", "    j = ")))  # i = 0 and i = i + 1
+    assert got.code is None and 'the "old" text of edit 1 occurs 2 times' in got.error
+
+
+def test_an_edits_block_that_is_not_a_list_of_old_new_objects_is_unusable():
+    for block in ('{"old": "a", "new": "b"}', "[]", '[{"old": "total = 0"}]', "[not json"):
+        got = edit(f"```json\n{block}\n```")
+        assert got.code is None and "edits block" in got.error, block
+
+
+def test_edits_that_remove_the_kernel_definition_are_unusable():
+    got = edit(edits_reply(("def kernel_sum(xs):", "def kernel_total(xs):")))
+    assert got.code is None and "no longer defines `kernel_sum`" in got.error

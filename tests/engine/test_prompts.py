@@ -160,6 +160,17 @@ def test_fix_prompt_contains_the_failed_code_plan_status_and_output():
         assert part in prompt
 
 
+def test_in_edits_mode_the_code_and_fix_prompts_ask_for_a_json_list_of_old_new_edits():
+    for prompt in (code_prompt(MENU, "python", SOURCE, "kernel_sum", "Use the builtin sum.", edits=True),
+                   fix_prompt(MENU, "python", SOURCE, "kernel_sum", "Use the builtin sum.", RUNTIME_ERROR, "E",
+                              edits=True)):
+        text = prompt.text()
+        assert 'a JSON list of {"old": "exact current text", "new": "its replacement"} objects' in text
+        assert "ONE fenced ```json block" in text and "exactly once" in text
+        assert "complete new definition" not in text
+        assert "CODE-RULE" in text and "semantically equivalent" in text
+
+
 # the prompts the LLM proposer actually sends -------------------------------------------------------
 
 class RecordingClient:
@@ -178,8 +189,9 @@ def baseline(source: str = SOURCE, evaluation: Evaluation | None = None) -> Cand
     return Candidate("c0", "run", None, 0, "", source, source_hash(source), evaluation=evaluation)
 
 
-def proposer(tmp_path, client: RecordingClient) -> LLMProposer:
+def proposer(tmp_path, client: RecordingClient, code_format: str = "rewrite") -> LLMProposer:
     config = Config()
+    config.search.code_format = code_format
     config.llm.models = ["model-a"]
     kernel = toy_target.ToyTarget().find_kernels(SOURCE)[0]
     problem = Problem(path="sum.toy", source=SOURCE, kernel=kernel, target="toy", backend="toy-count")
@@ -207,3 +219,19 @@ def test_plan_prompts_of_one_parent_each_get_their_own_menu_draw(tmp_path):
         llm.plan(Slot(1, 8, parent, n, f"i1.b0.p{n}"))
     menus = {tuple(line for line in p.splitlines() if "optimization number" in line) for p in client.prompts}
     assert len(menus) > 4
+
+
+def test_in_edits_mode_the_proposer_applies_the_replys_edits_to_the_parents_kernel(tmp_path):
+    client = RecordingClient('```json\n[{"old": "return sum(xs)", "new": "return sum(list(xs))"}]\n```')
+    slot = Slot(1, 8, baseline(), 0, "i1.b0.p0")
+    code = proposer(tmp_path, client, "edits").code(slot, Plan("Copy the input first.", "model-a"), 0)
+    assert code.source == SOURCE.replace("return sum(xs)", "return sum(list(xs))")
+    assert len(client.prompts) == 1 and "ONE fenced ```json block" in client.prompts[0]
+
+
+def test_in_edits_mode_an_edit_that_does_not_apply_gets_one_repair_prompt_saying_why(tmp_path):
+    client = RecordingClient('```json\n[{"old": "return total", "new": "return sum(xs)"}]\n```')
+    slot = Slot(1, 8, baseline(), 0, "i1.b0.p0")
+    code = proposer(tmp_path, client, "edits").code(slot, Plan("Use the builtin sum.", "model-a"), 0)
+    assert code.source is None and 'the "old" text of edit 1 is not in the current code' in code.error
+    assert len(client.prompts) == 2 and "Reply again with the edits in ONE fenced ```json block" in client.prompts[1]

@@ -353,3 +353,20 @@ def test_hardware_feedback_in_plan_prompts_can_be_turned_off(tmp_path):
     plan = next(r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "plan")
     assert "Its latency was 174 lines." in plan
     assert "Hardware feedback" not in plan and "executed lines" not in plan
+
+
+EDITS_REPLY = (
+    "```json\n"
+    '[{"old": "    total = 0\\n    i = 0\\n    while i < len(xs):\\n        total = total + xs[i]\\n'
+    '        i = i + 1\\n    return total", "new": "    return sum(xs)"}]\n```'
+)
+
+
+def test_in_edits_mode_a_reply_of_old_new_edits_makes_the_faster_kernel(tmp_path):
+    with FakeOpenAI(scripted(code=EDITS_REPLY)) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1, code_format="edits")
+        record = api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    code = next(r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "code")
+    assert "ONE fenced ```json block" in code
+    assert record.speedup > 1 and "def kernel_sum(xs):\n    return sum(xs)\n" in record.best.source
+    assert "INPUTS" in record.best.source  # the edited kernel is spliced into the trusted problem
