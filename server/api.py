@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import secrets
 import threading
 from dataclasses import asdict, replace
@@ -18,7 +20,7 @@ from speedpatch.engine.proposer import Proposer
 from speedpatch.engine.reverify import TIME_FACTOR, Reverifier, reverify
 from speedpatch.engine.schedule import Schedule, choose_schedule
 from speedpatch.engine.search import Session, run_search
-from speedpatch.errors import StaleError, UserError
+from speedpatch.errors import ConfigError, NotFoundError, StaleError, UserError
 from speedpatch.llm.ensemble import ensemble_warnings
 from speedpatch.llm.offline import OfflineProposer
 from speedpatch.llm.proposer import LLMProposer
@@ -58,6 +60,27 @@ def backend_for(target: Target, config: Config, name: str | None = None) -> Back
         else:
             where = f"the {target.name} target's default backend"
         raise UserError(f"{where}: {exc.args[0]}") from exc
+
+
+def _check_config_names(target: Target, config: Config) -> None:
+    """Names in speedpatch.toml that nothing answers to would be ignored without a word: refuse a target in
+    [backends] or [menus] that no target here is called, and a [backend.NAME] table named almost like one
+    of this target's backends (a typo) that no backend is called."""
+    for table in ("backends", "menus"):
+        for name in getattr(config, table):
+            if name not in targets.BUILTIN:
+                try:
+                    targets.get_target(name)
+                except NotFoundError as exc:
+                    raise ConfigError(f"{table}.{name} in speedpatch.toml: {exc}") from exc
+    names = [b.name for b in target.backends()]
+    for table in config.backend_settings:
+        close = difflib.get_close_matches(table, names, n=1, cutoff=0.8) if table not in names else []
+        if close and all(b.name != table for t in targets.all_targets() for b in t.backends()):
+            raise ConfigError(
+                f"[backend.{table}] in speedpatch.toml: no backend is called {table!r}, so its settings would be "
+                f"ignored; did you mean [backend.{close[0]}]? ({target.name} backends: {', '.join(names)})"
+            )
 
 
 def _whole_program_kernels(path: str, text: str) -> list[Kernel]:
@@ -112,6 +135,7 @@ def make_problem(path: str, text: str, kernel: str | None, config: Config, backe
     if not chosen.runnable:
         raise UserError(f"{path}: kernel {chosen.name} cannot be optimized here: {chosen.reason}")
     target = targets.get_target(chosen.target)
+    _check_config_names(target, config)
     be = backend_for(target, config, backend)
     return Problem(path=path, source=text, kernel=chosen, target=target.name, backend=be.name)
 
@@ -178,6 +202,20 @@ def evaluate(problem: Problem, source: str | None, config: Config, reverify_figu
     return changed[-1].evaluation
 
 
+def _require_llm_key(config: Config) -> None:
+    """An LLM search on OpenAI's own endpoint (no base URL) with no API key would only fail, after the
+    baseline and every retry: refuse it first. Local endpoints (a base URL) take any key."""
+    if not config.use_llm or config.llm.base_url or os.environ.get("OPENAI_BASE_URL") or config.llm.resolved_api_key():
+        return
+    models = ", ".join(config.llm.models or config.llm.plan_models or config.llm.code_models) or "(default)"
+    raise UserError(
+        f"no API key for the LLM: model {models} goes to OpenAI's endpoint (llm.base_url is not set), which needs "
+        f"one. Set {config.llm.api_key_env} (or OPENAI_API_KEY) in the environment; or set llm.base_url (--base-url) "
+        "to an endpoint that needs no key, such as a local server; or search without an LLM (--offline, or "
+        "offline = true in speedpatch.toml)"
+    )
+
+
 def _check_backend(target: Target, backend: Backend, config: Config) -> None:
     _require_usable(backend, config)
     if not backend.measures_speed:
@@ -194,6 +232,7 @@ def _session(
 ) -> Session:
     target, backend = _target_backend(problem)
     _check_backend(target, backend, config)
+    _require_llm_key(config)
     if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
         raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
     menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name))
@@ -338,14 +377,19 @@ def _kernel_named(target: Target, text: str, name: str) -> Kernel | None:
 
 
 def apply_text(record: RunRecord, current_text: str) -> str:
-    """current_text with the run's winning kernel region in place of its kernel; StaleError if the kernel
-    changed since the run. Only the region is written: the rest of the file stays the user's."""
+    """current_text with the run's winning kernel region in place of its kernel (current_text itself when the
+    winner is there already); StaleError if the kernel changed since the run otherwise. Only the region is
+    written: the rest of the file stays the user's."""
     if record.best is None or record.baseline is None or record.best.id == record.baseline.id:
         raise UserError(f"run {record.run_id} has no candidate faster than the original")
     target = targets.get_target(record.target)
     current = _kernel_named(target, current_text, record.kernel)
     if current is None:
         raise StaleError(f"stale: kernel {record.kernel} is no longer in {record.path}; the run cannot be applied")
+    applied = _kernel_named(target, record.best.source, record.kernel)
+    if (applied is not None and current.text.strip() == applied.text.strip()
+            and applied.text.strip() != record.problem.kernel.text.strip()):
+        return current_text  # applied already: nothing to change
     if current.text.strip() != record.problem.kernel.text.strip():
         raise StaleError(
             f"stale: kernel {record.kernel} in {record.path} changed since run {record.run_id} started; "

@@ -267,8 +267,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     path = Path(record.path)
     current = _read_source(str(path))
     new_text = api.apply_text(record, current)  # UserError unless the run has a winner
-    path.write_text(new_text, encoding="utf-8")
     winner = record.best.id if record.best else ""
+    if new_text == current:
+        out.print(f"{winner} of run {record.run_id} is already in {path}: nothing written", markup=False, soft_wrap=True)
+        return 0
+    path.write_text(new_text, encoding="utf-8")
     out.print(f"applied {winner} of run {record.run_id} to {path} ({render.verdict_text(record)})")
     return 0
 

@@ -29,11 +29,11 @@ class SearchProgress:
         self.warnings: list[str] = []  # every warning of the run, also for --json
 
     def __enter__(self) -> SearchProgress:
-        self.progress.__enter__()
-        return self
+        return self  # the display starts with the run: an error before it leaves no empty progress line
 
     def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
+        if self.task is not None:
+            self.progress.__exit__(*exc)
 
     def __call__(self, event: ev.Event) -> None:
         d = event.data
@@ -41,6 +41,7 @@ class SearchProgress:
             self.warnings.append(str(d["message"]))
             self.console.print(f"[yellow]warning:[/yellow] {escape(str(d['message']))}", highlight=False)
         elif event.kind == ev.RUN_STARTED:
+            self.progress.start()
             self.task = self.progress.add_task(
                 f"{d['kernel']} on {d['backend']}", total=d["iterations"], status="measuring baseline"
             )

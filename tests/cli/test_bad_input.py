@@ -136,3 +136,60 @@ def test_bench_of_an_unknown_target_names_the_known_ones_without_a_traceback(tmp
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: unknown target 'hip'") and "known targets:" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_model_without_an_api_key_or_an_endpoint_is_refused_before_anything_runs(tmp_path):
+    write_toy(tmp_path)
+    env = cli_env()
+    env.pop("OPENAI_BASE_URL", None)
+    proc = subprocess.run(cli("optimize", "sum.toy", "--model", "gpt-4.1", "-T", "1"), cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: no API key for the LLM: model gpt-4.1 goes to OpenAI's endpoint")
+    assert "SPEEDPATCH_API_KEY" in proc.stderr and "--base-url" in proc.stderr and "--offline" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / ".speedpatch" / "runs.sqlite3").exists() or json.loads(
+        run(tmp_path, "runs", "--json").stdout) == []
+
+
+def test_a_model_on_a_local_endpoint_needs_no_api_key(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "-T", "1",
+               "--json")
+    assert "needs an API key" not in proc.stderr
+
+
+def test_applying_a_run_a_second_time_says_it_is_already_applied(tmp_path):
+    path = write_toy(tmp_path)
+    done = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json")
+    run_id = json.loads(done.stdout)["run_id"]
+    assert run(tmp_path, "apply", run_id).returncode == 0
+    applied = path.read_text()
+    again = run(tmp_path, "apply", run_id)
+    assert again.returncode == 0, again.stderr
+    assert "already" in again.stdout and "nothing written" in again.stdout
+    assert "stale" not in again.stderr
+    assert path.read_text() == applied
+
+
+def test_an_unknown_target_in_the_backends_table_is_refused(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text('[backends]\ntoyy = "toy-count"\n')
+    proc = run(tmp_path, "evaluate", "sum.toy")
+    assert proc.returncode == 2
+    assert "backends.toyy" in proc.stderr and "unknown target 'toyy'" in proc.stderr and "toy" in proc.stderr
+
+
+def test_a_mistyped_backend_table_is_refused_with_the_name_it_resembles(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text('[backend.toy-cuont]\nanything = 1\n')
+    proc = run(tmp_path, "evaluate", "sum.toy")
+    assert proc.returncode == 2
+    assert "[backend.toy-cuont]" in proc.stderr and "[backend.toy-count]" in proc.stderr
+
+
+def test_a_table_for_another_targets_backend_is_left_alone(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text('[backend.cuda-ssh]\nhost = "gpu1"\n')
+    proc = run(tmp_path, "evaluate", "sum.toy")
+    assert proc.returncode == 0, proc.stderr
