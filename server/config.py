@@ -286,7 +286,12 @@ def load_config(workspace: Path | str | None = None, overrides: dict[str, Any] |
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-            _apply(config, data, str(path))
+            try:
+                _apply(config, data, str(path))
+            except ConfigError as exc:  # name the file: it may be a parent folder's, found by walking up
+                if str(exc).startswith(str(path)):
+                    raise
+                raise ConfigError(f"{path}: {exc}") from exc
     if overrides:
         _apply(config, overrides, "overrides")
     return config

@@ -172,6 +172,23 @@ def test_applying_a_run_a_second_time_says_it_is_already_applied(tmp_path):
     assert path.read_text() == applied
 
 
+def test_a_bad_value_in_speedpatch_toml_names_the_file_and_the_key(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text('[search]\niterations = "3"\n')
+    proc = run(tmp_path, "evaluate", "sum.toy")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {tmp_path / 'speedpatch.toml'}: search.iterations: expected an integer")
+
+
+def test_a_bad_value_in_a_parent_folders_speedpatch_toml_names_that_file(tmp_path):
+    (tmp_path / "speedpatch.toml").write_text("offline = 1\n")
+    (tmp_path / "kernels").mkdir()
+    write_toy(tmp_path / "kernels")
+    proc = run(tmp_path / "kernels", "evaluate", "sum.toy")
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'speedpatch.toml'}: offline: expected true or false" in proc.stderr
+
+
 def test_an_unknown_target_in_the_backends_table_is_refused(tmp_path):
     write_toy(tmp_path)
     (tmp_path / "speedpatch.toml").write_text('[backends]\ntoyy = "toy-count"\n')

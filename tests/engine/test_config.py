@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from speedpatch.config import CONFIG_FILE, config_from_dict, load_config
 from speedpatch.errors import ConfigError
@@ -70,8 +72,9 @@ def test_a_negative_or_zero_count_gets_one_message_naming_the_flag(tmp_path):
             load_config(tmp_path, {"search": {"iterations": bad}})
 
 
-def test_a_zero_count_in_the_file_names_the_key(tmp_path):
-    with pytest.raises(ConfigError, match=r"^search.beam: must be at least 1, got -2$"):
+def test_a_zero_count_in_the_file_names_the_file_and_the_key(tmp_path):
+    path = re.escape(str(tmp_path / CONFIG_FILE))
+    with pytest.raises(ConfigError, match=rf"^{path}: search.beam: must be at least 1, got -2$"):
         load_config(write(tmp_path, "[search]\nbeam = -2\n"))
 
 
