@@ -79,9 +79,9 @@ class ChatClient:
         last: Exception | None = None
         while attempt <= self.config.retries:
             params = self._params(model, temp)
-            start = time.monotonic()
             try:
-                with self._gate:
+                with self._gate:  # the reply's seconds are the endpoint's, not the wait for a free connection
+                    start = time.monotonic()
                     resp = self._create(model, prompt, params)
             except openai.BadRequestError as exc:
                 name = self._rejected_param(exc, params)

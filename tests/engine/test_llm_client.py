@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -281,3 +282,20 @@ def test_an_answer_trickling_in_is_cut_at_the_overall_deadline(serve):
     with pytest.raises(LLMError, match="no complete answer within 1 s"):
         client(server, retries=0, timeout=1.0).chat("model-a", "p")
     assert time.monotonic() - start < 5
+
+
+def test_the_seconds_of_a_reply_are_the_models_not_the_wait_for_a_free_connection(endpoint):
+    def slow(request):
+        time.sleep(1.0)
+        return "ok"
+
+    server = endpoint(slow)
+    chat = client(server, max_concurrency=1)  # the second call waits ~1 s for the first to finish
+    seconds: list[float] = []
+    threads = [threading.Thread(target=lambda: seconds.append(chat.chat("model-a", "p").seconds)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # both took the model ~1 s (counted with the wait, the second would be about twice the first)
+    assert len(seconds) == 2 and min(seconds) >= 1.0 and max(seconds) < 1.5 * min(seconds), seconds
