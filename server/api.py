@@ -114,7 +114,9 @@ def make_problem(path: str, text: str, kernel: str | None, config: Config, backe
         elif programs:
             raise UserError(f"{path}: no kernel found: {programs[0].reason}")
         else:
-            raise UserError(f"{path}: no kernel found (looked for: {', '.join(t.name for t in targets.targets_for_path(path))} kernels)")
+            looked = "; ".join(f"{t.name}: {t.kernel_hint}" if t.kernel_hint else f"{t.name} kernels"
+                               for t in targets.targets_for_path(path))
+            raise UserError(f"{path}: no kernel found (looked for {looked})")
     if whole_program and (kernel == "main" or (kernel is None and len(kernels) > 1)):
         # evaluate: a program that checks itself (no harness) runs whole whichever function is named, so
         # several Gemmini functions (upstream's matmul.c: test_os, test_ws) mean its main(), not a question

@@ -109,6 +109,8 @@ class Target(ABC):
     language_ids: tuple[str, ...] = ()
     fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)
     default_backend: str = ""
+    # what a kernel of this target looks like, in a few words, for "no kernel found" (where to look included)
+    kernel_hint: str = ""
 
     def prompt_language(self) -> str:
         """The language tag of its code blocks in prompts: fence_language, else the target's name (the LLM

@@ -53,6 +53,8 @@ class CudaTarget(Target):
     fence_language = "cuda"
     extensions = (".cu", ".cuh", ".py")  # .py: KernelBench-style problems (Model + ModelNew)
     language_ids = ("cuda-cpp", "cuda", "python")
+    kernel_hint = ("a __global__ function in a .cu file, or a KernelBench Model with its ModelNew in a .py file; "
+                   "see examples/cuda/")
 
     @property
     def default_backend(self) -> str:  # type: ignore[override]  # a property where Target has a plain attribute: read alike

@@ -39,6 +39,8 @@ class GemminiTarget(Target):
     extensions = (".c", ".h")
     language_ids = ("c", "cpp")  # VS Code opens .h files as "cpp"
     default_backend = "gemmini-native"
+    kernel_hint = ("a C function that issues Gemmini work: gemmini_* or mvin/preload/compute instructions, or "
+                   "tiled_matmul*/tiled_conv* calls; see examples/gemmini/")
 
     def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
         try:

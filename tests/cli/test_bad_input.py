@@ -210,3 +210,11 @@ def test_a_table_for_another_targets_backend_is_left_alone(tmp_path):
     (tmp_path / "speedpatch.toml").write_text('[backend.cuda-ssh]\nhost = "gpu1"\n')
     proc = run(tmp_path, "evaluate", "sum.toy")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_file_without_a_kernel_says_what_a_kernel_of_its_target_looks_like(tmp_path):
+    (tmp_path / "add.c").write_text("void add(int *a, int *b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }\n")
+    proc = run(tmp_path, "evaluate", "add.c")
+    assert proc.returncode == 2
+    assert "no kernel found" in proc.stderr and "gemmini: a C function that issues Gemmini work" in proc.stderr
+    assert "examples/gemmini/" in proc.stderr
