@@ -342,7 +342,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="speedpatch", description="Make accelerator kernels faster.")
     parser.add_argument("--version", action="version", version=f"speedpatch {__version__}")
-    parser.add_argument("--workspace", help="workspace folder (default: nearest folder with speedpatch.toml)")
+    parser.add_argument("--workspace", help="the folder whose speedpatch.toml and .speedpatch/ run store are used "
+                        "(default: the nearest one holding either, from the kernel's folder up, else the current folder)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def executor_opt(p: argparse.ArgumentParser) -> None:
@@ -350,14 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where candidates are evaluated: this machine, or the [ray] cluster of speedpatch.toml")
 
     def search_opts(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--iterations", "-T", type=int)
-        p.add_argument("--beam", "-B", type=int)
+        p.add_argument("--iterations", "-T", type=int, help="search iterations (default 8, or speedpatch.toml's)")
+        p.add_argument("--beam", "-B", type=int, help="candidates kept per iteration (default 4, or speedpatch.toml's)")
         p.add_argument("--plans", "-N", type=int, help="plans per parent")
         p.add_argument("--codes", "-K", type=int, help="code samples per plan")
         p.add_argument("--model", action="append", help="LLM model (repeat for an ensemble)")
         p.add_argument("--base-url", help="OpenAI-compatible endpoint")
         p.add_argument("--offline", action="store_true", help="no LLM: deterministic offline moves")
-        p.add_argument("--seed", type=int)
+        p.add_argument("--seed", type=int, help="seed for sampling and offline moves (default 0, or speedpatch.toml's)")
         p.add_argument("--reuse", metavar="RUN|auto|off",
                        help="follow the schedule of a finished run on a related problem: auto (default: the "
                             "closest one, if any), off, or a run id")
@@ -366,9 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
                         "(same as [backend.gemmini-native] include_dir)")
     p = sub.add_parser("optimize", help="search for a faster version of a kernel")
-    p.add_argument("file")
-    p.add_argument("--kernel")
-    p.add_argument("--backend")
+    p.add_argument("file", help="the kernel's source file (.c Gemmini, .py NKI or KernelBench, .cu CUDA)")
+    p.add_argument("--kernel", help="which kernel, where the file has several")
+    p.add_argument("--backend", help="where to measure (default: [backends] in speedpatch.toml, else the target's; "
+                   "see `speedpatch backends`)")
     p.add_argument("--include-dir", help=include_dir_help)
     search_opts(p)
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -376,50 +378,50 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="check and measure a file as it is")
     executor_opt(p)
-    p.add_argument("file")
-    p.add_argument("--kernel")
-    p.add_argument("--backend")
+    p.add_argument("file", help="the kernel's source file")
+    p.add_argument("--kernel", help="which kernel, where the file has several")
+    p.add_argument("--backend", help="where to measure (default: as for optimize; see `speedpatch backends`)")
     p.add_argument("--include-dir", help=include_dir_help)
     p.add_argument("--reverify", action="store_true",
                    help="also check a correct result on the backend's independent backend, as a run's winner is "
                         "(gemmini-native: gemmini-spike), and reject it if its figure is not reproduced there")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("runs", help="list stored runs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="show a run")
-    p.add_argument("run")
-    p.add_argument("--diff", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
+    p.add_argument("--diff", action="store_true", help="also print the winner's diff")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("apply", help="write a run's winner into its file (if the kernel is unchanged)")
-    p.add_argument("run")
+    p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
     p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser("resume", help="continue an interrupted run")
     executor_opt(p)
-    p.add_argument("run")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("backends", help="list backends and whether they work here")
     executor_opt(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_backends)
 
     p = sub.add_parser("bench", help="offline search over a target's examples, with a table")
-    p.add_argument("target")
+    p.add_argument("target", help="gemmini, nki or cuda")
     p.add_argument("--examples", help="folder of example problems (default: examples/<target>)")
-    p.add_argument("--iterations", "-T", type=int, default=3)
+    p.add_argument("--iterations", "-T", type=int, default=3, help="search iterations per example (default 3)")
     p.add_argument("--only", action="append", help="example file name (repeatable)")
     p.add_argument("--paper", action="store_true",
                    help="gemmini: the Autocomp paper's setup (examples/gemmini/paper: library baseline, "
                         "explicit start, best found, utilization, roofline)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("serve", help="run the language server over stdio")
