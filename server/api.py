@@ -307,6 +307,14 @@ def new_run_id() -> str:
     return secrets.token_hex(4)
 
 
+def _reuse_hint(reuse: str) -> str:
+    """For a reuse value that is no run id but looks like a misspelt word ("atuo", "none"): what it takes."""
+    word = reuse.strip().lower()
+    close = ["off"] if word in ("none", "no", "false", "0", "never") else difflib.get_close_matches(
+        word, ["auto", "off"], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}? (reuse takes auto, off or a run id)" if close else ""
+
+
 def optimize(
     problem: Problem,
     config: Config,
@@ -322,7 +330,7 @@ def optimize(
     try:  # before anything is created: a --reuse RUN that cannot be followed is the user's error to fix
         schedule = choose_schedule(store, problem, reuse)
     except ValueError as exc:
-        raise UserError(str(exc)) from exc
+        raise UserError(f"{exc}{_reuse_hint(reuse)}") from exc
     session = _session(problem, config, store, run_id, on_event, cancel, Budget(config.budget))
     session.schedule = schedule
     if schedule and isinstance(session.proposer, OfflineProposer):  # it follows the steps by lineage depth

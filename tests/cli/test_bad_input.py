@@ -218,3 +218,12 @@ def test_a_file_without_a_kernel_says_what_a_kernel_of_its_target_looks_like(tmp
     assert proc.returncode == 2
     assert "no kernel found" in proc.stderr and "gemmini: a C function that issues Gemmini work" in proc.stderr
     assert "examples/gemmini/" in proc.stderr
+
+
+def test_a_misspelt_reuse_word_is_answered_with_the_word_it_resembles(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--reuse", "atuo")
+    assert proc.returncode == 2
+    assert "no such run" in proc.stderr and "did you mean auto?" in proc.stderr
+    none = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--reuse", "none")
+    assert none.returncode == 2 and "did you mean off?" in none.stderr
