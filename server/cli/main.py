@@ -223,7 +223,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     elif not records:
         out.print(f"no runs yet in {store.path}")
     else:
-        out.print(render.runs_table(records))
+        out.print(render.runs_table(records, out.width))
     return 0
 
 

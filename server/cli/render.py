@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -87,19 +88,34 @@ def run_json(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def runs_table(records: list[RunRecord]) -> Table:
-    table = Table(title="speedpatch runs")
-    # the run id is what every other command needs: never cut it; the other columns fold to fit
-    table.add_column("run", no_wrap=True, min_width=8)
-    for col in ("status", "kernel", "file", "backend", "iter", "baseline", "best", "speedup", "created"):
-        table.add_column(col, overflow="fold")
+WIDE = 150  # a terminal this wide also gets the file and both figures in the runs table
+
+
+def runs_table(records: list[RunRecord], width: int = WIDE) -> Table:
+    """The stored runs, newest first: what tells them apart, and below WIDE columns nothing more (ten folded
+    columns broke even the headers at 80: 'statu/s'); `speedpatch show RUN` and `runs --json` have the rest."""
+    wide = width >= WIDE
+    table = Table(title="speedpatch runs", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    table.add_column("run", no_wrap=True, min_width=8)  # what every other command needs: never cut
+    table.add_column("status", no_wrap=True)
+    table.add_column("kernel", overflow="fold")
+    if wide:
+        table.add_column("file", overflow="fold")
+    table.add_column("backend", overflow="fold")
+    if wide:
+        table.add_column("iter", no_wrap=True)
+        table.add_column("baseline", no_wrap=True)
+        table.add_column("best", no_wrap=True)
+    table.add_column("speedup", overflow="fold")
+    table.add_column("created", no_wrap=True)
     for r in records:
-        base = r.baseline.evaluation if r.baseline else None
-        best = r.best.evaluation if r.best else None
-        table.add_row(
-            r.run_id, r.status, r.kernel, Path(r.path).name, r.backend, f"{r.iteration}/{r.iterations}",
-            cell(base), cell(best), verdict_text(r), r.created,
-        )
+        created = r.created[: 16 if wide else 10].replace("T", " ")  # ISO: the date, and the minute when wide
+        row = [r.run_id, r.status, r.kernel, r.backend, verdict_text(r), created]
+        if wide:
+            base = r.baseline.evaluation if r.baseline else None
+            best = r.best.evaluation if r.best else None
+            row[3:4] = [Path(r.path).name, r.backend, f"{r.iteration}/{r.iterations}", cell(base), cell(best)]
+        table.add_row(*row)
     return table
 
 

@@ -85,6 +85,17 @@ def test_runs_never_cuts_the_run_id_at_80_columns(tmp_path):
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
 
 
+def test_runs_at_80_columns_keeps_headers_and_statuses_whole(tmp_path):
+    write_toy(tmp_path)
+    run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json")
+    env = dict(cli_env(), COLUMNS="80")
+    proc = subprocess.run(cli("runs"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    header = next(line for line in proc.stdout.splitlines() if "run" in line.split())
+    assert header.split() == ["run", "status", "kernel", "backend", "speedup", "created"]
+    assert "finished" in proc.stdout.split() and "kernel_sum" in proc.stdout.split()
+
+
 def test_an_unknown_backend_in_the_config_names_the_key(tmp_path):
     write_toy(tmp_path)
     (tmp_path / "speedpatch.toml").write_text('[backends]\ntoy = "toy-foo"\n')
