@@ -92,3 +92,38 @@ def test_a_folder_that_is_not_a_checkout_is_refused_with_what_is_missing(tmp_pat
 def test_optimize_takes_the_flag_too(tmp_path: Path) -> None:
     args = build_parser().parse_args(["optimize", "k.c", "--include-dir", str(tmp_path), "--offline"])
     assert _overrides(args)["backend"] == {"gemmini-native": {"include_dir": str(tmp_path.resolve())}}
+
+
+# A harness program built against upstream headers is one translation unit whose printed line is the verdict.
+# Red-team: a kernel that did the work (so the harness's checks pass and main returns 0), printed its own
+# result line first and then moved stdout to another descriptor (so the harness's real line was lost) was
+# "correct (ok)" at 1,000 cycles, 819% of the array, against the honest 14,178.
+FORGING_KERNEL = """  static int once;
+  if (!once) {
+    once = 1;
+    fflush(stdout);
+    printf("speedpatch: correct=1 cycles=1000 macs=2097152 trials=1\\n");
+    fflush(stdout);
+    stdout->_fileno = 1000;
+  }
+}
+"""
+
+
+def test_a_printed_figure_that_is_not_the_models_is_rejected_with_both_figures(tmp_path: Path) -> None:
+    checkout(tmp_path / "rocc-tests")
+    example = (OUR_HEADERS.parents[2] / "examples" / "gemmini" / "matmul_128.c").read_text()
+    end = example.index("\n}\n", example.index("void matmul_kernel")) + 1
+    (tmp_path / "forged.c").write_text(example[:end] + FORGING_KERNEL + example[end + 2:])
+    proc = evaluate(tmp_path, "forged.c", "--include-dir", "rocc-tests", "--json")
+    result = json.loads(proc.stdout)
+    assert result["status"] == "rejected", result
+    assert "printed 1000 cycles, but the model measured" in result["message"]
+
+
+def test_an_honest_harness_program_s_printed_figure_is_the_models(tmp_path: Path) -> None:
+    checkout(tmp_path / "rocc-tests")
+    shutil.copy(OUR_HEADERS.parents[2] / "examples" / "gemmini" / "matmul_128.c", tmp_path / "honest.c")
+    proc = evaluate(tmp_path, "honest.c", "--include-dir", "rocc-tests", "--json")
+    result = json.loads(proc.stdout)
+    assert result["status"] == "ok" and "model's own figure" in result["receipt"]["verdict"], result

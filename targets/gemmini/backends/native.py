@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, REJECTED, Evaluation, Kernel
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, Evaluation, Kernel
 from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResult, run_process
 from speedpatch.targets.gemmini.backends import common, trusted, upstream
 from speedpatch.targets.gemmini.target import WHOLE_PROGRAM
@@ -221,11 +221,36 @@ class NativeBackend(Backend):
             run, record = trusted.run_with_channel(exe, ctx.workdir, remaining, stats_path, secret)
             return trusted.evaluation(run, record, secret, remaining, common.read_stats(stats_path), rec)
         if common.uses_harness(original):  # upstream headers: one unit, the printed line is the verdict
-            rec = dict(rec, verdict="the program's printed result line (include_dir build: one translation unit, "
-                                    "without the trusted split; see docs/threat-model.md)")
+            rec = dict(rec, verdict="the program's printed result line, held to the model's own figure for the "
+                                    "harness's first timed trial (include_dir build: one translation unit, without "
+                                    "the trusted split; see docs/threat-model.md)")
         run = run_program(exe, ctx.workdir, remaining, stats_path, ctx.seed)
-        return common.run_to_evaluation(run, remaining, common.read_stats(stats_path), rec,
-                                        whole_program_fallback=not common.uses_harness(source))
+        stats = common.read_stats(stats_path)
+        ev = common.run_to_evaluation(run, remaining, stats, rec, whole_program_fallback=not common.uses_harness(source))
+        why = printed_figure_problem(ev, stats) if common.uses_harness(source) else ""
+        return Evaluation(status=REJECTED, message=why, log=run.output, receipt=rec) if why else ev
+
+
+def printed_figure_problem(ev: Evaluation, stats: dict[str, Any]) -> str:
+    """Why a one-unit harness program's printed figure is not the model's ('' when it is). Its kernel shares
+    the unit and the process with the harness, so the printed line is the program's word: it must equal the
+    cycles the model itself measured between the harness's first two read_cycles() (the first trial's timed
+    region), and no figure may beat the array on the MACs the model saw there."""
+    if ev.status != OK:
+        return ""
+    printed = int(ev.value or 0)
+    if "first_pair_cycles" not in stats:
+        return (f"the program printed {printed} cycles, but the model's own statistics for its timed region are "
+                "missing, so the figure cannot be checked")
+    measured, macs = int(stats["first_pair_cycles"]), int(stats.get("first_pair_macs") or 0)
+    if printed != measured:
+        return (f"the program printed {printed} cycles, but the model measured {measured} between the harness's "
+                "first two read_cycles(): the figure is the model's, not the program's output")
+    dim = int(stats.get("dim") or 0)
+    bound = -(-macs // (dim * dim)) if dim else 0
+    if printed < bound:
+        return f"{printed} cycles is below the array's bound for {macs} MACs on a {dim}x{dim} array ({bound} cycles)"
+    return ""
 
 
 def run_program(exe: Path, workdir: Path, timeout: float, stats_path: Path, seed: int) -> ProcResult:

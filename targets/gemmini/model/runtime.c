@@ -38,13 +38,16 @@ uint64_t gm_counter(uint64_t rs1); /* functional.c */
  * instructions (other than counter accesses) between its two reads. */
 static uint64_t work_insns, region_start, region_start_work, region_start_macs;
 static uint64_t regions, region_cycles, region_macs;
+/* The first pair's own figures, work or not: a harness program built as one unit (upstream headers) prints
+ * its first trial's cycles as the verdict, and the backend holds that line to these (native.py). */
+static uint64_t first_pair_cycles, first_pair_macs;
 /* They are the figure of a whole-program run, so they are sealed like the model's other counters (guard.c):
  * keyed by the run's secret, checked before each use and sealed again after each change. */
 static uint64_t region_seal;
 
 static uint64_t region_digest(void) {
   const uint64_t v[] = {work_insns, region_start, region_start_work, region_start_macs, regions, region_cycles,
-                        region_macs, S.cycle_reads};
+                        region_macs, S.cycle_reads, first_pair_cycles, first_pair_macs};
   uint64_t h = gm_guard_key;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
     h ^= v[i] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -112,6 +115,9 @@ static void write_stats(void) {
   region_check("exit");
   fprintf(f, "  \"timed_regions\": %llu,\n  \"timed_region_cycles\": %llu,\n  \"timed_region_macs\": %llu,\n",
           (unsigned long long)regions, (unsigned long long)region_cycles, (unsigned long long)region_macs);
+  if (S.cycle_reads >= 2)
+    fprintf(f, "  \"first_pair_cycles\": %llu,\n  \"first_pair_macs\": %llu,\n",
+            (unsigned long long)first_pair_cycles, (unsigned long long)first_pair_macs);
   fprintf(f, "  \"host_instructions\": %llu,\n", (unsigned long long)S.host_instructions);
   fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_block_cycles);
   fprintf(f, "  \"host_external_cycles\": %llu,\n", (unsigned long long)S.host_external_cycles);
@@ -331,10 +337,13 @@ uint64_t gemmini_model_cycles(void) {
   S.last_cycles = T.host;
   if (S.cycle_reads % 2) {
     region_start = T.host, region_start_work = work_insns, region_start_macs = S.macs;
-  } else if (work_insns > region_start_work) {
-    regions++;
-    region_cycles += T.host - region_start;
-    region_macs += S.macs - region_start_macs;
+  } else {
+    if (S.cycle_reads == 2) first_pair_cycles = T.host - region_start, first_pair_macs = S.macs - region_start_macs;
+    if (work_insns > region_start_work) {
+      regions++;
+      region_cycles += T.host - region_start;
+      region_macs += S.macs - region_start_macs;
+    }
   }
   region_seal = region_digest();
   return T.host;
