@@ -265,6 +265,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     store = Store(_workspace(args))
     record = store.get_run(args.run)  # NotFoundError: a UserError
     path = Path(record.path)
+    if not path.exists():
+        raise UserError(f"run {record.run_id} was made on {path}, which is no longer there (moved or deleted?); "
+                        f"apply writes only into that file: put it back, or see the winner with "
+                        f"`speedpatch show {record.run_id} --diff`")
     current = _read_source(str(path))
     new_text = api.apply_text(record, current)  # UserError unless the run has a winner
     winner = record.best.id if record.best else ""

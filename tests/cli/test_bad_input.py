@@ -238,3 +238,13 @@ def test_a_misspelt_reuse_word_is_answered_with_the_word_it_resembles(tmp_path):
     assert "no such run" in proc.stderr and "did you mean auto?" in proc.stderr
     none = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--reuse", "none")
     assert none.returncode == 2 and "did you mean off?" in none.stderr
+
+
+def test_apply_to_a_file_that_is_gone_says_so_and_how_to_see_the_winner(tmp_path):
+    path = write_toy(tmp_path)
+    run_id = json.loads(run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json").stdout)["run_id"]
+    path.unlink()
+    proc = run(tmp_path, "apply", run_id)
+    assert proc.returncode == 2
+    assert "no longer there" in proc.stderr and f"speedpatch show {run_id} --diff" in proc.stderr
+    assert not path.exists()
