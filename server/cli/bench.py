@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from speedpatch import api, targets
@@ -84,12 +85,16 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console,
                 row["evals_per_min"] = round(60.0 * row["evaluations"] / max(row["seconds"], 0.1), 1)
             rows.append(row)
             if not args.json:
-                err.print(f"{path.name}: {row.get('status')} {row.get('speedup') or ''}")
+                speedup = speedup_text(row["speedup"]) if row.get("speedup") else ""
+                err.print(f"{path.name}: {row.get('status')} {speedup}".rstrip(), markup=False)
     if args.json:
         print_json(rows)
         return 0
-    table = Table(title=f"speedpatch bench {args.target} (offline proposer, {args.iterations} iterations)")
-    for col in ("example", "baseline", "best", "speedup", "utilization", "search s", "evals/min", "status"):
+    iterations = f"{args.iterations} iteration{'s' if args.iterations != 1 else ''}"
+    table = Table(title=f"speedpatch bench {args.target} (offline proposer, {iterations})", box=box.SIMPLE_HEAD,
+                  show_edge=False, collapse_padding=True)
+    # one-word headers, no longer than the longest word below them: 80 columns hold the table unbroken
+    for col in ("example", "baseline", "best", "speedup", "util", "seconds", "evals/min", "status"):
         table.add_column(col, overflow="fold")
     for r in rows:
         util = r.get("utilization")

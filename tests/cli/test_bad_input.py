@@ -4,6 +4,7 @@ created, nothing lost."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -248,3 +249,18 @@ def test_apply_to_a_file_that_is_gone_says_so_and_how_to_see_the_winner(tmp_path
     assert proc.returncode == 2
     assert "no longer there" in proc.stderr and f"speedpatch show {run_id} --diff" in proc.stderr
     assert not path.exists()
+
+
+def test_bench_reports_each_example_with_a_readable_speedup_and_whole_headers(tmp_path):
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    write_toy(examples)
+    env = dict(cli_env(), COLUMNS="80")
+    proc = subprocess.run(cli("bench", "toy", "--examples", str(examples), "-T", "1"), cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^sum\.toy: finished \d+\.\d\dx$", proc.stderr, re.M), proc.stderr
+    assert "(offline proposer, 1 iteration)" in proc.stdout
+    header = next(line for line in proc.stdout.splitlines() if line.split()[:1] == ["example"])
+    assert header.split() == ["example", "baseline", "best", "speedup", "util", "seconds", "evals/min", "status"]
+    assert "finished" in proc.stdout.split()
