@@ -346,9 +346,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="speedpatch", description="Make accelerator kernels faster.")
     parser.add_argument("--version", action="version", version=f"speedpatch {__version__}")
-    parser.add_argument("--workspace", help="the folder whose speedpatch.toml and .speedpatch/ run store are used "
-                        "(default: the nearest one holding either, from the kernel's folder up, else the current folder)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    workspace_help = ("the folder whose speedpatch.toml and .speedpatch/ run store are used (default: the nearest "
+                      "one holding either, from the kernel's folder up, else the current folder)")
+    parser.add_argument("--workspace", help=workspace_help)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add_command(name: str, help: str) -> argparse.ArgumentParser:
+        """A command; one that reads a workspace takes --workspace after its name too (`speedpatch apply RUN
+        --workspace DIR` is what people type). SUPPRESS keeps a --workspace given before the command."""
+        p = commands.add_parser(name, help=help)
+        if name not in ("bench", "serve"):
+            p.add_argument("--workspace", default=argparse.SUPPRESS, help=workspace_help)
+        return p
 
     def executor_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--executor", choices=EXECUTORS,
@@ -370,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     include_dir_help = ("Gemmini: a gemmini-rocc-tests checkout whose include/ headers replace speedpatch's "
                         "(same as [backend.gemmini-native] include_dir)")
-    p = sub.add_parser("optimize", help="search for a faster version of a kernel")
+    p = add_command("optimize", help="search for a faster version of a kernel")
     p.add_argument("file", help="the kernel's source file (.c Gemmini, .py NKI or KernelBench, .cu CUDA)")
     p.add_argument("--kernel", help="which kernel, where the file has several")
     p.add_argument("--backend", help="where to measure (default: [backends] in speedpatch.toml, else the target's; "
@@ -380,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.set_defaults(func=cmd_optimize)
 
-    p = sub.add_parser("evaluate", help="check and measure a file as it is")
+    p = add_command("evaluate", help="check and measure a file as it is")
     executor_opt(p)
     p.add_argument("file", help="the kernel's source file")
     p.add_argument("--kernel", help="which kernel, where the file has several")
@@ -392,32 +401,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("runs", help="list stored runs")
+    p = add_command("runs", help="list stored runs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_runs)
 
-    p = sub.add_parser("show", help="show a run")
+    p = add_command("show", help="show a run")
     p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
     p.add_argument("--diff", action="store_true", help="also print the winner's diff")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("apply", help="write a run's winner into its file (if the kernel is unchanged)")
+    p = add_command("apply", help="write a run's winner into its file (if the kernel is unchanged)")
     p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
     p.set_defaults(func=cmd_apply)
 
-    p = sub.add_parser("resume", help="continue an interrupted run")
+    p = add_command("resume", help="continue an interrupted run")
     executor_opt(p)
     p.add_argument("run", help="a run id, as `speedpatch runs` lists them")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_resume)
 
-    p = sub.add_parser("backends", help="list backends and whether they work here")
+    p = add_command("backends", help="list backends and whether they work here")
     executor_opt(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_backends)
 
-    p = sub.add_parser("bench", help="offline search over a target's examples, with a table")
+    p = add_command("bench", help="offline search over a target's examples, with a table")
     p.add_argument("target", help="gemmini, nki or cuda")
     p.add_argument("--examples", help="folder of example problems (default: examples/<target>)")
     p.add_argument("--iterations", "-T", type=int, default=3, help="search iterations per example (default 3)")
@@ -428,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("serve", help="run the language server over stdio")
+    p = add_command("serve", help="run the language server over stdio")
     p.set_defaults(func=cmd_serve)
     return parser
 

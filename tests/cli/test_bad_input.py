@@ -264,3 +264,15 @@ def test_bench_reports_each_example_with_a_readable_speedup_and_whole_headers(tm
     header = next(line for line in proc.stdout.splitlines() if line.split()[:1] == ["example"])
     assert header.split() == ["example", "baseline", "best", "speedup", "util", "seconds", "evals/min", "status"]
     assert "finished" in proc.stdout.split()
+
+
+def test_workspace_may_follow_the_command_as_people_type_it(tmp_path):
+    write_toy(tmp_path)
+    run_id = json.loads(run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1", "--json").stdout)["run_id"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    after = run(elsewhere, "runs", "--json", "--workspace", str(tmp_path))
+    assert after.returncode == 0, after.stderr
+    assert [r["run_id"] for r in json.loads(after.stdout)] == [run_id]
+    before = run(elsewhere, "--workspace", str(tmp_path), "show", run_id, "--json")
+    assert before.returncode == 0, before.stderr
