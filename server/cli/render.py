@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from speedpatch.figures import speedup_text, value_text
 from speedpatch.model import Candidate, Evaluation
-from speedpatch.states import RunStatus
+from speedpatch.states import EvalStatus, RunStatus
 from speedpatch.store import RunRecord
 from speedpatch.verdict import NOT_FASTER
 
@@ -161,6 +161,9 @@ def print_evaluation(console: Console, ev: Evaluation, backend: str) -> None:
         # nothing ran: neither correctness nor speed is known, whatever the status word says
         console.print(f"[bold]compiled, not run[/bold] on {backend}: correctness and speed are unknown "
                       "(this backend only builds; run it on a backend that executes, see `speedpatch backends`)")
+    elif ev.status == EvalStatus.INFRA_ERROR:  # the backend failed, not the program: nothing was judged
+        console.print(f"[bold]not evaluated[/bold] ({ev.status}): {backend} could not run it, so its correctness "
+                      "and speed are unknown")
     else:
         verdict = "correct" if ev.correct else "NOT correct"
         console.print(f"[bold]{verdict}[/bold] ({ev.status}) on {backend}: {cell(ev)}")

@@ -276,3 +276,14 @@ def test_workspace_may_follow_the_command_as_people_type_it(tmp_path):
     assert [r["run_id"] for r in json.loads(after.stdout)] == [run_id]
     before = run(elsewhere, "--workspace", str(tmp_path), "show", run_id, "--json")
     assert before.returncode == 0, before.stderr
+
+
+def test_a_backend_that_cannot_run_the_file_does_not_call_the_program_incorrect(tmp_path):
+    source = tmp_path / "relu.py"
+    source.write_text((EXAMPLES / "cuda" / "kernelbench_relu.py").read_text())
+    proc = run(tmp_path, "evaluate", "relu.py", "--backend", "cuda-compile")
+    if "not usable here" in proc.stderr:  # no nvcc on this machine
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    assert proc.stdout.startswith("not evaluated (infra_error): cuda-compile could not run it")
+    assert "NOT correct" not in proc.stdout and "handles .cu problems only" in proc.stdout
