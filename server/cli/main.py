@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import sys
@@ -135,6 +136,12 @@ def _print_json(data: Any) -> None:
     stream.flush()
 
 
+def _elsewhere(store: Store) -> str:
+    """' --workspace DIR' when the run is stored where a command typed in this folder would not look."""
+    workspace = store.root.parent.resolve()
+    return "" if find_workspace(Path.cwd()) == workspace else f" --workspace {shlex.quote(str(workspace))}"
+
+
 # how a search's end reads to a shell: 1 failed (also printed), 3 interrupted (resumable), 130 cancelled (as Ctrl-C)
 EXIT_CODES = {RunStatus.FAILED: 1, RunStatus.INTERRUPTED: 3, RunStatus.CANCELLED: 130}
 
@@ -148,7 +155,7 @@ def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warni
         if record.best and record.baseline and record.best.id != record.baseline.id:
             out.print(f"\n[bold]winner[/bold] {record.best.id}: {' '.join(record.best.plan.split())}")
             _print_plain(render.unified_diff(record.problem.source, record.best.source, record.path))
-            out.print(f"apply it with: speedpatch apply {record.run_id}")
+            out.print(f"apply it with: speedpatch apply {record.run_id}{_elsewhere(store)}", markup=False, soft_wrap=True)
         elif record.status != RunStatus.FAILED:
             out.print("no candidate beat the original")
     if record.status == RunStatus.FAILED:

@@ -287,3 +287,24 @@ def test_a_backend_that_cannot_run_the_file_does_not_call_the_program_incorrect(
     assert proc.returncode == 1, proc.stderr + proc.stdout
     assert proc.stdout.startswith("not evaluated (infra_error): cuda-compile could not run it")
     assert "NOT correct" not in proc.stdout and "handles .cu problems only" in proc.stdout
+
+
+def test_the_apply_hint_names_the_workspace_when_the_run_is_stored_elsewhere(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "speedpatch.toml").write_text("offline = true\n")
+    write_toy(project)
+    done = run(tmp_path, "optimize", "project/sum.toy", "-T", "1")
+    assert done.returncode == 0, done.stderr
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("apply it with: "))
+    assert hint.endswith(f"--workspace {project}")
+    applied = run(tmp_path, *hint.removeprefix("apply it with: speedpatch ").split())
+    assert applied.returncode == 0, applied.stderr
+
+
+def test_the_apply_hint_is_short_where_the_run_is_stored_here(tmp_path):
+    write_toy(tmp_path)
+    done = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1")
+    assert done.returncode == 0, done.stderr
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("apply it with: "))
+    assert hint.split() == ["apply", "it", "with:", "speedpatch", "apply", hint.split()[-1]]
