@@ -204,10 +204,18 @@ def evaluate(problem: Problem, source: str | None, config: Config, reverify_figu
     return changed[-1].evaluation
 
 
-def _require_llm_key(config: Config) -> None:
-    """An LLM search on OpenAI's own endpoint (no base URL) with no API key would only fail, after the
-    baseline and every retry: refuse it first. Local endpoints (a base URL) take any key."""
-    if not config.use_llm or config.llm.base_url or os.environ.get("OPENAI_BASE_URL") or config.llm.resolved_api_key():
+def _require_llm_setup(config: Config) -> None:
+    """An LLM search that could only fail is refused before the baseline: an endpoint without a model to ask,
+    or OpenAI's own endpoint (no base URL) without an API key. Local endpoints (a base URL) take any key."""
+    if not config.use_llm:
+        return
+    plan, code = config.llm.plan_models or config.llm.models, config.llm.code_models or config.llm.models
+    if not plan or not code:
+        what = "plans or code" if not plan and not code else "plans" if not plan else "code"
+        raise UserError(f"the LLM endpoint {config.llm.base_url or '(default)'} has no model to ask for {what}: "
+                        "name one with --model NAME (or llm.models = [\"NAME\"] in speedpatch.toml), or search "
+                        "without an LLM (--offline)")
+    if config.llm.base_url or os.environ.get("OPENAI_BASE_URL") or config.llm.resolved_api_key():
         return
     models = ", ".join(config.llm.models or config.llm.plan_models or config.llm.code_models) or "(default)"
     raise UserError(
@@ -234,7 +242,7 @@ def _session(
 ) -> Session:
     target, backend = _target_backend(problem)
     _check_backend(target, backend, config)
-    _require_llm_key(config)
+    _require_llm_setup(config)
     if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
         raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
     menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name))

@@ -308,3 +308,11 @@ def test_the_apply_hint_is_short_where_the_run_is_stored_here(tmp_path):
     assert done.returncode == 0, done.stderr
     hint = next(line for line in done.stdout.splitlines() if line.startswith("apply it with: "))
     assert hint.split() == ["apply", "it", "with:", "speedpatch", "apply", hint.split()[-1]]
+
+
+def test_an_endpoint_without_a_model_is_refused_without_a_traceback(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--base-url", "http://127.0.0.1:9/v1", "-T", "1")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: the LLM endpoint http://127.0.0.1:9/v1 has no model to ask")
+    assert "--model NAME" in proc.stderr and "Traceback" not in proc.stderr
