@@ -28,6 +28,8 @@ ERROR = "error"  # a row's status when its example could not be searched at all 
 
 def _examples(args: argparse.Namespace) -> list[Path]:
     folder = Path(args.examples) if args.examples else None
+    if folder is not None and not folder.is_dir():
+        raise UserError(f"--examples {args.examples}: no such folder")
     if folder is None:
         for candidate in (Path.cwd() / "examples" / args.target, REPO_EXAMPLES / args.target):
             if candidate.is_dir():
@@ -36,9 +38,10 @@ def _examples(args: argparse.Namespace) -> list[Path]:
     if folder is None or not folder.is_dir():
         raise UserError(f"no examples folder for {args.target}; pass --examples DIR")
     target = targets.get_target(args.target)
-    files = sorted(p for p in folder.iterdir() if p.suffix in target.extensions and p.is_file())
-    if args.only:
-        files = [p for p in files if p.name in args.only or p.stem in args.only]
+    found = sorted(p for p in folder.iterdir() if p.suffix in target.extensions and p.is_file())
+    files = [p for p in found if p.name in args.only or p.stem in args.only] if args.only else found
+    if found and not files:
+        raise UserError(f"{folder}: no example named {', '.join(args.only)}; examples: {', '.join(p.name for p in found)}")
     if not files:
         raise UserError(f"{folder}: no {args.target} examples found")
     return files

@@ -51,6 +51,18 @@ def _workspace(args: argparse.Namespace, file: str | None = None) -> Path:
     return find_workspace(Path(file).resolve().parent if file else Path.cwd())
 
 
+def _store(workspace: Path) -> Store:
+    """The workspace's run store, or a UserError saying why it cannot be made there (a read-only folder, a
+    file named .speedpatch)."""
+    try:
+        return Store(workspace)
+    except OSError as exc:
+        folder = workspace / ".speedpatch"
+        why = "it is a file, not a folder" if folder.is_file() else exc.strerror or str(exc)
+        raise UserError(f"cannot keep runs in {folder}: {why}; give a folder where runs can be stored with "
+                        "--workspace DIR") from exc
+
+
 def _read_source(file: str) -> str:
     path = Path(file)
     if path.is_dir():
@@ -171,7 +183,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     config = _config(args, workspace)
     text = _read_source(args.file)
     problem = api.make_problem(str(Path(args.file).resolve()), text, args.kernel, config, args.backend)
-    store = Store(workspace)
+    store = _store(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         def on_event(event: ev.Event) -> None:
             if event.kind == ev.RUN_STARTED and not args.json:  # which schedule guides this run, if any
@@ -193,7 +205,7 @@ def _print_schedule(described: str | None, reuse: str) -> None:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
-    store = Store(workspace)
+    store = _store(workspace)
     config = load_config(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         record = api.resume(args.run, store, config, on_event=progress, cancel=cancel, executor=args.executor)
@@ -223,7 +235,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = Store(_workspace(args))
+    store = _store(_workspace(args))
     records = store.list_runs()
     if args.json:
         _print_json([render.run_json(r) for r in records])
@@ -235,7 +247,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = Store(_workspace(args))
+    store = _store(_workspace(args))
     record = store.get_run(args.run)  # NotFoundError: a UserError
     if args.json:
         data = render.run_json(record)
@@ -269,7 +281,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    store = Store(_workspace(args))
+    store = _store(_workspace(args))
     record = store.get_run(args.run)  # NotFoundError: a UserError
     path = Path(record.path)
     if not path.exists():

@@ -316,3 +316,21 @@ def test_an_endpoint_without_a_model_is_refused_without_a_traceback(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: the LLM endpoint http://127.0.0.1:9/v1 has no model to ask")
     assert "--model NAME" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_workspace_where_runs_cannot_be_kept_says_so_without_a_traceback(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / ".speedpatch").write_text("not a folder")
+    proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1")
+    assert proc.returncode == 2
+    assert "cannot keep runs in" in proc.stderr and "it is a file, not a folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bench_names_a_missing_examples_folder_and_an_unknown_example(tmp_path):
+    missing = run(tmp_path, "bench", "toy", "--examples", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and f"--examples {tmp_path / 'nope'}: no such folder" in missing.stderr
+    write_toy(tmp_path)
+    unknown = run(tmp_path, "bench", "toy", "--examples", str(tmp_path), "--only", "summ")
+    assert unknown.returncode == 2
+    assert "no example named summ; examples: sum.toy" in unknown.stderr
