@@ -357,6 +357,64 @@ def test_a_write_to_a_mod_alloc_block_waits_for_the_reads_of_the_block_on_its_me
     assert last_report()["latency_us"] > separate
 
 
+# ---- PSUM elements nothing wrote (per element; tests/security/test_nki_unwritten_psum_attacks.py) -------------
+
+
+def _partial_psum_kernel(read: str, buffer: object = None):
+    """nc_matmul into columns 0:128 of a (128, 512) nl.ndarray PSUM tile, then a copy of the view `read`
+    selects (cols: a gather of those columns; blocks 0 and 2 of a blocked tile when buffer is given)."""
+
+    @jit
+    def k(a, b):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        if buffer is not None:
+            blocks = nl.ndarray((4, nl.par_dim(128), 128), dtype=nl.float32, buffer=buffer)
+            nisa.nc_matmul(blocks[0], nl.load(a), nl.load(b))
+            nl.store(out, value=nl.copy(blocks[2], dtype=nl.float32))
+            return out
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(acc[:, 0:128], nl.load(a), nl.load(b))
+        i_p, i_f = nl.mgrid[0:128, 0:512]
+        views = {"written": lambda: nl.copy(acc[:, 0:128], dtype=nl.float32),
+                 "masked": lambda: nl.copy(acc, dtype=nl.float32, mask=(i_f < 128))[:, 0:128],
+                 "cols 0 5 100 (and 127)": lambda: nl.copy(acc[nl.arange(128)[:, None], np.array([[0, 5, 100] + [127] * 125])],
+                                                          dtype=nl.float32),
+                 "cols 0 5 300 (and 127)": lambda: nl.copy(acc[nl.arange(128)[:, None], np.array([[0, 5, 300] + [127] * 125])],
+                                                          dtype=nl.float32)}
+        nl.store(out, value=views[read]())
+        return out
+
+    return k
+
+
+def _ab() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.random((128, 128), dtype=np.float32), rng.random((128, 128), dtype=np.float32)
+
+
+def test_the_part_of_a_psum_tile_a_matmul_wrote_can_be_read_alone():
+    a, b = _ab()
+    for read in ("written", "masked"):
+        np.testing.assert_allclose(_partial_psum_kernel(read)(a, b), a.T @ b, rtol=1e-5)
+    np.testing.assert_allclose(_partial_psum_kernel("cols 0 5 100 (and 127)")(a, b)[:, :3], (a.T @ b)[:, [0, 5, 100]],
+                               rtol=1e-5)
+
+
+def test_a_gather_reaching_a_psum_element_nothing_wrote_is_refused():
+    # before: column 300 read 0.0
+    with pytest.raises(NkiError, match=r"before anything wrote it \(128 of the elements read"):
+        _partial_psum_kernel("cols 0 5 300 (and 127)")(*_ab())
+
+
+def test_a_psum_block_is_written_when_the_block_on_its_memory_is():
+    compiler = _module("compiler")
+    a, b = _ab()
+    shared = compiler.psum.mod_alloc(base_bank=0, num_free_tiles=(2,))  # block 2 is block 0's memory
+    np.testing.assert_allclose(_partial_psum_kernel("", shared)(a, b), a.T @ b, rtol=1e-5)
+    with pytest.raises(NkiError, match="before anything wrote it"):  # before: block 2 read 0.0
+        _partial_psum_kernel("", compiler.psum.mod_alloc(base_bank=0, num_free_tiles=(4,)))(a, b)
+
+
 # ---- modules of the public API -------------------------------------------------------------------------
 
 

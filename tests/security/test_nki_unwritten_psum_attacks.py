@@ -5,7 +5,9 @@ The emulator starts PSUM at zero only because a matmul into a fresh accumulator 
 adding to it; on hardware the bank holds whatever it held before. Red-team: an accumulator taken as
 nl.ndarray(buffer=nl.psum) and summed into by VectorE was correct here (the zeros) and would be garbage on the
 device; one from nl.zeros(buffer=nl.psum) had its memset for free (9 VectorE instructions where the same
-kernel with an SBUF accumulator pays 10). Each kernel runs through the real nki-emulator backend."""
+kernel with an SBUF accumulator pays 10). The check is per element: a PSUM tile a matmul wrote in part read
+zeros in the rest (a padded product whose padding was never written: correct here, garbage on a device). Each
+kernel runs through the real nki-emulator backend."""
 
 from __future__ import annotations
 
@@ -78,3 +80,43 @@ def test_an_index_array_indexed_by_a_tile_fails_at_once(tmp_path: Path) -> None:
     ev = evaluate_problem(tmp_path, attack, timeout=30)
     assert ev.status == RUNTIME_ERROR, (ev.status, ev.message)
     assert "not iterable" in ev.message or "sequence" in ev.message, ev.message
+
+
+PADDED_PRODUCT = '''"""out (128, 512) = a.T @ b in columns 0:128, zeros in the rest; a and b (128, 128) fp32."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+
+@nki.jit
+def padded_product(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = {accumulator}((128, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(acc[:, 0:128], nl.load(a), nl.load(b))
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out
+
+
+INPUTS = {{"a": ((128, 128), "float32"), "b": ((128, 128), "float32")}}
+
+
+def reference(a, b):
+    out = np.zeros((128, 512), dtype=np.float32)
+    out[:, 0:128] = a.T @ b
+    return out
+'''
+
+
+def test_a_psum_tile_a_matmul_wrote_in_part_is_not_read_as_zeros_in_the_rest(tmp_path: Path) -> None:
+    # before: ok, "correct on 3 seeds" (the 384 columns no instruction wrote read 0.0; on a device, old data)
+    ev = evaluate_problem(tmp_path, PADDED_PRODUCT.format(accumulator="nl.ndarray"))
+    assert ev.status == RUNTIME_ERROR, (ev.status, ev.message)
+    assert "before anything wrote it" in ev.message and "49152 of the elements read" in ev.message, ev.message
+
+
+def test_a_zeroed_psum_tile_a_matmul_wrote_in_part_pays_its_memset_when_read_whole(tmp_path: Path) -> None:
+    ev = evaluate_problem(tmp_path, PADDED_PRODUCT.format(accumulator="nl.zeros"))
+    assert ev.status == OK, (ev.status, ev.message)
+    assert ev.feedback["engines"]["vector"]["instructions"] == 2, ev.feedback["engines"]  # memset, copy (before: 1)

@@ -365,7 +365,7 @@ def full(shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: st
     if tile.buffer.kind == "psum" and float(fill_value) == 0.0:
         # a zeroed PSUM accumulator costs nothing: the first matmul into it overwrites instead of
         # accumulating ([ARCH]: "Every nc_matmul instruction can choose whether to override ... or
-        # accumulate"); read first by another engine, it pays its memset then (tensor.first_read_of_unwritten_psum)
+        # accumulate"); read first by another engine, it pays its memset then (tensor.read_of_unwritten_psum)
         tile.alloc.unwritten_psum = "zeros"
         return tile
     if tile.buffer.kind != "hbm":  # a memset on the Vector engine

@@ -105,9 +105,11 @@ class Allocation:
         self.buffer = buffer
         self.name = name or "tensor"
         self.matmul_result = False
-        # a PSUM tile nothing has written yet ("ndarray", or "zeros": nl.zeros/nl.full(0) in PSUM): only a
-        # matmul may start from it (the hardware's override flag); any other first read is checked (read())
+        # a PSUM tile not yet wholly written ("ndarray", or "zeros": nl.zeros/nl.full(0) in PSUM): only a
+        # matmul may start from its unwritten elements (the hardware's override flag); any other read of them is
+        # checked (Tile.read). psum_written: which elements have been written (None: none yet)
         self.unwritten_psum: str | None = None
+        self.psum_written: np.ndarray | None = None
         self.implicit_buffer = False  # a legacy instruction result whose memory the emulator chose (ops._sbuf_operand)
         self.sbuf_copy: Any = None  # (producer, view, SBUF copy) of such a PSUM result read by a matmul
         self.slot: Any = None  # the cost model's record of its on-chip space
@@ -167,13 +169,14 @@ class Allocation:
         coords = np.unravel_index(block, shape)
         return np.ravel_multi_index(tuple(c % m for c, m in zip(coords, self.alias_moduli, strict=True)), shape)
 
-    def mirror(self, positions: np.ndarray) -> None:
+    def mirror(self, positions: np.ndarray, array: np.ndarray | None = None) -> None:
         """Blocks that share memory (mod_alloc) hold the same values: what was just written at `positions`
         (flat) is what every other block on the same physical block now reads. Without this a kernel kept
         32 MiB resident in a tensor whose 32 blocks shared one 8 KiB-per-partition slot (red-team: a
-        two-pass row normalization correct at 282 us against the honest 516 us)."""
+        two-pass row normalization correct at 282 us against the honest 516 us). array: another array of the
+        tensor's shape to mirror instead of the data (which PSUM elements are written)."""
         per = math.prod(self.shape[self.par_axis:])
-        data = self.data.reshape(-1, per)
+        data = (self.data if array is None else array).reshape(-1, per)
         block, offset = np.divmod(positions.reshape(-1), per)
         phys = self.physical_block(block)
         values = data[block, offset]
@@ -833,13 +836,15 @@ class Tile:
         if bad.any():
             raise NkiError(f"out-of-bounds access to {self.name!r} of shape {self.alloc.shape}: {self.oob}")
 
-    def _view(self, strides: tuple[int, ...], writeable: bool = False) -> np.ndarray:
-        """NumPy view of the in-bounds box of a strided tile (strides: this view's)."""
+    def _view(self, strides: tuple[int, ...], writeable: bool = False, data: np.ndarray | None = None) -> np.ndarray:
+        """NumPy view of the in-bounds box of a strided tile (strides: this view's). data: another array of
+        the allocation's shape to view instead of its values."""
+        if data is None:
+            data = self.alloc.data
         shape = tuple(h - a for a, h in zip(self.lo, self.hi, strict=True))
         if any(n <= 0 for n in shape):
-            return np.empty(tuple(max(0, n) for n in shape), dtype=self.alloc.data.dtype)
+            return np.empty(tuple(max(0, n) for n in shape), dtype=data.dtype)
         start = self.offset + sum(a * s for a, s in zip(self.lo, strides, strict=True))
-        data = self.alloc.data
         item = data.itemsize
         view = np.ndarray(shape, data.dtype, buffer=data, offset=start * item,
                           strides=tuple(s * item for s in strides))
@@ -849,10 +854,10 @@ class Tile:
 
     def read(self, mask: Any = None) -> np.ndarray:
         """The values (float32 for float types), zero where masked out. May be a read-only view."""
-        if self.alloc.unwritten_psum is not None:
-            first_read_of_unwritten_psum(self)
         m = self._mask(mask)
         self._check_bounds(m)
+        if self.alloc.unwritten_psum is not None:
+            read_of_unwritten_psum(self, m)
         if self.strides is not None:
             if self.oob:
                 values = np.zeros(self.shape, dtype=self.alloc.data.dtype)
@@ -872,11 +877,61 @@ class Tile:
         global _writes
         _writes += 1
         self._store(values, mask, exact)
-        self.alloc.unwritten_psum = None
+        if self.alloc.unwritten_psum is not None:
+            self._mark_written(mask)
         if self.alloc.alias_moduli:  # mod_alloc: the blocks on the same memory now read these values too
             m = self._mask(mask)
             pos = self.pos if m is None else self.pos[m]
             self.alloc.mirror(pos[pos >= 0])
+            written = self.alloc.psum_written
+            if written is not None:
+                self.alloc.mirror(pos[pos >= 0], written)
+                if written.all():
+                    self.alloc.unwritten_psum = self.alloc.psum_written = None
+
+    def _covers_allocation(self) -> bool:
+        alloc = self.alloc
+        return (self.strides == alloc.strides and self.offset == 0 and self.shape == alloc.shape and not self.oob
+                and self._reinterpret is None)
+
+    def _mark_written(self, mask: Any) -> None:
+        """Record the elements of a PSUM tile this write reached (Allocation.psum_written); once every element
+        is written the tile is an ordinary one."""
+        alloc = self.alloc
+        if mask is None and alloc.psum_written is None and self._covers_allocation():
+            alloc.unwritten_psum = None  # the common case: the first write is the whole tile
+            return
+        if alloc.psum_written is None:
+            alloc.psum_written = np.zeros(alloc.shape, dtype=bool)
+        m = self._mask(mask)
+        if self.strides is not None:
+            view = self._view(self.strides, writeable=True, data=alloc.psum_written)
+            if m is None:
+                view[...] = True
+            else:
+                view[m[self._box()] if self.oob else m] = True
+        else:
+            alloc.psum_written.reshape(-1)[self._positions(m)] = True
+        if not alloc.alias_moduli and alloc.psum_written.all():  # (aliased blocks: after write() mirrors it)
+            alloc.unwritten_psum = alloc.psum_written = None
+
+    def _positions(self, m: np.ndarray | None) -> np.ndarray:
+        """The flat positions of a gather view's in-bounds elements that m selects."""
+        sel = self.pos >= 0
+        return self.pos[sel if m is None else sel & m]
+
+    def unwritten_count(self, m: np.ndarray | None) -> int:
+        """How many of the PSUM elements this view reads (in bounds, selected by m) no write has reached."""
+        alloc = self.alloc
+        if alloc.psum_written is None:
+            alloc.psum_written = np.zeros(alloc.shape, dtype=bool)
+        if self.strides is not None:
+            written = self._view(self.strides, data=alloc.psum_written)
+            if m is not None:
+                written = written[m[self._box()] if self.oob else m]
+        else:
+            written = alloc.psum_written.reshape(-1)[self._positions(m)]
+        return int(written.size - np.count_nonzero(written))
 
     def _store(self, values: Any, mask: Any, exact: bool) -> None:
         m = self._mask(mask)
@@ -958,25 +1013,34 @@ class Tile:
         raise NkiError("a tile has no truth value on the host; kernel control flow cannot depend on tile data")
 
 
-def first_read_of_unwritten_psum(tile: Tile) -> None:
-    """An engine reads a PSUM tile nothing has written. PSUM starts at zero in the emulator only because a
-    matmul into a fresh accumulator overrides instead of accumulating (ops.matmul and ops.accumulate_into
-    read it through accumulator_values); on hardware the bank holds whatever it held before. Red-team: an
-    accumulator taken as nl.ndarray(buffer=nl.psum) and summed into by VectorE was correct here (zeros)
-    and garbage on the device; one from nl.zeros(buffer=nl.psum) got its memset for free. So nl.zeros pays
-    its VectorE memset now, and an nl.ndarray is refused."""
+def read_of_unwritten_psum(tile: Tile, m: np.ndarray | None) -> None:
+    """An engine reads a PSUM tile not every element of which has been written (m: the read's mask). PSUM
+    starts at zero in the emulator only because a matmul into a fresh accumulator overrides instead of
+    accumulating (ops.matmul and ops.accumulate_into read it through accumulator_values); on hardware the
+    bank holds whatever it held before. Red-team: an accumulator taken as nl.ndarray(buffer=nl.psum) and
+    summed into by VectorE was correct here (zeros) and garbage on the device; one from nl.zeros(buffer=
+    nl.psum) got its memset for free. So nl.zeros pays its VectorE memset at the first read of an element
+    nothing wrote, and an nl.ndarray is refused. The check is per element: a (128, 512) nl.ndarray PSUM tile
+    a matmul wrote in columns 0:128 only, then copied whole, read zeros in the other 384 columns (red-team);
+    reading only what was written is fine."""
     alloc = tile.alloc
-    kind, alloc.unwritten_psum = alloc.unwritten_psum, None
-    if kind == "zeros":
+    missing = tile.unwritten_count(m)
+    if not missing:
+        return
+    if alloc.unwritten_psum == "zeros":
         from speedpatch.targets.nki.emulator import ops
 
+        alloc.unwritten_psum = alloc.psum_written = None  # the memset writes all of it (zeros, as stored)
         free = math.prod(alloc.shape) // max(1, alloc.shape[alloc.par_axis])
         costmodel.current().issue("vector", ops.engine_cost_ns("vector", free), [], [alloc.tile().access()],
                                   latency_ns=ops.access_latency_ns("vector"))
         return
-    alloc.unwritten_psum = kind
-    raise NkiError(f"{alloc.name!r} is read before anything wrote it: a PSUM tile from nl.ndarray holds whatever "
-                   f"its bank held before (on hardware); start it with nl.zeros or a matmul into it")
+    total = math.prod(alloc.shape)
+    written = alloc.psum_written
+    never = total - (int(np.count_nonzero(written)) if written is not None else 0)
+    raise NkiError(f"{alloc.name!r} is read before anything wrote it ({missing} of the elements read; {never} of "
+                   f"its {total} elements were never written): a PSUM tile from nl.ndarray holds whatever its bank "
+                   f"held before (on hardware); start it with nl.zeros, or read only what a matmul wrote")
 
 
 def accumulator_values(dst: Tile) -> np.ndarray:
