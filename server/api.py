@@ -135,7 +135,8 @@ def make_problem(path: str, text: str, kernel: str | None, config: Config, backe
             raise UserError(f"{path}: no kernel named {kernel!r}; kernels found: {names}")
         chosen = matches[0]
     if not chosen.runnable:
-        raise UserError(f"{path}: kernel {chosen.name} cannot be optimized here: {chosen.reason}")
+        doing = "run" if whole_program else "optimized"  # evaluate asks for a program to run
+        raise UserError(f"{path}: kernel {chosen.name} cannot be {doing}: {chosen.reason}")
     target = targets.get_target(chosen.target)
     _check_config_names(target, config)
     be = backend_for(target, config, backend)

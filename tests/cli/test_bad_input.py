@@ -334,3 +334,12 @@ def test_bench_names_a_missing_examples_folder_and_an_unknown_example(tmp_path):
     unknown = run(tmp_path, "bench", "toy", "--examples", str(tmp_path), "--only", "summ")
     assert unknown.returncode == 2
     assert "no example named summ; examples: sum.toy" in unknown.stderr
+
+
+def test_evaluate_of_a_kernel_without_a_harness_says_it_cannot_be_run(tmp_path):
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = 1; }\n")
+    proc = run(tmp_path, "evaluate", "k.cu")
+    assert proc.returncode == 2
+    assert "kernel k cannot be run: no speedpatch harness" in proc.stderr and "optimized" not in proc.stderr
+    proc = run(tmp_path, "optimize", "k.cu", "--offline")
+    assert proc.returncode == 2 and "kernel k cannot be optimized: no speedpatch harness" in proc.stderr
