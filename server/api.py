@@ -106,7 +106,8 @@ def make_problem(path: str, text: str, kernel: str | None, config: Config, backe
     kernels = find_kernels(path, text)
     if not targets.targets_for_path(path):
         exts = sorted({e for t in targets.all_targets() for e in t.extensions})
-        raise UserError(f"{path}: no target handles this file type (known extensions: {', '.join(exts)})")
+        failed = "".join(f"; target {name} could not be loaded: {why}" for name, why in targets.load_errors().items())
+        raise UserError(f"{path}: no target handles this file type (known extensions: {', '.join(exts)}){failed}")
     if not kernels:
         programs = _whole_program_kernels(path, text) if len(text) <= MAX_FILE_BYTES else []
         if programs and whole_program:

@@ -50,10 +50,17 @@ def _load_plugins() -> None:
     with _load_lock:
         if _plugins_loaded:
             return
+        # a plug-in that fails to load is reported (load_errors), never the end of every command
         for ep in entry_points(group="speedpatch.targets"):
-            register(ep.load()())
-        for module in filter(None, os.environ.get("SPEEDPATCH_TARGET_MODULES", "").split(",")):
-            importlib.import_module(module.strip())
+            try:
+                register(ep.load()())
+            except Exception as exc:
+                _load_errors[ep.name] = f"entry point {ep.value}: {type(exc).__name__}: {exc}"
+        for module in filter(None, (m.strip() for m in os.environ.get("SPEEDPATCH_TARGET_MODULES", "").split(","))):
+            try:
+                importlib.import_module(module)
+            except Exception as exc:
+                _load_errors[module] = f"SPEEDPATCH_TARGET_MODULES {module}: {type(exc).__name__}: {exc}"
         _plugins_loaded = True
 
 
@@ -65,7 +72,8 @@ def all_targets() -> list[Target]:
 
 
 def load_errors() -> dict[str, str]:
-    """Built-in targets that could not be imported here, each with why (a missing dependency)."""
+    """Targets that could not be loaded here, each with why: a built-in's missing dependency, a plug-in's
+    error (keyed by its entry point's or module's name)."""
     all_targets()
     return dict(_load_errors)
 

@@ -335,6 +335,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
         table.add_row(r["target"], name, "yes" if r["usable"] else "no", "yes" if r["measures_speed"] else "no",
                       *nodes, escape(r["reason"]))
     out.print(table)
+    for name, why in targets.load_errors().items():
+        out.print(f"[yellow]target {escape(name)} could not be loaded:[/yellow] {escape(why)}")
     _print_sandbox(config, out)
     return 0
 

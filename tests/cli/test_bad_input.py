@@ -343,3 +343,19 @@ def test_evaluate_of_a_kernel_without_a_harness_says_it_cannot_be_run(tmp_path):
     assert "kernel k cannot be run: no speedpatch harness" in proc.stderr and "optimized" not in proc.stderr
     proc = run(tmp_path, "optimize", "k.cu", "--offline")
     assert proc.returncode == 2 and "kernel k cannot be optimized: no speedpatch harness" in proc.stderr
+
+
+def test_a_plugin_that_fails_to_load_is_reported_and_the_others_still_work(tmp_path):
+    write_toy(tmp_path)
+    env = dict(cli_env(), SPEEDPATCH_TARGET_MODULES="toy_target,no_such_plugin_module")
+    listing = subprocess.run(cli("backends"), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    assert "toy-count" in listing.stdout and "Traceback" not in listing.stderr
+    assert "no_such_plugin_module could not be loaded" in " ".join(listing.stdout.split())
+    evaluated = subprocess.run(cli("evaluate", "sum.toy"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=120)
+    assert evaluated.returncode == 0, evaluated.stderr
+    (tmp_path / "k.hip").write_text("__global__ void k() {}\n")
+    unknown = subprocess.run(cli("evaluate", "k.hip"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert unknown.returncode == 2 and "no_such_plugin_module could not be loaded" in unknown.stderr
