@@ -211,6 +211,10 @@ def _require_llm_setup(config: Config) -> None:
     or OpenAI's own endpoint (no base URL) without an API key. Local endpoints (a base URL) take any key."""
     if not config.use_llm:
         return
+    url = config.llm.base_url
+    if url and not url.startswith(("http://", "https://")):
+        raise UserError(f"llm.base_url (--base-url) {url!r} is not an http:// or https:// URL; an OpenAI-compatible "
+                        "endpoint reads like http://localhost:8000/v1")
     plan, code = config.llm.plan_models or config.llm.models, config.llm.code_models or config.llm.models
     if not plan or not code:
         what = "plans or code" if not plan and not code else "plans" if not plan else "code"

@@ -359,3 +359,10 @@ def test_a_plugin_that_fails_to_load_is_reported_and_the_others_still_work(tmp_p
     unknown = subprocess.run(cli("evaluate", "k.hip"), cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=120)
     assert unknown.returncode == 2 and "no_such_plugin_module could not be loaded" in unknown.stderr
+
+
+def test_a_base_url_without_a_scheme_is_refused_before_the_search(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "optimize", "sum.toy", "--model", "m", "--base-url", "localhost:8000/v1", "-T", "1")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: llm.base_url (--base-url) 'localhost:8000/v1' is not an http:// or https:// URL")
