@@ -36,7 +36,7 @@ class CudaCompileBackend(Backend):
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         nvcc = find_nvcc(settings)
         if nvcc is None:
-            return Availability(False, "nvcc not found: install the CUDA toolkit or set nvcc in the backend.cuda-compile table of speedpatch.toml")
+            return Availability(False, "nvcc not found: install the CUDA toolkit or set nvcc in [backend.cuda-compile] of speedpatch.toml")
         sass = "SASS mix via cuobjdump" if find_cuobjdump() else "no cuobjdump (pip install nvidia-cuda-cuobjdump)"
         return Availability(True, f"{nvcc_version(nvcc)}; {sass}; compile-only, cannot time")
 

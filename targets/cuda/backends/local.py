@@ -40,7 +40,7 @@ class CudaLocalBackend(Backend):
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         nvcc = find_nvcc(settings)
         if nvcc is None:
-            return Availability(False, "nvcc not found: install the CUDA toolkit or set nvcc in the backend.cuda-local table of speedpatch.toml")
+            return Availability(False, "nvcc not found: install the CUDA toolkit or set nvcc in [backend.cuda-local] of speedpatch.toml")
         gpu = local_gpu()
         if gpu is None:
             return Availability(False, "no NVIDIA GPU on this machine: use cuda-ssh with a GPU host to measure, "

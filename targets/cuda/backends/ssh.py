@@ -30,7 +30,7 @@ class CudaSshBackend(Backend):
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:
         settings = settings or {}
         if not settings.get("host"):
-            return Availability(False, "no GPU host: set host = \"...\" in the backend.cuda-ssh table of speedpatch.toml")
+            return Availability(False, "no GPU host: set host = \"...\" in [backend.cuda-ssh] of speedpatch.toml")
         missing = missing_ssh_tool(settings)
         if missing:
             return Availability(False, missing)
