@@ -63,6 +63,22 @@ def _store(workspace: Path) -> Store:
                         "--workspace DIR") from exc
 
 
+def _stored_runs(args: argparse.Namespace) -> Store | None:
+    """The workspace's run store for commands that only read runs, None where it has none: those never create
+    one, since a .speedpatch/ folder makes its folder the workspace of everything below it."""
+    workspace = _workspace(args)
+    return _store(workspace) if (workspace / ".speedpatch" / "runs.sqlite3").exists() else None
+
+
+def _run_store(args: argparse.Namespace) -> Store:
+    """The store that holds run `args.run` (show, apply, resume), or a UserError where there is none."""
+    store = _stored_runs(args)
+    if store is None:
+        raise UserError(f"no run {args.run!r}: no runs are stored in {_workspace(args)} (see `speedpatch runs`, "
+                        "or give the folder the run was made in with --workspace DIR)")
+    return store
+
+
 def _read_source(file: str) -> str:
     path = Path(file)
     if path.is_dir():
@@ -205,7 +221,7 @@ def _print_schedule(described: str | None, reuse: str) -> None:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
-    store = _store(workspace)
+    store = _run_store(args)
     config = load_config(workspace)
     with _CtrlC() as cancel, SearchProgress(err, enabled=not args.json) as progress:
         record = api.resume(args.run, store, config, on_event=progress, cancel=cancel, executor=args.executor)
@@ -235,19 +251,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    store = _store(_workspace(args))
-    records = store.list_runs()
+    store = _stored_runs(args)
+    records = store.list_runs() if store else []
     if args.json:
         _print_json([render.run_json(r) for r in records])
     elif not records:
-        out.print(f"no runs yet in {store.path}")
+        out.print(f"no runs yet in {_workspace(args)}", markup=False, soft_wrap=True)
     else:
         out.print(render.runs_table(records, out.width))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = _store(_workspace(args))
+    store = _run_store(args)
     record = store.get_run(args.run)  # NotFoundError: a UserError
     if args.json:
         data = render.run_json(record)
@@ -281,7 +297,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    store = _store(_workspace(args))
+    store = _run_store(args)
     record = store.get_run(args.run)  # NotFoundError: a UserError
     path = Path(record.path)
     if not path.exists():

@@ -366,3 +366,14 @@ def test_a_base_url_without_a_scheme_is_refused_before_the_search(tmp_path):
     proc = run(tmp_path, "optimize", "sum.toy", "--model", "m", "--base-url", "localhost:8000/v1", "-T", "1")
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: llm.base_url (--base-url) 'localhost:8000/v1' is not an http:// or https:// URL")
+
+
+def test_reading_runs_where_there_are_none_creates_no_run_store(tmp_path):
+    listing = run(tmp_path, "runs")
+    assert listing.returncode == 0 and "no runs yet" in listing.stdout
+    assert json.loads(run(tmp_path, "runs", "--json").stdout) == []
+    for command in (("show", "abc123"), ("apply", "abc123"), ("resume", "abc123")):
+        proc = run(tmp_path, *command)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: no run 'abc123'"), proc.stderr
+        assert "--workspace DIR" in proc.stderr
+    assert not (tmp_path / ".speedpatch").exists()
