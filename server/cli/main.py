@@ -84,7 +84,8 @@ def _read_source(file: str) -> str:
     if path.is_dir():
         raise UserError(f"{file} is a folder; give the kernel's source file (e.g. {file.rstrip('/')}/kernel.c)")
     if not path.is_file():
-        raise UserError(f"{file}: no such file")
+        where = "" if path.is_absolute() else f" (looked in {Path.cwd()})"
+        raise UserError(f"{file}: no such file{where}")
     data = path.read_bytes()
     try:
         return data.decode("utf-8")

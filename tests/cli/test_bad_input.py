@@ -377,3 +377,9 @@ def test_reading_runs_where_there_are_none_creates_no_run_store(tmp_path):
         assert proc.returncode == 2 and proc.stderr.startswith("error: no run 'abc123'"), proc.stderr
         assert "--workspace DIR" in proc.stderr
     assert not (tmp_path / ".speedpatch").exists()
+
+
+def test_a_missing_file_says_where_it_was_looked_for(tmp_path):
+    proc = run(tmp_path, "evaluate", "kernels/nope.c")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: kernels/nope.c: no such file (looked in {tmp_path})"
