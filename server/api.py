@@ -190,6 +190,9 @@ def evaluate(problem: Problem, source: str | None, config: Config, reverify_figu
         ev = pool.submit(text).result()
     finally:
         pool.shutdown()
+    if reverify_figure and not backend.reverify_with:  # asked for, and impossible here: say so, not nothing
+        ev.receipt = {**(ev.receipt or {}), "reverified": f"not re-verified: {backend.name} has no independent "
+                      "backend to re-verify on"}
     if not (backend.reverify_with and ev.correct):
         return ev
     check = _reverifier(target, backend, problem, config) if reverify_figure else None

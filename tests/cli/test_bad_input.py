@@ -383,3 +383,11 @@ def test_a_missing_file_says_where_it_was_looked_for(tmp_path):
     proc = run(tmp_path, "evaluate", "kernels/nope.c")
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: kernels/nope.c: no such file (looked in {tmp_path})"
+
+
+def test_reverify_on_a_backend_without_an_independent_one_says_it_was_not_done(tmp_path):
+    write_toy(tmp_path)
+    proc = run(tmp_path, "evaluate", "sum.toy", "--reverify", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["receipt"]["reverified"] == (
+        "not re-verified: toy-count has no independent backend to re-verify on")
