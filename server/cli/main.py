@@ -9,6 +9,7 @@ import shlex
 import signal
 import sqlite3
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -285,7 +286,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         for c in store.lineage(record.run_id, record.best.id):
             ev = c.evaluation
             value = render.cell(ev)
-            out.print(f"  {c.id}: {value}  {' '.join(c.plan.split())[:160] or '(original)'}", markup=False)
+            plan = textwrap.shorten(c.plan, 160, placeholder=" ...")  # whole words, one line of spaces
+            out.print(f"  {c.id}: {value}  {plan or '(original)'}", markup=False)
     usage = store.llm_usage(record.run_id)
     if usage:
         out.print("\n[bold]LLM use[/bold]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,7 @@ def candidates_table(cands: list[Candidate]) -> Table:
         table.add_row(
             c.id, c.parent_id or "", c.model, ev.status if ev else "pending",
             cell(ev),
-            escape(plan[:100] + ("..." if len(plan) > 100 else "")),
+            escape(textwrap.shorten(plan, 100, placeholder=" ...")),
         )
     return table
 
