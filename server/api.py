@@ -209,7 +209,7 @@ def evaluate(problem: Problem, source: str | None, config: Config, reverify_figu
     return changed[-1].evaluation
 
 
-def _require_llm_setup(config: Config) -> None:
+def _require_llm_setup(config: Config, resuming: bool = False) -> None:
     """An LLM search that could only fail is refused before the baseline: an endpoint without a model to ask,
     or OpenAI's own endpoint (no base URL) without an API key. Local endpoints (a base URL) take any key."""
     if not config.use_llm:
@@ -227,6 +227,12 @@ def _require_llm_setup(config: Config) -> None:
     if config.llm.base_url or os.environ.get("OPENAI_BASE_URL") or config.llm.resolved_api_key():
         return
     models = ", ".join(config.llm.models or config.llm.plan_models or config.llm.code_models) or "(default)"
+    if resuming:  # the run's models are fixed; only the key or the endpoint can change
+        raise UserError(
+            f"no API key for the LLM: this run asks model {models} at OpenAI's endpoint, which needs one. Set "
+            f"{config.llm.api_key_env} (or OPENAI_API_KEY) in the environment, or llm.base_url in speedpatch.toml "
+            "for an endpoint that needs none, and resume again"
+        )
     raise UserError(
         f"no API key for the LLM: model {models} goes to OpenAI's endpoint (llm.base_url is not set), which needs "
         f"one. Set {config.llm.api_key_env} (or OPENAI_API_KEY) in the environment; or set llm.base_url (--base-url) "
@@ -390,6 +396,7 @@ def resume(
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again
     budget = Budget(stored.budget, llm_calls=record.llm.get("calls", 0), evaluations=record.evaluations.get("total", 0),
                     seconds=record.seconds)
+    _require_llm_setup(stored, resuming=True)
     session = _session(record.problem, stored, store, record.run_id, on_event, cancel, budget)
     if record.config.get("schedule"):  # the same guidance as the first time, so replies replay
         session.schedule = Schedule(**record.config["schedule"])

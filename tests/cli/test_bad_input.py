@@ -391,3 +391,19 @@ def test_reverify_on_a_backend_without_an_independent_one_says_it_was_not_done(t
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["receipt"]["reverified"] == (
         "not re-verified: toy-count has no independent backend to re-verify on")
+
+
+def test_resuming_an_llm_run_without_its_api_key_says_how_to_resume_it(tmp_path):
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text("[llm]\nretries = 0\n")
+    keyed = dict(cli_env(), SPEEDPATCH_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    started = subprocess.run(cli("optimize", "sum.toy", "--model", "m", "-T", "1", "--json"), cwd=tmp_path, env=keyed,
+                             capture_output=True, text=True, timeout=120)
+    run_id = json.loads(started.stdout)["run_id"]
+    assert started.returncode == 3, started.stderr  # the endpoint is down: interrupted, resumable
+    env = cli_env()
+    env.pop("OPENAI_BASE_URL", None)
+    proc = subprocess.run(cli("resume", run_id), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "this run asks model m at OpenAI's endpoint" in proc.stderr and "resume again" in proc.stderr
+    assert "--offline" not in proc.stderr
