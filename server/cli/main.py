@@ -314,7 +314,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
         out.print(f"{winner} of run {record.run_id} is already in {path}: nothing written", markup=False, soft_wrap=True)
         return 0
     path.write_text(new_text, encoding="utf-8")
-    out.print(f"applied {winner} of run {record.run_id} to {path} ({render.verdict_text(record)})")
+    out.print(f"applied {winner} of run {record.run_id} to {path} ({render.verdict_text(record)})", markup=False,
+              soft_wrap=True)  # one line: a path is never broken
     return 0
 
 
