@@ -13,6 +13,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from speedpatch import api, targets
 from speedpatch.cli.render import run_message
@@ -106,7 +107,7 @@ def run_bench(args: argparse.Namespace, out: Console, err: Console,
             speedup_text(r.get("speedup") or None, missing="-"),
             f"{util:.1%}" if isinstance(util, (int, float)) else (str(util) if util else "-"),
             f"{r['seconds']:.1f}", f"{r['evals_per_min']:.1f}" if r.get("evals_per_min") else "-",
-            r.get("status", "") + (f": {r['message']}" if r.get("message") else ""),
+            escape(r.get("status", "") + (f": {r['message']}" if r.get("message") else "")),
         )
     out.print(table)
     return 0 if all(r.get("status") == RunStatus.FINISHED for r in rows) else 1

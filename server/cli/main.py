@@ -183,14 +183,15 @@ def _finish_run(record: RunRecord, args: argparse.Namespace, store: Store, warni
     else:
         out.print(render.result_table(record))
         if record.best and record.baseline and record.best.id != record.baseline.id:
-            out.print(f"\n[bold]winner[/bold] {record.best.id}: {' '.join(record.best.plan.split())}")
+            # the plan is LLM text: [brackets] in it are code (A[i][k]), never markup
+            out.print(f"\n[bold]winner[/bold] {escape(record.best.id)}: {escape(' '.join(record.best.plan.split()))}")
             _print_plain(render.unified_diff(record.problem.source, record.best.source, record.path))
             out.print(f"apply it with: speedpatch apply {record.run_id}{_elsewhere(store)}", markup=False, soft_wrap=True)
         elif record.status != RunStatus.FAILED:
             out.print("no candidate beat the original")
     if record.status == RunStatus.FAILED:
         if not args.json:
-            err.print(f"[red]error:[/red] {record.message}", markup=True)
+            err.print(f"[red]error:[/red] {escape(record.message)}", markup=True)
         else:
             err.print(record.message, markup=False)
     return EXIT_CODES.get(record.status, 0)

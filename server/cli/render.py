@@ -129,7 +129,7 @@ def result_table(record: RunRecord) -> Table:
     message = run_message(record)
     table.add_row("status", escape(record.status + (f" - {message}" if message else "")))
     table.add_row("baseline", cell(base))
-    table.add_row("best", cell(best) + (f"  [{record.best.id}]" if record.best else ""))
+    table.add_row("best", cell(best) + (escape(f"  [{record.best.id}]") if record.best else ""))
     table.add_row("speedup", verdict_text(record))
     table.add_row("evaluations", f"{record.evaluations.get('total', 0)} ({record.evaluations.get('correct', 0)} correct)")
     table.add_row("LLM", f"{record.llm.get('calls', 0)} calls, {record.llm.get('prompt_tokens', 0)} prompt + "

@@ -407,3 +407,15 @@ def test_resuming_an_llm_run_without_its_api_key_says_how_to_resume_it(tmp_path)
     assert proc.returncode == 2
     assert "this run asks model m at OpenAI's endpoint" in proc.stderr and "resume again" in proc.stderr
     assert "--offline" not in proc.stderr
+
+
+def test_brackets_in_a_plan_and_the_winner_id_are_printed_as_written(tmp_path):
+    plan = "Sum xs[i] with the builtin [/fast] instead of the loop."
+    write_toy(tmp_path, moves={plan: "def kernel_sum(xs):\n    return sum(xs)\n"})
+    proc = run(tmp_path, "optimize", "sum.toy", "--offline", "-T", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert plan in text
+    winner = re.search(r"winner (\S+):", text).group(1)
+    assert f"[{winner}]" in text  # the result table's best row names it
