@@ -61,7 +61,10 @@ How an instruction is costed (costmodel.py schedules them):
 - DMA: each nl.load/store/dma_copy is split by the compiler into transfers over the 16 DMA engines of
   the NeuronCore ([ARCH]: a 128x512 fp32 load = 16 transfers of 8 DMA buffers each). Each DMA buffer
   (descriptor) is one contiguous run of memory: at least one per SBUF partition, more when the data in a
-  partition is not contiguous in HBM ([ARCH]). The engines are busy for bytes / 17 B/ns ([DMA], trn1)
+  partition is not contiguous in HBM ([ARCH]) -- or on the other side: a descriptor moves a contiguous piece
+  to a contiguous piece, so the runs of both sides count (an SBUF view taking one element from each partition
+  in turn, or the transposed destination of an HBM-to-HBM copy, is one descriptor per element), and a masked
+  DMA's runs are the stretches of selected elements. The engines are busy for bytes / 17 B/ns ([DMA], trn1)
   plus DMA_DESCRIPTOR_NS per descriptor, plus one completion-semaphore descriptor on every engine
   ([DMAI]); the data is usable DMA_LATENCY_NS after the engines finish ([DMA] "~1300 ns cross-engine"
   semaphore-to-start latency: it delays the consumer, it does not occupy the engines). The 16 engines are

@@ -742,11 +742,13 @@ class Tile:
                     break
                 run *= n
                 expect = s * n
-            runs = count // run
-            if mask is not None:
-                active = int(np.count_nonzero(mask[self._box()]))
-                runs = -(-runs * active // count) if active else 0
-            return runs
+            if mask is None:
+                return count // run
+            # the selected elements of each run: every stretch of them is a run of its own (a mask selecting every
+            # other element of a row was one descriptor for half the bytes: red-team, 2 * x[:, ::2] correct at
+            # 13.1 us against the honest 16.9 us)
+            blocks = np.asarray(mask[self._box()], dtype=bool).reshape(-1, run)
+            return int(np.count_nonzero(blocks[:, 0]) + np.count_nonzero(blocks[:, 1:] & ~blocks[:, :-1]))
         flat = self.pos if mask is None else np.where(mask, self.pos, -1)
         flat = flat.reshape(-1)
         flat = flat[flat >= 0]
