@@ -168,9 +168,11 @@ def make_executor(config: Config, target: Target, backend: Backend, workers: int
 
 
 def _protect_secrets(config: Config) -> None:
-    """The LLM key may come from the editor or a variable of any name: make both known to the scrub."""
+    """The LLM key may come from the editor, a variable of any name or the base URL itself
+    (https://user:KEY@host/v1, ?api-key=KEY): make each known to the scrub."""
     redact.register(config.llm.api_key, "llm.api_key")
     redact.register_env_name(config.llm.api_key_env)
+    redact.register_url(config.llm.base_url, "llm.base_url")
 
 
 def evaluate(problem: Problem, source: str | None, config: Config, reverify_figure: bool = False) -> Evaluation:
@@ -256,6 +258,7 @@ def _session(
     cancel: threading.Event | None, budget: Budget,
 ) -> Session:
     target, backend = _target_backend(problem)
+    _protect_secrets(config)  # before anything is shown or stored: setup errors name the base URL
     _check_backend(target, backend, config)
     _require_llm_setup(config)
     if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
@@ -266,7 +269,6 @@ def _session(
         found = store.find_by_hash(run_id, key)
         return found.evaluation if found else None
 
-    _protect_secrets(config)
     pool = EvaluationPool(
         target, backend, problem, config.backend_settings.get(backend.name, {}),
         workers=config.search.workers, timeout=config.search.eval_timeout, seed=config.search.seed,
@@ -277,8 +279,8 @@ def _session(
 
     def emit(event: ev.Event) -> None:
         if on_event is not None:
-            try:
-                on_event(event)
+            try:  # events reach the terminal and the editor: a failure's text may quote the base URL's key
+                on_event(replace(event, data=redact.redact_data(event.data)))
             except Exception:  # a display problem must never stop a search
                 pass
 
@@ -391,6 +393,14 @@ def resume(
         stored.workspace = config.workspace or stored.workspace
         stored.sandbox = config.sandbox  # isolation is this machine's policy now, not the stored one's
         stored.ray = config.ray  # where the cluster is, likewise
+    if redact.REDACTED in stored.llm.base_url:  # its credentials were never stored: this session supplies them
+        if not os.environ.get("OPENAI_BASE_URL"):
+            raise UserError(
+                f"run {record.run_id} reached its LLM at a base URL with credentials in it, which are not stored "
+                f"({stored.llm.base_url}). Set OPENAI_BASE_URL in the environment (or llm.base_url in "
+                "speedpatch.toml) to that URL, or give the key in SPEEDPATCH_API_KEY instead, and resume again"
+            )
+        stored.llm.base_url = ""  # the openai client reads OPENAI_BASE_URL then
     if executor:  # resume on another executor (a Ray run whose cluster went away, continued locally)
         stored.search.executor = executor
     # what the run already spent counts; replayed replies and stored evaluations cost nothing again

@@ -4,8 +4,12 @@ LLM.
 A secret is a value speedpatch knows to be one: the value of any environment variable whose name looks
 like a credential (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*, *AUTH*) with at least
 MIN_LENGTH characters, and any value registered at run time (the API key an editor hands over from its
-secret storage, the configured `llm.api_key_env`). Values are matched exactly, wherever they appear in a
-text; shorter values are not secrets worth the false positives ("true", "1").
+secret storage, the configured `llm.api_key_env`). A URL's credentials are secrets too, in any environment
+variable (OPENAI_BASE_URL, HTTPS_PROXY) and in the configured `llm.base_url`: the password of its userinfo
+(`https://user:KEY@host/v1`; a user name alone, `https://KEY@host/v1`, as tokens are given) and the values
+of its query parameters with credential-like names (`?api-key=KEY`). Values are matched exactly, wherever
+they appear in a text, as written and percent-decoded; shorter values are not secrets worth the false
+positives ("true", "1").
 
 The boundaries that call `redact`: every process output (targets/sandbox.py, so candidate output is clean
 before any backend parses it), everything the run store writes (server/store/sqlite.py), and every prompt
@@ -19,6 +23,7 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 MIN_LENGTH = 8
 # Names that hold credentials by convention. Matched against the upper-cased variable name.
@@ -26,6 +31,7 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIA
 # Always secrets, whatever their value's length (the names speedpatch itself reads its key from).
 KNOWN_NAMES = ("SPEEDPATCH_API_KEY", "OPENAI_API_KEY")
 
+REDACTED = "[redacted "  # how every replaced value starts
 _registered: dict[str, str] = {}  # value -> label
 _lock = threading.Lock()
 
@@ -49,10 +55,35 @@ def register_env_name(name: str | None) -> None:
         register(os.environ.get(name), name)
 
 
+def url_secrets(url: str) -> list[str]:
+    """The credentials written into a URL (userinfo, credential-like query values), as written and decoded."""
+    if "://" not in url:
+        return []
+    try:
+        parts = urlsplit(url.strip())
+        userinfo, query = parts.netloc.rpartition("@")[0], parts.query
+    except ValueError:  # a malformed URL ("[::1"): its credentials still stand between "://" and "@"
+        userinfo, query = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0], ""
+    user, _, password = userinfo.partition(":")
+    found = [userinfo, password or user, unquote(userinfo), unquote(password or user)]
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if is_secret_name(unquote_plus(name)) or name.lower() == "sig":
+            found += [value, unquote_plus(value)]
+    return [v for v in dict.fromkeys(found) if len(v) >= MIN_LENGTH]
+
+
+def register_url(url: str | None, label: str) -> None:
+    """The credentials in `url` (the configured llm.base_url) are secrets from now on."""
+    for value in url_secrets(url or ""):
+        register(value, label)
+
+
 def known_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every secret value known now, mapped to a label that names where it came from."""
     env = os.environ if environ is None else environ
-    found = {value: name for name, value in env.items() if is_secret_name(name) and len(value) >= MIN_LENGTH}
+    found = {secret: name for name, value in env.items() if "://" in value for secret in url_secrets(value)}
+    found.update({value: name for name, value in env.items() if is_secret_name(name) and len(value) >= MIN_LENGTH})
     with _lock:
         found.update(_registered)
     return found
@@ -66,7 +97,7 @@ def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
     # the longest first, so that a secret containing another is replaced whole
     for value in sorted(values, key=len, reverse=True):
         if value in text:
-            text = text.replace(value, f"[redacted {values[value]}]")
+            text = text.replace(value, f"{REDACTED}{values[value]}]")
     return text
 
 

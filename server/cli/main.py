@@ -24,6 +24,7 @@ from speedpatch.cli.progress import SearchProgress
 from speedpatch.config import EXECUTORS, Config, load_config
 from speedpatch.engine import events as ev
 from speedpatch.errors import UserError
+from speedpatch.redact import redact
 from speedpatch.states import RunStatus
 from speedpatch.store import RunRecord, Store
 from speedpatch.targets import sandbox
@@ -492,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)  # plain: never wrapped, easy to grep
+        print(f"error: {redact(str(exc))}", file=sys.stderr)  # plain: never wrapped, easy to grep
         return 2
     except sqlite3.DatabaseError as exc:  # a damaged store, or some other file where the store should be
         print(f"error: the run store (.speedpatch/runs.sqlite3) cannot be read: {exc}. Move it away to start "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 
@@ -91,3 +92,96 @@ def test_a_candidate_that_prints_its_environment_leaks_the_key_nowhere(tmp_path)
     assert secret not in proc.stdout and secret not in proc.stderr
     for path in (tmp_path / ".speedpatch").iterdir():
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_credentials_written_into_a_url_are_secrets_in_any_variable():
+    env = {"OPENAI_BASE_URL": "https://user:sk-in-userinfo-123@llm.example/v1",
+           "HTTPS_PROXY": "http://proxy-user:proxy-pass-456@proxy:3128",
+           "AZURE_ENDPOINT": "https://x.example/v1?api-version=2024-02-01&api-key=sk%2Din-query-789",
+           "HOMEPAGE": "https://example.com/docs?page=12345678"}
+    text = "sk-in-userinfo-123 proxy-pass-456 sk-in-query-789 sk%2Din-query-789 api-version=2024-02-01 page=12345678"
+    assert redact.redact(text, redact.known_secrets(env)) == (
+        "[redacted OPENAI_BASE_URL] [redacted HTTPS_PROXY] [redacted AZURE_ENDPOINT] [redacted AZURE_ENDPOINT] "
+        "api-version=2024-02-01 page=12345678"
+    )
+
+
+def _leaks(secret: str, tmp_path, *procs: subprocess.CompletedProcess) -> list[str]:
+    found = [f"output of {' '.join(p.args[3:5])}" for p in procs if secret in p.stdout + p.stderr]
+    return found + [p.name for p in (tmp_path / ".speedpatch").iterdir() if secret.encode() in p.read_bytes()]
+
+
+def test_a_key_in_the_base_urls_userinfo_reaches_the_endpoint_and_nothing_else(tmp_path):
+    secret = f"sk-canary-{uuid.uuid4().hex}"
+    write_toy(tmp_path)
+    env = {**cli_env(), "COLUMNS": "1000"}  # one line per message: a wrapped secret would hide from the check
+    reply = "Use sum.\n```python\ndef kernel_sum(xs):\n    return sum(xs)\n```\n"
+    with FakeOpenAI(lambda request: reply) as server:
+        url = server.base_url.replace("http://", f"http://user:{secret}@")
+        proc = subprocess.run(cli("optimize", "sum.toy", "--base-url", url, "--model", "m", "-T", "1", "-B", "1",
+                                  "-N", "1", "-K", "1", "--json"), cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=180)
+        sent = [h.get("authorization", "") for h in server.headers]
+    assert proc.returncode == 0, proc.stderr
+    assert sent and all(a.startswith("Basic ") for a in sent)  # the URL's credentials were used
+    run_id = json.loads(proc.stdout)["run_id"]
+    shown = [subprocess.run(cli(*args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+             for args in (("runs",), ("runs", "--json"), ("show", run_id), ("show", run_id, "--json"))]
+    assert all(p.returncode == 0 for p in shown), [p.stderr for p in shown]
+    assert "[redacted llm.base_url]" in Store(tmp_path).get_run(run_id).config["llm"]["base_url"]
+    assert _leaks(secret, tmp_path, proc, *shown) == []
+
+
+def test_a_key_in_an_unreachable_base_url_is_in_no_error_message(tmp_path):
+    secret = f"sk-canary-{uuid.uuid4().hex}"
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text("[llm]\nretries = 0\n")
+    env = {**cli_env(), "COLUMNS": "1000"}
+    # the closed port's error names the base URL; ftp:// is refused before the run, naming it too
+    down = subprocess.run(cli("optimize", "sum.toy", "--base-url", f"http://user:{secret}@127.0.0.1:9/v1",
+                              "--model", "m", "-T", "1"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=180)
+    refused = subprocess.run(cli("optimize", "sum.toy", "--base-url", f"ftp://user:{secret}@127.0.0.1:9/v1",
+                                 "--model", "m", "-T", "1"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=180)
+    assert down.returncode == 3 and "failed after 1 attempts" in down.stdout + down.stderr
+    assert refused.returncode == 2 and "is not an http:// or https:// URL" in refused.stderr
+    assert _leaks(secret, tmp_path, down, refused) == []
+
+
+def test_a_key_in_the_base_urls_query_is_in_no_echo_of_the_endpoint(tmp_path):
+    """The SDK appends /chat/completions after the query; the endpoint's 404 names the path it got."""
+    secret = f"sk-canary-{uuid.uuid4().hex}"
+    write_toy(tmp_path)
+    env = {**cli_env(), "COLUMNS": "1000"}
+    with FakeOpenAI(lambda request: "unused") as server:
+        proc = subprocess.run(cli("optimize", "sum.toy", "--base-url", f"{server.base_url}?api-key={secret}",
+                                  "--model", "m", "-T", "1", "--json"), cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=180)
+    assert "no route" in proc.stdout + proc.stderr  # the endpoint's answer was shown, scrubbed
+    assert _leaks(secret, tmp_path, proc) == []
+
+
+def test_resuming_a_run_whose_base_url_held_its_key_asks_for_the_url_again(tmp_path):
+    secret = f"sk-canary-{uuid.uuid4().hex}"
+    write_toy(tmp_path)
+    (tmp_path / "speedpatch.toml").write_text("[llm]\nretries = 0\n")
+    env = {**cli_env(), "COLUMNS": "1000"}
+    env.pop("OPENAI_BASE_URL", None)
+    started = subprocess.run(cli("optimize", "sum.toy", "--base-url", f"http://user:{secret}@127.0.0.1:9/v1",
+                                 "--model", "m", "-T", "1", "--json"), cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=180)
+    assert started.returncode == 3, started.stderr  # the endpoint is down: interrupted, resumable
+    run_id = json.loads(started.stdout)["run_id"]
+    asked = subprocess.run(cli("resume", run_id), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 2
+    assert "credentials in it, which are not stored" in asked.stderr and "OPENAI_BASE_URL" in asked.stderr
+    reply = "Use sum.\n```python\ndef kernel_sum(xs):\n    return sum(xs)\n```\n"
+    with FakeOpenAI(lambda request: reply) as server:
+        url = server.base_url.replace("http://", f"http://user:{secret}@")
+        resumed = subprocess.run(cli("resume", run_id, "--json"), cwd=tmp_path, env={**env, "OPENAI_BASE_URL": url},
+                                 capture_output=True, text=True, timeout=180)
+        asked_llm = bool(server.requests)
+    assert resumed.returncode == 0, resumed.stderr
+    assert asked_llm and json.loads(resumed.stdout)["status"] == "finished"
+    assert _leaks(secret, tmp_path, started, asked, resumed) == []
