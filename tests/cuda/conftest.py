@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from speedpatch.model import Kernel
 from speedpatch.targets.base import EvalContext
+from speedpatch.targets.cuda import localbuild
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import local_gpu
 from speedpatch.targets.cuda.build import INCLUDE_DIR, find_nvcc
@@ -48,8 +49,11 @@ def context(tmp: Path, source_path: Path = MATMUL, settings: dict | None = None,
 
 
 @pytest.fixture(scope="session")
-def compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cuda-cache")
+def compile_cache() -> Path:
+    """The user's object cache, as the product uses it: objects are keyed by content (units, flags, nvcc and
+    kit versions, every header read), so a warm CI run recompiles only what changed, and the objects are
+    still checked every time. Tests of the cache's own behaviour use folders of their own."""
+    return localbuild.default_cache_dir({})
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, NOT_MEASURED, OK, REJEC
 from speedpatch.targets.cuda.backends.compile import CudaCompileBackend
 from speedpatch.targets.cuda.backends.local import CudaLocalBackend
 
-from .conftest import CU_EXAMPLES, MATMUL_FP16, context, needs_nvcc, no_gpu_here
+from .conftest import CU_EXAMPLES, MATMUL, MATMUL_FP16, context, needs_nvcc, no_gpu_here
 
 pytestmark = [pytest.mark.slow, needs_nvcc]
 
@@ -107,16 +107,16 @@ def test_an_edited_header_of_the_problem_s_folder_is_compiled_again(tmp_path: Pa
     assert again.status == COMPILE_ERROR and "static assertion failed" in again.log, again.message
 
 
-def test_the_same_problem_in_another_folder_is_served_from_the_compile_cache(tmp_path: Path, matmul_source: str,
-                                                                             compile_cache: Path,
-                                                                             matmul_compiled) -> None:
+def test_the_same_problem_in_another_folder_is_served_from_the_compile_cache(tmp_path: Path, matmul_source: str) -> None:
+    cache = tmp_path / "cache"  # its own: other tests store objects in the shared one meanwhile
+    first = CudaCompileBackend().evaluate(matmul_source, context(tmp_path / "a", MATMUL, {"cache_dir": str(cache)}))
+    before = sorted(cache.glob("*.o"))
     copy = tmp_path / "elsewhere" / "matmul.cu"
     copy.parent.mkdir()
     copy.write_text(matmul_source)
-    before = sorted(compile_cache.glob("*.o"))
-    ev = CudaCompileBackend().evaluate(matmul_source, context(tmp_path, copy, {"cache_dir": str(compile_cache)}))
-    assert ev.status == matmul_compiled.status == NOT_MEASURED
-    assert sorted(compile_cache.glob("*.o")) == before  # nothing compiled: the folder's path is not in the key
+    ev = CudaCompileBackend().evaluate(matmul_source, context(tmp_path / "b", copy, {"cache_dir": str(cache)}))
+    assert ev.status == first.status == NOT_MEASURED
+    assert before and sorted(cache.glob("*.o")) == before  # nothing compiled: the folder's path is not in the key
 
 
 def test_cheating_candidate_is_rejected_without_compiling(tmp_path: Path, matmul_source: str) -> None:
