@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from speedpatch.errors import ConfigError
+from speedpatch.redact import redact, url_secrets
 from speedpatch.targets.sandbox import Limits
 
 if sys.version_info >= (3, 11):
@@ -142,8 +143,10 @@ class Config:
 
     def to_dict(self, secrets: bool = False) -> dict[str, Any]:
         data = asdict(self)
-        if not secrets:
+        if not secrets:  # what is stored or shown: no key, none in the base URL either
             data["llm"].pop("api_key", None)
+            url = data["llm"]["base_url"]
+            data["llm"]["base_url"] = redact(url, {value: "llm.base_url" for value in url_secrets(url)})
         return data
 
 
