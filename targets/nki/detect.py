@@ -30,6 +30,18 @@ def parse_python(text: str) -> ast.Module | None:
             return None
 
 
+def syntax_error(text: str) -> str:
+    """Where and why `text` does not parse, as Python says it ('' when it parses)."""
+    with _PARSE_LOCK:
+        try:
+            ast.parse(text)
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: {exc.msg}" if exc.lineno else exc.msg
+        except (ValueError, RecursionError, MemoryError, SystemError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
 @dataclass(frozen=True)
 class Found:
     name: str

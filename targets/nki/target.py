@@ -79,6 +79,8 @@ class NkiTarget(Target):
     extensions = (".py",)
     language_ids = ("python",)
     default_backend = "nki-emulator"
+    kernel_hint = ("a Python function decorated with @nki.jit (or nki.baremetal / benchmark / profile), with INPUTS "
+                   "and reference(...) at module level as its harness; see examples/nki/")
 
     def find_kernels(self, text: str, path: str = "") -> list[Kernel]:
         tree = detect.parse_python(text)
@@ -90,7 +92,7 @@ class NkiTarget(Target):
             return []
         reason = ""
         if tree is None:
-            reason = "the file does not parse (fix the syntax error first)"
+            reason = f"the file does not parse ({detect.syntax_error(text)}: fix it first)"
         else:
             names = detect.module_names(tree)
             if "reference" not in names or not any(n in names for n in detect.INPUT_NAMES):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+from speedpatch import api
+from speedpatch.config import config_from_dict
+from speedpatch.errors import UserError
 from speedpatch.model import OK, Evaluation
 from speedpatch.targets import get_target
 from speedpatch.targets.nki.target import NkiTarget
@@ -67,6 +71,17 @@ def test_files_that_do_not_parse_still_show_their_kernels():
     (kernel,) = NkiTarget().find_kernels(source)
     assert kernel.name == "k" and not kernel.runnable
     assert "Z = 1" not in kernel.text
+
+
+def test_a_file_that_does_not_parse_says_on_which_line_and_why():
+    source = "import nki\n\n@nki.jit\ndef k(x):\n    y = (x +\n    return y\n"
+    (kernel,) = NkiTarget().find_kernels(source)
+    assert "does not parse (line 5: '(' was never closed" in kernel.reason, kernel.reason
+
+
+def test_a_python_file_without_a_kernel_says_what_an_nki_kernel_looks_like():
+    with pytest.raises(UserError, match=r"no kernel found \(looked for nki: a Python function decorated with @nki.jit"):
+        api.make_problem("plain.py", "def add(a, b):\n    return a + b\n", None, config_from_dict({}))
 
 
 def test_junk_and_non_nki_python_give_no_kernels():
