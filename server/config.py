@@ -7,6 +7,7 @@ Every value is checked; a bad one raises ConfigError naming the key and what is 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -168,6 +169,8 @@ def _check(key: str, value: Any, default: Any) -> Any:
         return _resources(key, value)
     if key.endswith("llm.context_by_model"):
         return _context_by_model(key, value)
+    if key.endswith("llm.api_key_env"):
+        return _env_name(key, value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {value!r}")
@@ -193,6 +196,19 @@ def _check(key: str, value: Any, default: Any) -> Any:
             example = f"[{value!r}]" if isinstance(value, str) else '["a", "b"]'
             raise ConfigError(f"{key}: expected a list of non-empty strings such as {example}, got {value!r}")
         return list(value)
+    return value
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(key: str, value: Any) -> str:
+    """llm.api_key_env names the variable that holds the key; a value that is no such name is most likely
+    the key itself, pasted in the wrong place: refused without repeating it."""
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise ConfigError(f"{key}: expected the name of the environment variable that holds the API key, such as "
+                          "SPEEDPATCH_API_KEY (the value given is not one, and is not repeated here in case it is "
+                          "the key: a key belongs in that variable, never in a settings file)")
     return value
 
 

@@ -151,6 +151,26 @@ def test_an_api_key_may_come_from_overrides_and_is_left_out_of_to_dict():
     assert "sk-secret" not in repr(config)
 
 
+def test_a_key_given_as_api_key_env_is_refused_without_being_repeated(tmp_path):
+    key = "sk-proj-canary-0123456789abcdef"
+    with pytest.raises(ConfigError, match=r"llm\.api_key_env: expected the name of the environment variable") as err:
+        load_config(write(tmp_path, f'[llm]\napi_key_env = "{key}"'))
+    assert key not in str(err.value)
+
+
+def test_api_key_env_takes_any_variable_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("my_llm_key_2", "sk-from-my-variable")
+    config = load_config(write(tmp_path, '[llm]\napi_key_env = "my_llm_key_2"'))
+    assert config.llm.resolved_api_key() == "sk-from-my-variable"
+
+
+def test_the_stored_config_keeps_the_base_url_without_its_credentials():
+    config = load_config(overrides={"llm": {"base_url": "https://user:sk-in-the-url-123@llm.example/v1?api-key=sk-q-4567890"}})
+    assert config.to_dict()["llm"]["base_url"] == (
+        "https://[redacted llm.base_url]@llm.example/v1?api-key=[redacted llm.base_url]")
+    assert config.to_dict(secrets=True)["llm"]["base_url"] == config.llm.base_url
+
+
 def test_the_errors_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match=CONFIG_FILE):
         load_config(write(tmp_path, "[search]\nnope = 1"))
