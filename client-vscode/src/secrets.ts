@@ -8,6 +8,8 @@ export class ApiKeyStore implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
   private readonly subscription: vscode.Disposable;
+  /** The key as last read or stored, for the Output channel's scrub, which cannot wait for secret storage. */
+  last: string | undefined;
 
   constructor(private readonly secrets: vscode.SecretStorage) {
     // Also fires when another window of the same profile changes the key.
@@ -19,7 +21,8 @@ export class ApiKeyStore implements vscode.Disposable {
   }
 
   async get(): Promise<string | undefined> {
-    return (await this.secrets.get(KEY)) || undefined;
+    this.last = (await this.secrets.get(KEY)) || undefined;
+    return this.last;
   }
 
   /** Asks for the key in a password box and stores it; returns whether a key was stored. */

@@ -25,6 +25,7 @@ import {
   TargetsResponse,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
+import { scrubbed, urlSecrets } from './scrub';
 import { ApiKeyStore } from './secrets';
 import { redacted, serverSettings, ServerSettings, SettingSpec } from './settings';
 import { describeTargets, documentLanguages } from './targets';
@@ -73,6 +74,10 @@ export class SpeedpatchServer implements vscode.Disposable {
   }
 
   /** The settings object for the server: the manifest's settings (generated from the server's schema). */
+  private baseUrl(): string | undefined {
+    return vscode.workspace.getConfiguration('speedpatch').get<string>('llm.baseUrl');
+  }
+
   private currentSettings(apiKey: string | undefined): ServerSettings {
     const config = vscode.workspace.getConfiguration('speedpatch');
     const manifest = this.context.extension.packageJSON as {
@@ -108,7 +113,8 @@ export class SpeedpatchServer implements vscode.Disposable {
     this.log.info(`documents served: languages ${languages.join(', ')}`);
     const clientOptions: LanguageClientOptions = {
       documentSelector: languages.map((language) => ({ scheme: 'file', language })),
-      outputChannel: this.log.channel,
+      // the client traces whole messages here (log level Trace, trace.server "verbose"): the key is scrubbed
+      outputChannel: scrubbed(this.log.channel, () => [this.apiKeys.last, ...urlSecrets(this.baseUrl())]),
       initializationOptions: settings,
       errorHandler: {
         error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),

@@ -4,6 +4,8 @@
 // the manifest's contributes.configuration, generated from the server's schema
 // (server/lsp/settings_schema.py), so a setting is added in one place.
 
+import { MASK, scrub, urlSecrets } from './scrub';
+
 /** The settings object: sections as in the manifest ("search.beam" -> {search: {beam}}). */
 export interface ServerSettings {
   llm?: { apiKey?: string; [key: string]: unknown };
@@ -98,10 +100,12 @@ export function serverSettings(
   return out;
 }
 
-/** The settings with the API key masked, for logging what was sent. */
+/** The settings with the API key masked, and any key written into the base URL, for logging what was sent. */
 export function redacted(settings: ServerSettings): ServerSettings {
-  if (settings.llm?.apiKey === undefined) {
+  const baseUrl = typeof settings.llm?.baseUrl === 'string' ? settings.llm.baseUrl : undefined;
+  if (settings.llm?.apiKey === undefined && urlSecrets(baseUrl).length === 0) {
     return settings;
   }
-  return { ...settings, llm: { ...settings.llm, apiKey: '<set>' } };
+  const llm = { ...settings.llm, ...(baseUrl === undefined ? {} : { baseUrl: scrub(baseUrl, urlSecrets(baseUrl)) }) };
+  return { ...settings, llm: settings.llm?.apiKey === undefined ? llm : { ...llm, apiKey: MASK } };
 }

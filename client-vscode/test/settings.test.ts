@@ -81,3 +81,11 @@ test('the API key goes into llm.apiKey and is masked when logged', () => {
   assert.ok(!JSON.stringify(redacted(settings)).includes('sk-secret'));
   assert.equal(settings.llm?.apiKey, 'sk-secret', 'redacting does not change the original');
 });
+
+test('a key written into the base URL is masked in what is logged', () => {
+  const settings = { llm: { baseUrl: 'https://user:sk-canary-in-url-42@llm.example/v1', models: ['m'] } };
+  const logged = JSON.stringify(redacted(settings));
+  assert.ok(!logged.includes('sk-canary-in-url-42'), logged);
+  assert.ok(logged.includes('llm.example/v1'));
+  assert.equal(settings.llm.baseUrl, 'https://user:sk-canary-in-url-42@llm.example/v1');  // what is sent is unchanged
+});
