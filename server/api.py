@@ -216,14 +216,14 @@ def _require_llm_setup(config: Config, resuming: bool = False) -> None:
     or OpenAI's own endpoint (no base URL) without an API key. Local endpoints (a base URL) take any key."""
     if not config.use_llm:
         return
-    url = config.llm.base_url
+    url = redact.redact(config.llm.base_url)  # as shown: without a key written into it
     if url and not url.startswith(("http://", "https://")):
         raise UserError(f"llm.base_url (--base-url) {url!r} is not an http:// or https:// URL; an OpenAI-compatible "
                         "endpoint reads like http://localhost:8000/v1")
     plan, code = config.llm.plan_models or config.llm.models, config.llm.code_models or config.llm.models
     if not plan or not code:
         what = "plans or code" if not plan and not code else "plans" if not plan else "code"
-        raise UserError(f"the LLM endpoint {config.llm.base_url or '(default)'} has no model to ask for {what}: "
+        raise UserError(f"the LLM endpoint {url or '(default)'} has no model to ask for {what}: "
                         "name one with --model NAME (or llm.models = [\"NAME\"] in speedpatch.toml), or search "
                         "without an LLM (--offline)")
     if config.llm.base_url or os.environ.get("OPENAI_BASE_URL") or config.llm.resolved_api_key():

@@ -23,6 +23,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from speedpatch.config import Config
+from speedpatch.redact import redact
 
 from . import settings as settings_mod
 from .accept import AcceptOnSave
@@ -164,7 +165,8 @@ class ServerState:
             log.exception("sending to the client failed")
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.post(self.server.window_show_message, types.ShowMessageParams(type=kind, message=message))
+        # the editor's messages are shown, and often logged: no known secret (a key in a quoted base URL)
+        self.post(self.server.window_show_message, types.ShowMessageParams(type=kind, message=redact(message)))
 
     # ---------------------------------------------------------------- configuration
     def set_client_settings(self, raw: Any) -> None:

@@ -37,3 +37,20 @@ async def test_keys_from_the_editor_and_its_base_url_are_in_no_message_log_or_st
     for secret in (key, url_key):
         assert secret not in sent and secret not in logs.err and secret not in logs.out
         assert [f.name for f in (toy_workspace / ".speedpatch").iterdir() if secret.encode() in f.read_bytes()] == []
+
+
+async def test_a_refused_base_url_is_shown_without_its_key(start_editor, toy_workspace, capfd):
+    url_key = f"sk-canary-url-{uuid.uuid4().hex}"
+    settings = {"llm": {"baseUrl": f"ftp://user:{url_key}@127.0.0.1:9/v1", "models": ["m"]},
+                "search": {"iterations": 1, "beam": 1, "plans": 1, "codes": 1}}
+    editor = await start_editor(toy_workspace, settings)
+    uri = editor.open(toy_file(toy_workspace, "refused.toy"))
+    try:
+        answer = await editor.command("speedpatch.optimize", {"uri": uri, "kernel": "kernel_sum"})
+    except Exception as exc:  # the command's error, as the editor shows it
+        answer = repr(exc)
+    await editor.until(lambda: editor.client.messages or "not an http" in repr(answer), what="the refusal")
+    shown = repr((answer, editor.run_updates, editor.client.messages, editor.client.log_messages))
+    assert "is not an http:// or https:// URL" in shown
+    logs = capfd.readouterr()
+    assert url_key not in shown and url_key not in logs.err and url_key not in logs.out
