@@ -43,6 +43,12 @@ FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr"
 # Attributes that reach files or native memory from a tensor: `x.numpy()` (an ndarray: `.tofile`, and `.ctypes`,
 # which carries the ctypes module), `torch.from_file` / `UntypedStorage.from_file` (read, or map and write, a file).
 FORBIDDEN_ATTRIBUTES = {"numpy", "tofile", "from_file", "ctypes"}
+# Frames and code objects: a running generator's `g.gi_frame.f_back` is its caller's frame, and `.f_back` again
+# the runner's, whose `.f_globals` hold the comparison and the nonce (red-team: passed this check). Every
+# attribute that hands out a frame, walks frames or reads one's namespaces is refused, on any object.
+FRAME_ATTRIBUTES = {"gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals",
+                    "f_builtins", "f_code", "gi_code", "cr_code", "ag_code", "gi_yieldfrom", "cr_await", "ag_await",
+                    "co_consts", "co_code"}
 # The namespaces a path from an imported module may pass through on its way to what it names, with the names
 # allowed below each (None: any public name; a class, capitalized, may also be passed through). Modules are
 # objects whose attributes include the modules they imported: `torch.os`, `torch.utils.cpp_extension.subprocess`,
@@ -190,6 +196,8 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                           "objects as the syntax tree cannot see")
             elif node.attr in FORBIDDEN_ATTRIBUTES:
                 add(node, f"uses `.{node.attr}`: it reaches files or native memory from a tensor, not a kernel")
+            elif node.attr in FRAME_ATTRIBUTES:
+                add(node, f"uses `.{node.attr}`: a frame or code object reaches its callers' globals (the runner's)")
             elif node.attr in SUBCLASSING:
                 add(node, f"uses `{node.attr}`: a tensor of a class of the solution's could answer the runner's comparison")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _dunder(node.name):

@@ -289,6 +289,9 @@ MODULE_ATTRIBUTE_ATTACKS = [
     ('return __build_class__(lambda: None, "K") and x', "`__build_class__`"),
     # str.format walks attributes and items itself: the model's module globals, and from there any module, as text
     ('self.seen = "{0.forward.__globals__[torch].utils}".format(self)\n        ' + HONEST_FORWARD, "`.format`"),
+    # a running generator's frame: its caller's (forward's), and that one's caller's, the runner's globals
+    ("g = (g.gi_frame.f_back.f_back.f_globals for _ in [0])\n        next(g)\n        " + HONEST_FORWARD, "`.gi_frame`"),
+    ("g = (g.gi_frame.f_back.f_back.f_globals for _ in [0])\n        next(g)\n        " + HONEST_FORWARD, "`.f_globals`"),
 ]
 
 
