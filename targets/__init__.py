@@ -97,4 +97,7 @@ def targets_for_path(path: str) -> list[Target]:
         if suffix in suffixes:
             _load_builtin(name)
     _load_plugins()
-    return [t for t in _targets.values() if suffix in t.extensions]
+    # built-ins first, in BUILTIN's order, whichever a process happened to load first
+    builtin_rank = {name: rank for rank, name in enumerate(BUILTIN)}
+    found = [t for t in _targets.values() if suffix in t.extensions]
+    return sorted(found, key=lambda t: builtin_rank.get(t.name, len(builtin_rank)))

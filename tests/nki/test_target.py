@@ -125,3 +125,11 @@ def test_feedback_text_names_engines_latency_and_hot_lines():
     }
     text = NkiTarget().feedback_text(Evaluation(status=OK, value=12.5, unit="us", feedback=feedback))
     assert "12.5 us" in text and "Tensor engine" in text and "line 12" in text and "DMA" in text
+
+
+def test_targets_for_a_path_come_in_the_same_order_whichever_was_loaded_first(monkeypatch):
+    from speedpatch import targets
+
+    monkeypatch.setattr(targets, "_targets", {})  # a fresh process
+    targets.get_target("cuda")
+    assert [t.name for t in targets.targets_for_path("k.py")][:2] == ["nki", "cuda"]
