@@ -74,12 +74,28 @@ def _check_config_names(target: Target, config: Config) -> None:
                 except NotFoundError as exc:
                     raise ConfigError(f"{table}.{name} in speedpatch.toml: {exc}") from exc
     names = [b.name for b in target.backends()]
+    for backend in target.backends():
+        _check_backend_keys(backend, config.backend_settings.get(backend.name, {}))
     for table in config.backend_settings:
         close = difflib.get_close_matches(table, names, n=1, cutoff=0.8) if table not in names else []
         if close and all(b.name != table for t in targets.all_targets() for b in t.backends()):
             raise ConfigError(
                 f"[backend.{table}] in speedpatch.toml: no backend is called {table!r}, so its settings would be "
                 f"ignored; did you mean [backend.{close[0]}]? ({target.name} backends: {', '.join(names)})"
+            )
+
+
+def _check_backend_keys(backend: Backend, table: dict[str, object]) -> None:
+    """A key in [backend.NAME] that the backend does not read would be ignored without a word: refuse it."""
+    if backend.settings_keys is None:
+        return
+    for key in table:
+        if key not in backend.settings_keys:
+            close = difflib.get_close_matches(key, sorted(backend.settings_keys), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"[backend.{backend.name}] in speedpatch.toml: unknown key {key!r}, so it would be ignored; {hint}"
+                f"(known: {', '.join(sorted(backend.settings_keys))})"
             )
 
 

@@ -84,6 +84,9 @@ class Backend(ABC):
     # a backend of the same target that checks correctness independently; the run's winner must also be
     # correct there before it is reported (server/engine/reverify.py). "" = none.
     reverify_with: str = ""
+    # the keys its [backend.NAME] table in speedpatch.toml may hold; a key outside them is refused as a typo
+    # (a setting that silently does nothing). None: not declared (a plug-in's backend), any key passes.
+    settings_keys: frozenset[str] | None = None
 
     @abstractmethod
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

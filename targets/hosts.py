@@ -35,6 +35,10 @@ SSH_FAILED = 255  # ssh's own exit status when it cannot connect or the connecti
 THIS_MACHINE = "this machine"
 
 
+# the settings every backend that can run over SSH takes (SshHost)
+REMOTE_KEYS = frozenset({"host", "ssh", "scp", "remote_dir"})
+
+
 def where(settings: dict[str, Any]) -> str:
     """Where a backend with these settings runs, for messages and receipts: "host gpu1" or "this machine"."""
     return f"host {settings['host']}" if settings.get("host") else THIS_MACHINE

@@ -32,6 +32,9 @@ from speedpatch.targets.hosts import Host
 
 KB_RUNNER = Path(__file__).parent / "kernelbench_runner.py"
 MEASURING_BACKENDS = "cuda-local (on a machine with an NVIDIA GPU) or cuda-ssh (a GPU host in speedpatch.toml)"
+# [backend.cuda-*] keys: the build's (every CUDA backend), and the timed run's (cuda-local, cuda-ssh)
+BUILD_KEYS = frozenset({"nvcc", "arch", "extra_flags", "cache_dir"})
+TIMED_KEYS = BUILD_KEYS | {"trials", "warmup", "seeds", "python", "inspect", "local_nvcc", "inspect_arch"}
 
 
 def trusted_baseline(source: str, ctx: EvalContext) -> str:

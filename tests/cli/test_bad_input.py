@@ -224,6 +224,15 @@ def test_a_table_for_another_targets_backend_is_left_alone(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_an_unknown_key_in_a_backend_table_is_refused_with_the_key_it_resembles(tmp_path):
+    (tmp_path / "mm.c").write_text((EXAMPLES / "gemmini" / "matmul_128.c").read_text())
+    (tmp_path / "speedpatch.toml").write_text('[backend.gemmini-native]\ninclude_dirs = "/opt/rocc-tests"\n')
+    proc = run(tmp_path, "evaluate", "mm.c")
+    assert proc.returncode == 2, proc.stderr
+    assert "[backend.gemmini-native]" in proc.stderr and "unknown key 'include_dirs'" in proc.stderr
+    assert "did you mean 'include_dir'?" in proc.stderr
+
+
 def test_a_file_without_a_kernel_says_what_a_kernel_of_its_target_looks_like(tmp_path):
     (tmp_path / "add.c").write_text("void add(int *a, int *b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }\n")
     proc = run(tmp_path, "evaluate", "add.c")

@@ -18,7 +18,7 @@ from speedpatch.targets.cuda.build import (
     nvcc_version,
 )
 from speedpatch.targets.cuda.compilerinfo import resource_feedback
-from speedpatch.targets.cuda.evaluate import MEASURING_BACKENDS, checked_candidate
+from speedpatch.targets.cuda.evaluate import BUILD_KEYS, MEASURING_BACKENDS, checked_candidate
 from speedpatch.targets.cuda.localbuild import build_local, default_cache_dir
 from speedpatch.targets.cuda.problem import KERNELBENCH
 from speedpatch.targets.cuda.sass import find_cuobjdump
@@ -31,6 +31,7 @@ class CudaCompileBackend(Backend):
     target = "cuda"
     measures_speed = False
     measured_on = "compile-only"
+    settings_keys = BUILD_KEYS
     description = "compile-only (no GPU): ptxas registers/shared memory/spills, SASS mix, theoretical occupancy"
 
     def availability(self, settings: dict[str, Any] | None = None) -> Availability:

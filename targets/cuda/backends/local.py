@@ -11,7 +11,7 @@ from typing import Any
 from speedpatch.model import INFRA_ERROR, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.cuda.build import find_nvcc, nvcc_version
-from speedpatch.targets.cuda.evaluate import evaluate_with
+from speedpatch.targets.cuda.evaluate import TIMED_KEYS, evaluate_with
 from speedpatch.targets.hosts import LocalHost
 from speedpatch.targets.sandbox import DEVICES
 
@@ -34,6 +34,7 @@ def local_gpu() -> str | None:
 class CudaLocalBackend(Backend):
     name = "cuda-local"
     target = "cuda"
+    settings_keys = TIMED_KEYS
     measures_speed = True
     description = "nvcc + this machine's GPU: CUDA-event timing, L2 flushed, baseline/candidate alternated"
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from speedpatch.model import Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
-from speedpatch.targets.cuda.evaluate import evaluate_with
-from speedpatch.targets.hosts import SshHost, missing_ssh_tool
+from speedpatch.targets.cuda.evaluate import TIMED_KEYS, evaluate_with
+from speedpatch.targets.hosts import REMOTE_KEYS, SshHost, missing_ssh_tool
 
 
 class CudaSshBackend(Backend):
     name = "cuda-ssh"
+    settings_keys = TIMED_KEYS | REMOTE_KEYS
     target = "cuda"
     measures_speed = True
     description = "copy, build and run on a remote GPU host over ssh (same timing discipline as cuda-local)"

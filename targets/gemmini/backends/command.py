@@ -53,6 +53,7 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 class CommandBackend(Backend):
     name = "gemmini-command"
+    settings_keys = frozenset({"build", "command", "cycles_regex", "timeout", "sandbox"})
     target = "gemmini"
     measures_speed = True
     description = "your own command (FireSim, Verilator, a remote Chipyard host) that runs the program and prints cycles"

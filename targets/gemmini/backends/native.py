@@ -122,6 +122,10 @@ def adapt_source(source: str, original: str, kernel: Kernel | None) -> tuple[str
     return upstream.adapt_program(source, keep), None
 
 
+# [backend.gemmini-native] and [backend.gemmini-spike]: upstream headers, another configuration
+SETTINGS_KEYS = frozenset({"include_dir", "params_dir"})
+
+
 def settings_problem(settings: dict[str, Any]) -> str:
     if settings.get("include_dir"):
         missing = upstream.check_root(Path(str(settings["include_dir"])).expanduser())
@@ -134,6 +138,7 @@ def settings_problem(settings: dict[str, Any]) -> str:
 
 class NativeBackend(Backend):
     name = "gemmini-native"
+    settings_keys = SETTINGS_KEYS
     # a second, independent functional model: the same kernel built for RISC-V and run on Spike, so a bug
     # in this model's checks cannot crown a wrong winner
     reverify_with = "gemmini-spike"

@@ -20,7 +20,12 @@ from typing import Any
 from speedpatch.model import INFRA_ERROR, NOT_MEASURED, OK, REJECTED, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext
 from speedpatch.targets.gemmini.backends import common, trusted
-from speedpatch.targets.gemmini.backends.native import include_dirs, settings_problem, source_name
+from speedpatch.targets.gemmini.backends.native import (
+    SETTINGS_KEYS,
+    include_dirs,
+    settings_problem,
+    source_name,
+)
 
 STATS_FILE = "gemmini-stats.json"
 RESULT_LINE = re.compile(r"^speedpatch: correct=[01] cycles=\d+.*$", re.MULTILINE)  # whole lines, for their hash
@@ -53,6 +58,7 @@ class SpikeBackend(Backend):
     cycles). Too slow to rank candidates (measures_speed = False): it checks a native winner."""
 
     name = "gemmini-spike"
+    settings_keys = SETTINGS_KEYS
     target = "gemmini"
     measures_speed = False
     measured_on = "model"

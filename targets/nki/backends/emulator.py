@@ -18,6 +18,7 @@ from speedpatch.targets.nki.emulator import PKGS_DIR
 
 class NkiEmulatorBackend(Backend):
     name = "nki-emulator"
+    settings_keys = frozenset({"seeds", "isolation"})
     target = "nki"
     measures_speed = True
     measured_on = "emulator"

@@ -16,6 +16,7 @@ from speedpatch.targets.nki.backends.common import new_nonce, now, to_evaluation
 
 class NkiNeuronBackend(Backend):
     name = "nki-neuron"
+    settings_keys = remote.SETTINGS_KEYS | {"warmup", "iters"}
     target = "nki"
     measures_speed = True
     description = "real Trainium (trn1/trn2) via the Neuron SDK, locally or over SSH; nki.benchmark median latency"

@@ -55,6 +55,10 @@ PROBE = (
 )
 
 
+# the keys of a backend that runs Python where the settings say: the host, its Python and environment
+SETTINGS_KEYS = hosts.REMOTE_KEYS | {"python", "env"}
+
+
 def environment(settings: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in (settings.get("env") or {}).items()})

@@ -14,6 +14,7 @@ from speedpatch.targets.nki.backends.common import new_nonce, now, to_evaluation
 
 class NkiSimulateBackend(Backend):
     name = "nki-simulate"
+    settings_keys = remote.SETTINGS_KEYS
     target = "nki"
     measures_speed = False
     measured_on = "simulator"
