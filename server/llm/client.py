@@ -77,12 +77,16 @@ class ChatClient:
         temp = self.config.temperature if temperature is None else temperature
         attempt = 0
         last: Exception | None = None
+        spent = 0.0  # the endpoint's seconds over every attempt: not the backoff, not the wait for a connection
         while attempt <= self.config.retries:
             params = self._params(model, temp)
             try:
-                with self._gate:  # the reply's seconds are the endpoint's, not the wait for a free connection
+                with self._gate:
                     start = time.monotonic()
-                    resp = self._create(model, prompt, params)
+                    try:
+                        resp = self._create(model, prompt, params)
+                    finally:
+                        spent += time.monotonic() - start
             except openai.BadRequestError as exc:
                 name = self._rejected_param(exc, params)
                 if name is None:
@@ -111,7 +115,6 @@ class ChatClient:
                 raise LLMError(f"{model}: {_short(exc)}") from exc
             except openai.APIError as exc:
                 raise LLMError(f"{model}: {_short(exc)}") from exc
-            seconds = time.monotonic() - start
             if not getattr(resp, "choices", None):
                 raise LLMRequestError(f"{model}: the endpoint returned no choices")
             text = resp.choices[0].message.content or ""
@@ -121,7 +124,7 @@ class ChatClient:
                 model=model,
                 prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                seconds=seconds,
+                seconds=spent,
             )
         where = self.config.base_url or "the default OpenAI endpoint"
         raise LLMError(f"{model}: {where} failed after {self.config.retries + 1} attempts: {_short(last)}")

@@ -299,3 +299,19 @@ def test_the_seconds_of_a_reply_are_the_models_not_the_wait_for_a_free_connectio
         t.join()
     # both took the model ~1 s (counted with the wait, the second would be about twice the first)
     assert len(seconds) == 2 and min(seconds) >= 1.0 and max(seconds) < 1.5 * min(seconds), seconds
+
+
+def test_the_seconds_of_a_retried_reply_count_every_attempt_but_not_the_backoff(endpoint):
+    calls: list[float] = []
+
+    def slow_then_ok(request):
+        calls.append(time.monotonic())
+        time.sleep(0.5)
+        return server_error() if len(calls) == 1 else "ok"
+
+    server = endpoint(slow_then_ok)
+    waits: list[float] = []
+    chat = ChatClient(LLMConfig(base_url=server.base_url, models=["model-a"]), sleep=lambda s: waits.append(s))
+    reply = chat.chat("model-a", "p")
+    assert reply.text == "ok" and len(calls) == 2 and waits == [0.5]
+    assert 1.0 <= reply.seconds < 1.5, reply.seconds  # two half-second attempts; the backoff was not slept
