@@ -279,7 +279,7 @@ def _session(
     _require_llm_setup(config)
     if problem.kernel.reason:  # runnable but not optimizable (e.g. a whole program)
         raise UserError(f"{problem.path}: {problem.kernel.name} cannot be optimized: {problem.kernel.reason}")
-    menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name))
+    menu = load_menu(target.name, config.workspace or None, config.menus.get(target.name), target.menu_dir)
 
     def cached(key: str) -> Evaluation | None:
         found = store.find_by_hash(run_id, key)

@@ -5,6 +5,7 @@ api (a compact listing of the instructions/APIs a kernel may use, one line each,
 examples (optional `[[examples]]` tables with `title`, `before` and `after`: short in-context examples of
 one optimization, for the code prompt). The shipped listing is its own file, menus/<target>.api.txt, so it
 reads as a plain list; a menu file's `api` key replaces it ("" drops it).
+A plug-in target ships its own pair of files in the folder its `menu_dir` names.
 A workspace override is `.speedpatch/menus/<target>.toml` or the file named in speedpatch.toml
 [menus] <target> = "path"; its keys replace the shipped ones (and `extra_optimizations` appends).
 """
@@ -65,27 +66,36 @@ def _read(path_or_text: str, origin: str) -> dict:
     return data
 
 
-def shipped_menu_text(target: str) -> str | None:
+def shipped_menu_text(target: str, folder: Path | None = None) -> str | None:
+    """menus/<target>.toml as speedpatch ships it, or as a plug-in target ships it in its own `folder`."""
+    if folder is not None:
+        path = Path(folder) / f"{target}.toml"
+        return path.read_text(encoding="utf-8") if path.is_file() else None
     try:
         return resources.files("speedpatch.menus").joinpath(f"{target}.toml").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
         return None
 
 
-def shipped_api_text(target: str) -> str:
+def shipped_api_text(target: str, folder: Path | None = None) -> str:
     """The shipped instruction/API listing of a target (menus/<target>.api.txt), "" when there is none."""
+    if folder is not None:
+        path = Path(folder) / f"{target}.api.txt"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
     try:
         return resources.files("speedpatch.menus").joinpath(f"{target}.api.txt").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
         return ""
 
 
-def load_menu(target: str, workspace: str | Path | None = None, override: str | None = None) -> Menu:
-    menu = Menu(target=target, api=shipped_api_text(target))
-    text = shipped_menu_text(target)
+def load_menu(target: str, workspace: str | Path | None = None, override: str | None = None,
+              shipped: Path | None = None) -> Menu:
+    """shipped: the folder a plug-in target ships its menu in (Target.menu_dir); None: speedpatch's menus/."""
+    menu = Menu(target=target, api=shipped_api_text(target, shipped))
+    text = shipped_menu_text(target, shipped)
     layers: list[tuple[str, str]] = []
     if text is not None:
-        layers.append((text, f"menus/{target}.toml"))
+        layers.append((text, str(Path(shipped) / f"{target}.toml") if shipped else f"menus/{target}.toml"))
     candidates = []
     if override:
         p = Path(override)

@@ -112,6 +112,9 @@ class Target(ABC):
     language_ids: tuple[str, ...] = ()
     fence_language: str = ""  # the language tag of its code blocks in prompts (default: the target's name)
     default_backend: str = ""
+    # where a plug-in target ships its menu (<name>.toml, <name>.api.txt: see server/menu.py); None: the
+    # built-ins' menus/ folder of speedpatch itself
+    menu_dir: Path | None = None
     # what a kernel of this target looks like, in a few words, for "no kernel found" (where to look included)
     kernel_hint: str = ""
 

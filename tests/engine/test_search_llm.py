@@ -84,6 +84,20 @@ def test_plan_prompt_carries_metric_and_phase(tmp_path):
     assert "def kernel_sum(xs):" in plan
 
 
+def test_a_plug_in_target_ships_its_own_menu(tmp_path, monkeypatch):
+    shipped = tmp_path / "plugin-menus"
+    shipped.mkdir()
+    (shipped / "toy.toml").write_text('knowledge = "Toy kernels are counted in Python lines."\n')
+    (shipped / "toy.api.txt").write_text("sum(xs): the builtin sum\n")
+    monkeypatch.setattr(toy_target.ToyTarget, "menu_dir", shipped)
+    with FakeOpenAI(scripted()) as server:
+        config = llm_config(tmp_path, server, iterations=1, beam=1, plans=1, codes=1)
+        api.optimize(toy_problem(tmp_path, config), config, Store(tmp_path))
+    plan = next(r["messages"][-1]["content"] for r in server.requests if phase_of(r) == "plan")
+    assert "Toy kernels are counted in Python lines." in plan
+    assert "sum(xs): the builtin sum" in plan
+
+
 def test_reply_without_code_is_a_rejected_candidate(tmp_path):
     with FakeOpenAI(scripted(code="I would rather not write code today.")) as server:
         config = llm_config(tmp_path, server, iterations=1)
