@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import traceback
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -502,6 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print(f"aborted after {time.monotonic() - start:.0f} s")
         return 130
+    except Exception:  # a bug of ours: its traceback helps a report, but may quote a key (a URL, a value)
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)
+        print("error: speedpatch failed unexpectedly; the traceback above is for a bug report", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

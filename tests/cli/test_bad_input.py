@@ -428,3 +428,19 @@ def test_brackets_in_a_plan_and_the_winner_id_are_printed_as_written(tmp_path):
     assert plan in text
     winner = re.search(r"winner (\S+):", text).group(1)
     assert f"[{winner}]" in text  # the result table's best row names it
+
+
+def test_an_unexpected_failure_shows_its_traceback_without_the_key(tmp_path, monkeypatch, capsys):
+    from speedpatch.cli import main as cli_main
+
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    def broken(args):
+        raise RuntimeError(f"could not reach https://user:{key}@llm.example/v1")
+
+    monkeypatch.setattr(cli_main, "cmd_runs", broken)
+    assert cli_main.main(["--workspace", str(tmp_path), "runs"]) == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError: could not reach https://user:" in err and "Traceback" in err
+    assert key not in err and "failed unexpectedly" in err
