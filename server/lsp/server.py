@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from lsprotocol import types
+from speedpatch.redact import redact
 
 from . import commands, requests
 from .actions import actions_for, quick_fixes
@@ -166,12 +167,18 @@ def create_server() -> SpeedpatchServer:
     return server
 
 
+class ScrubbedFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve over stdio. Logs go to stderr at WARNING: pygls logs whole messages at INFO, and those can
     hold the API key sent in initializationOptions, which must never be logged."""
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="speedpatch-lsp %(levelname)s %(message)s"
-    )
+    stderr = logging.StreamHandler(sys.stderr)
+    # the editor shows stderr in its output: a logged exception may quote a key
+    stderr.setFormatter(ScrubbedFormatter("speedpatch-lsp %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr])
     logging.getLogger("pygls").setLevel(logging.WARNING)
     # stdout is the LSP channel: keep a private copy of it for pygls and point file descriptor 1 (and
     # sys.stdout) at stderr, so a stray print or a child process writing to its stdout cannot corrupt it.

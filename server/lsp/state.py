@@ -13,6 +13,7 @@ want to send to the client goes through `post`, so all outgoing messages are wri
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from speedpatch.config import Config
-from speedpatch.redact import redact
+from speedpatch.redact import known_secrets, redact, redact_data
 
 from . import settings as settings_mod
 from .accept import AcceptOnSave
@@ -48,11 +50,21 @@ log = logging.getLogger(__name__)
 RUNS_CHANGED = "speedpatch/runsChanged"
 
 
+class ScrubbedProtocol(LanguageServerProtocol):
+    """Every message to the editor passes redact, at the one place they all leave: a key quoted in an
+    error response's traceback, a log message or any text a handler forgot to scrub stays here."""
+
+    def _send_data(self, data: Any) -> None:
+        if data and known_secrets():
+            data = redact_data(json.loads(json.dumps(data, default=self._serialize_message)))
+        super()._send_data(data)
+
+
 class SpeedpatchServer(LanguageServer):
     """pygls's server with speedpatch's state; handlers reach it as `ls.state`."""
 
     def __init__(self, name: str, version: str, **kwargs: Any):
-        super().__init__(name, version, **kwargs)
+        super().__init__(name, version, protocol_cls=ScrubbedProtocol, **kwargs)
         self.state = ServerState(self)
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
