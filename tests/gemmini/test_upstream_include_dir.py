@@ -127,3 +127,25 @@ def test_an_honest_harness_program_s_printed_figure_is_the_models(tmp_path: Path
     proc = evaluate(tmp_path, "honest.c", "--include-dir", "rocc-tests", "--json")
     result = json.loads(proc.stdout)
     assert result["status"] == "ok" and "model's own figure" in result["receipt"]["verdict"], result
+
+
+def test_a_checkout_without_the_speedpatch_harness_still_builds_a_harness_program(tmp_path: Path) -> None:
+    root = checkout(tmp_path / "rocc-tests")
+    for name in ("speedpatch_harness.h", "speedpatch_functs.h"):  # an upstream checkout has neither
+        (root / "include" / name).unlink()
+    shutil.copy(OUR_HEADERS.parents[2] / "examples" / "gemmini" / "matmul_128.c", tmp_path / "k.c")
+    proc = evaluate(tmp_path, "k.c", "--include-dir", "rocc-tests", "--json")
+    result = json.loads(proc.stdout)
+    assert result["status"] == "ok", result["output"]
+
+
+def test_a_kernel_that_leaves_the_work_to_the_host_is_rejected_as_on_the_trusted_path(tmp_path: Path) -> None:
+    # the library's own CPU mode computes C correctly without the array: the trusted harness rejects it,
+    # and so must the one-unit build, whose first timed trial the model holds to the declared work
+    checkout(tmp_path / "rocc-tests")
+    example = (OUR_HEADERS.parents[2] / "examples" / "gemmini" / "matmul_128.c").read_text()
+    (tmp_path / "host.c").write_text(example.replace("false, false, 0, WS);", "false, false, 0, CPU);\n  gemmini_fence();"))
+    proc = evaluate(tmp_path, "host.c", "--include-dir", "rocc-tests", "--json")
+    result = json.loads(proc.stdout)
+    assert result["status"] == "rejected", result
+    assert "multiply-accumulates: 0 of the problem's 2097152" in result["message"]

@@ -240,7 +240,9 @@ def printed_figure_problem(ev: Evaluation, stats: dict[str, Any]) -> str:
     """Why a one-unit harness program's printed figure is not the model's ('' when it is). Its kernel shares
     the unit and the process with the harness, so the printed line is the program's word: it must equal the
     cycles the model itself measured between the harness's first two read_cycles() (the first trial's timed
-    region), and no figure may beat the array on the MACs the model saw there."""
+    region), that region must hold the problem's work as the harness declared it to the model before any
+    kernel ran (its MACs, its least DRAM bytes read and written: a kernel that forges the line must still do
+    the work there), and no figure may beat the array on the MACs the model saw there."""
     if ev.status != OK:
         return ""
     printed = int(ev.value or 0)
@@ -251,6 +253,16 @@ def printed_figure_problem(ev: Evaluation, stats: dict[str, Any]) -> str:
     if printed != measured:
         return (f"the program printed {printed} cycles, but the model measured {measured} between the harness's "
                 "first two read_cycles(): the figure is the model's, not the program's output")
+    if "declared_macs" not in stats:
+        return "the harness did not declare the problem's work to the model, so the printed figure cannot be checked"
+    did = {"multiply-accumulates": (macs, int(stats["declared_macs"])),
+           "DRAM bytes read": (int(stats.get("first_pair_dram_read_bytes") or 0), int(stats["declared_min_read_bytes"])),
+           "DRAM bytes written": (int(stats.get("first_pair_dram_write_bytes") or 0),
+                                  int(stats["declared_min_write_bytes"]))}
+    short = [f"{what}: {done} of the problem's {needed}" for what, (done, needed) in did.items() if done < needed]
+    if short:
+        return (f"the harness's first timed trial did less than the problem's work on Gemmini ({'; '.join(short)}): "
+                "the printed result is not the measured kernel's")
     dim = int(stats.get("dim") or 0)
     bound = -(-macs // (dim * dim)) if dim else 0
     if printed < bound:

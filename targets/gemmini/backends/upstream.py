@@ -39,6 +39,10 @@ def adapt_header(text: str) -> str:
     return RDCYCLE_ASM.sub(lambda m: f"{m.group(1)} = gemmini_model_cycles()", text)
 
 
+# the speedpatch harness's own headers (targets/gemmini/include), which an upstream checkout does not have
+HARNESS_HEADERS = ("speedpatch_harness.h", "speedpatch_functs.h")
+
+
 def prepare(root: Path, dest: Path, xcustom: Path) -> Path:
     """Copy root/include (adapted) and our xcustom.h under dest; returns the folder to put on -I."""
     out = dest / "upstream"
@@ -46,6 +50,9 @@ def prepare(root: Path, dest: Path, xcustom: Path) -> Path:
     for header in sorted((root / "include").glob("*.h")):
         text = header.read_text(encoding="utf-8", errors="replace")
         (out / "include" / header.name).write_text(adapt_header(text), encoding="utf-8")
+    for name in HARNESS_HEADERS:  # a checkout has no speedpatch harness: a harness program gets ours
+        if not (out / "include" / name).exists():
+            shutil.copyfile(xcustom.parent / name, out / "include" / name)
     shim = out / "rocc-software" / "src"
     shim.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(xcustom, shim / "xcustom.h")

@@ -19,6 +19,9 @@ void gemmini_model_rocc(uint64_t funct, uint64_t rs1, uint64_t rs2);
 uint64_t gemmini_model_rocc_rd(uint64_t funct, uint64_t rs1, uint64_t rs2);
 void gemmini_model_fence(void);
 uint64_t gemmini_model_cycles(void);
+/* The speedpatch harness's problem (array MACs, least DRAM bytes read and written), declared before any
+ * kernel runs; the first declaration stands. */
+void gemmini_model_declare_problem(uint64_t macs, uint64_t min_read_bytes, uint64_t min_write_bytes);
 
 /* Host work that the trace-pc hook cannot see (e.g. a Spike wrapper counting instructions itself). */
 void gemmini_model_charge_host(uint64_t cycles);

@@ -40,14 +40,21 @@ static uint64_t work_insns, region_start, region_start_work, region_start_macs;
 static uint64_t regions, region_cycles, region_macs;
 /* The first pair's own figures, work or not: a harness program built as one unit (upstream headers) prints
  * its first trial's cycles as the verdict, and the backend holds that line to these (native.py). */
-static uint64_t first_pair_cycles, first_pair_macs;
+static uint64_t first_pair_cycles, first_pair_macs, first_pair_read, first_pair_write;
+static uint64_t region_start_read, region_start_write;
+/* The problem's work as the harness declares it before any kernel runs (the first declaration stands): the
+ * backend holds the first pair's MACs and DRAM bytes to it, so a kernel that forges the printed verdict must
+ * still have done the problem's work inside the timed region. */
+static uint64_t declared, declared_macs, declared_read, declared_write;
 /* They are the figure of a whole-program run, so they are sealed like the model's other counters (guard.c):
  * keyed by the run's secret, checked before each use and sealed again after each change. */
 static uint64_t region_seal;
 
 static uint64_t region_digest(void) {
   const uint64_t v[] = {work_insns, region_start, region_start_work, region_start_macs, regions, region_cycles,
-                        region_macs, S.cycle_reads, first_pair_cycles, first_pair_macs};
+                        region_macs, S.cycle_reads, first_pair_cycles, first_pair_macs, first_pair_read,
+                        first_pair_write, region_start_read, region_start_write, declared, declared_macs,
+                        declared_read, declared_write};
   uint64_t h = gm_guard_key;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
     h ^= v[i] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -116,8 +123,14 @@ static void write_stats(void) {
   fprintf(f, "  \"timed_regions\": %llu,\n  \"timed_region_cycles\": %llu,\n  \"timed_region_macs\": %llu,\n",
           (unsigned long long)regions, (unsigned long long)region_cycles, (unsigned long long)region_macs);
   if (S.cycle_reads >= 2)
-    fprintf(f, "  \"first_pair_cycles\": %llu,\n  \"first_pair_macs\": %llu,\n",
-            (unsigned long long)first_pair_cycles, (unsigned long long)first_pair_macs);
+    fprintf(f, "  \"first_pair_cycles\": %llu,\n  \"first_pair_macs\": %llu,\n"
+               "  \"first_pair_dram_read_bytes\": %llu,\n  \"first_pair_dram_write_bytes\": %llu,\n",
+            (unsigned long long)first_pair_cycles, (unsigned long long)first_pair_macs,
+            (unsigned long long)first_pair_read, (unsigned long long)first_pair_write);
+  if (declared)
+    fprintf(f, "  \"declared_macs\": %llu,\n  \"declared_min_read_bytes\": %llu,\n"
+               "  \"declared_min_write_bytes\": %llu,\n",
+            (unsigned long long)declared_macs, (unsigned long long)declared_read, (unsigned long long)declared_write);
   fprintf(f, "  \"host_instructions\": %llu,\n", (unsigned long long)S.host_instructions);
   fprintf(f, "  \"host_block_cycles\": %llu,\n", (unsigned long long)S.host_block_cycles);
   fprintf(f, "  \"host_external_cycles\": %llu,\n", (unsigned long long)S.host_external_cycles);
@@ -328,6 +341,13 @@ GM_SCRUB void gemmini_model_fence(void) {
   gm_guard_seal();
 }
 
+void gemmini_model_declare_problem(uint64_t macs, uint64_t min_read_bytes, uint64_t min_write_bytes) {
+  init();
+  region_check("declare_problem");
+  if (!declared) declared = 1, declared_macs = macs, declared_read = min_read_bytes, declared_write = min_write_bytes;
+  region_seal = region_digest();
+}
+
 uint64_t gemmini_model_cycles(void) {
   init();
   gm_guard_check("read_cycles");
@@ -337,8 +357,13 @@ uint64_t gemmini_model_cycles(void) {
   S.last_cycles = T.host;
   if (S.cycle_reads % 2) {
     region_start = T.host, region_start_work = work_insns, region_start_macs = S.macs;
+    region_start_read = S.dram_read_bytes, region_start_write = S.dram_write_bytes;
   } else {
-    if (S.cycle_reads == 2) first_pair_cycles = T.host - region_start, first_pair_macs = S.macs - region_start_macs;
+    if (S.cycle_reads == 2) {
+      first_pair_cycles = T.host - region_start, first_pair_macs = S.macs - region_start_macs;
+      first_pair_read = S.dram_read_bytes - region_start_read;
+      first_pair_write = S.dram_write_bytes - region_start_write;
+    }
     if (work_insns > region_start_work) {
       regions++;
       region_cycles += T.host - region_start;
