@@ -173,6 +173,42 @@ static inline void printMatrixAcc(acc_t m[DIM][DIM]) {
     gemmini_mat_equal_;                                                         \
   })
 
+/* The gold result of Autocomp's Gemmini harnesses (ucb-bar/autocomp harnesses/{exo,gemm}/test*.c and
+ * tests/, built against gemmini-rocc-tests' auto-comp-v2 branch, whose header is not public):
+ *   tiled_matmul_outer_eigen(A, B, C, I, K, J, A_transpose, B_transpose)
+ *   tiled_matmul_outer_eigen_bias(A, B, D, C, I, K, J, A_transpose, B_transpose, sub_bias)
+ * compute C = A*B (+ D, or - D when sub_bias) for I x K by K x J matrices, A stored K x I when transposed, B
+ * stored J x K when transposed, with scale 1 and no activation, before the harness's timed region. Here it is
+ * computed exactly on the CPU (independent of the model the kernel runs on) and saturated to C's element
+ * type: elem_t for the int8 harnesses, acc_t where C is an acc_t array. D may be elem_t or acc_t. */
+static inline void gemmini_outer_reference(const elem_t *A, const elem_t *B, const void *D, int d_is_acc,
+                                           void *C, int c_is_acc, size_t I, size_t K, size_t J, bool a_t,
+                                           bool b_t, bool sub_bias) {
+  for (size_t i = 0; i < I; i++)
+    for (size_t j = 0; j < J; j++) {
+      full_t sum = 0;
+      for (size_t k = 0; k < K; k++)
+        sum += (full_t)(a_t ? A[k * I + i] : A[i * K + k]) * (b_t ? B[j * K + k] : B[k * J + j]);
+      if (D != NULL) {
+        const full_t d = d_is_acc ? (full_t)((const acc_t *)D)[i * J + j] : (full_t)((const elem_t *)D)[i * J + j];
+        sum = sub_bias ? sum - d : sum + d;
+      }
+      if (c_is_acc) {
+        ((acc_t *)C)[i * J + j] = (acc_t)(sum > INT32_MAX ? INT32_MAX : (sum < INT32_MIN ? INT32_MIN : sum));
+      } else {
+        ((elem_t *)C)[i * J + j] = (elem_t)(sum > elem_t_max ? elem_t_max : (sum < elem_t_min ? elem_t_min : sum));
+      }
+    }
+}
+
+#define GEMMINI_IS_ACC_ARRAY(M) _Generic(&(M)[0][0], acc_t *: 1, const acc_t *: 1, default: 0)
+#define tiled_matmul_outer_eigen(A, B, C, I, K, J, A_transpose, B_transpose)                                  \
+  gemmini_outer_reference(&(A)[0][0], &(B)[0][0], NULL, 0, &(C)[0][0], GEMMINI_IS_ACC_ARRAY(C), (I), (K), (J), \
+                          (A_transpose), (B_transpose), false)
+#define tiled_matmul_outer_eigen_bias(A, B, D, C, I, K, J, A_transpose, B_transpose, sub_bias)                  \
+  gemmini_outer_reference(&(A)[0][0], &(B)[0][0], &(D)[0][0], GEMMINI_IS_ACC_ARRAY(D), &(C)[0][0],           \
+                          GEMMINI_IS_ACC_ARRAY(C), (I), (K), (J), (A_transpose), (B_transpose), (sub_bias))
+
 /* A small deterministic generator (splitmix64), so test data never depends on the C library. */
 static uint64_t gemmini_test_rng_state __attribute__((unused)) = 0x853c49e6748fea9bULL;
 
