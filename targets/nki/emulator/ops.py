@@ -19,7 +19,10 @@ from speedpatch.targets.nki.emulator.tensor import Tile, accumulator_values, fit
 ENGINE_NAMES = {"vector": "vector", "scalar": "scalar", "act": "scalar", "gpsimd": "gpsimd", "pool": "gpsimd"}
 
 
-def engine_name(engine: Any, default: str) -> str:
+def engine_name(engine: Any, default: str, allowed: tuple[str, ...] = (), what: str = "") -> str:
+    """The engine an instruction's `engine=` names (default when unknown). allowed: the engines its API page
+    documents for it, when not all three: on another one its cost would be that engine's, for work that engine
+    cannot do (red-team: tensor_tensor on ScalarE charged one input stream for two)."""
     if engine is None:
         return default
     name = str(getattr(engine, "name", engine)).lower().replace("_engine", "")
@@ -27,6 +30,9 @@ def engine_name(engine: Any, default: str) -> str:
         return default
     if name not in ENGINE_NAMES:
         raise NkiError(f"unknown engine {engine!r}")
+    if allowed and ENGINE_NAMES[name] not in allowed:
+        raise NkiError(f"{what}: runs on the {' or '.join(allowed)} engine, not {ENGINE_NAMES[name]} (its API "
+                       f"documentation)")
     return ENGINE_NAMES[name]
 
 
