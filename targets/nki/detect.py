@@ -64,6 +64,15 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    # a module-level name for an nki object (`nki_jit = nki.trace`, as the AWS documentation's nki.isa
+    # example tests write it, then `@nki_jit`)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, (ast.Attribute, ast.Name)):
+            dotted = _dotted(stmt.value)
+            head, _, rest = dotted.partition(".")
+            if head in names:
+                names[stmt.targets[0].id] = names[head] + (f".{rest}" if rest else "")
     return names
 
 

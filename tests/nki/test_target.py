@@ -38,6 +38,17 @@ def test_finds_jit_baremetal_and_benchmark_kernels_under_any_alias():
     assert names(source) == ["a", "b", "c", "d", "e"]
 
 
+def test_finds_kernels_decorated_through_a_module_level_name_for_an_nki_decorator():
+    # the AWS documentation's nki.isa example tests write `nki_jit = nki.trace` and decorate with @nki_jit
+    source = (
+        "import neuronxcc.nki as nki\nimport other\n\n"
+        "nki_jit = nki.trace\nmy_jit = other.jit\n\n"
+        "@nki_jit\ndef a(x):\n    return x\n\n"
+        "@my_jit\ndef b(x):\n    return x\n"
+    )
+    assert names(source) == ["a"]
+
+
 def test_a_jit_helper_that_another_kernel_calls_is_not_a_kernel_of_its_own():
     # Public kernels decorate helpers with @nki.jit too and call them from the launched kernel.
     source = (
