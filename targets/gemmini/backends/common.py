@@ -113,10 +113,45 @@ UNDEFINED_REFERENCE = re.compile(r"undefined reference to [`'](\w+)'")
 ARITY_ERROR = re.compile(r"too (many|few) arguments to function|passed \d+ arguments, but takes")
 
 
+# Our headers pick a library function's form by its argument count (gemmini.h: GEMMINI_BY_ARITY); a count no
+# known version had expands to NAME_with_<count>_args, which the compiler then reports as an unknown function.
+ARITY_FORM = re.compile(r"\b(\w+?)_with_(\d+)_args\b")
+INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
+
+
+@lru_cache(maxsize=1)
+def known_arities() -> dict[str, tuple[int, ...]]:
+    """Each argument-count-dispatched name of our Gemmini headers, with the counts it has a form for."""
+    forms: dict[str, set[int]] = {}
+    for header in sorted(INCLUDE_DIR.glob("*.h")):
+        for name, count in re.findall(r"#define\s+(\w+?)_with_(\d+)_args\b", header.read_text()):
+            forms.setdefault(name, set()).add(int(count))
+    return {name: tuple(sorted(counts)) for name, counts in forms.items()}
+
+
+def unknown_arity(output: str) -> str:
+    """What to say when the program calls one of those names with a count no known version had ('' if not)."""
+    forms = known_arities()
+    for match in ARITY_FORM.finditer(output):
+        name, count = match.group(1), int(match.group(2))
+        counts = forms.get(name)
+        if counts is None or count in counts:
+            continue
+        known = ", ".join(str(n) for n in counts[:-1]) + (" or " if len(counts) > 1 else "") + str(counts[-1])
+        return (f"{name} is called with {count} arguments, a form no gemmini-rocc-tests version that speedpatch's "
+                f"headers follow has (they take {known}): the program is written against another version or a "
+                f"fork of the library; give that checkout with --include-dir, or call one of the known forms")
+    return ""
+
+
 def compile_error_line(output: str) -> str:
-    """The line that says what is wrong: the compiler's first error, else the first name the linker could
-    not find (a function the program calls that neither it nor the headers define; the linker's own last
-    line, 'ld returned 1 exit status', says nothing), else the first line that mentions an error."""
+    """The line that says what is wrong: a library call with an argument count no known version had, else
+    the compiler's first error, else the first name the linker could not find (a function the program calls
+    that neither it nor the headers define; the linker's own last line, 'ld returned 1 exit status', says
+    nothing), else the first line that mentions an error."""
+    wrong_count = unknown_arity(output)
+    if wrong_count:
+        return wrong_count
     lines = output.splitlines()
     errors = [ln for ln in lines if (": error:" in ln or ": fatal error:" in ln) and not ln.lstrip().startswith("collect2:")]
     # A call written for another version of the library fails on its argument count first of all; gcc may
