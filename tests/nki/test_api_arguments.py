@@ -144,7 +144,6 @@ UNMODELED = [
     ("nisa.nc_matmul(tile_position", _matmul_with(tile_position=(0, 0), tile_size=(64, 64)), (X, W)),
     ("nisa.nc_matmul(is_moving_onezero", _matmul_with(is_moving_onezero=True), (X, W)),
     ("nisa.nc_matmul(mask", lambda x, w: nl.copy(nisa.nc_matmul(w, x, mask=False)), (X, W)),
-    ("nisa.nc_transpose(engine", lambda x: nisa.nc_transpose(x[0:32, 0:32], engine=nisa.vector_engine), (X,)),
     ("nisa.activation(reduce_cmd", lambda x: nisa.activation(op=nl.exp, data=x, reduce_cmd=nisa.reduce_cmd.reduce,
                                                              reduce_op=np.add, reduce_res=nl.ndarray(
                                                                  (128, 1), dtype=nl.float32)), (X,)),

@@ -322,3 +322,41 @@ def test_sbuf_capacity_counts_live_tiles_and_frees_dead_ones():
     assert last_report()["sbuf_spills"] == 0
     with pytest.raises(NkiError, match="SBUF overflow"):
         too_big(rand(128, 4))
+
+
+def _vector_transpose_kernel(rows: int, cols: int, buffer=nl.sbuf):
+    @jit
+    def kernel(x):
+        out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+        flipped = nl.ndarray((cols, rows), dtype=x.dtype, buffer=buffer)
+        nisa.nc_transpose(flipped, nl.load(x), engine=nisa.vector_engine)
+        nl.store(out, value=flipped)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("buffer", [nl.sbuf, nl.psum], ids=["sbuf", "psum"])
+def test_the_vector_engine_transposes_a_tile_of_at_most_32_by_32_into_sbuf_or_psum(buffer):
+    # nki.isa.nc_transpose: the Vector engine handles (32, 32) or smaller and reads/writes SBUF or PSUM; the AWS
+    # doc example test_nki_isa_nc_transpose.py transposes a (32, 2) tile this way
+    x = rand(32, 2)
+    np.testing.assert_array_equal(_vector_transpose_kernel(32, 2, buffer)(x), x.T)
+    engines = last_report()["engines"]
+    assert engines["vector"]["instructions"] >= 1 and engines["tensor"]["instructions"] == 0
+
+
+def test_the_vector_engine_refuses_a_transpose_larger_than_32_by_32():
+    with pytest.raises(NkiError, match="at most 32 x 32"):
+        _vector_transpose_kernel(64, 32)(rand(64, 32))
+
+
+def test_a_transpose_on_an_engine_that_has_none_is_refused():
+    @jit
+    def kernel(x):
+        out = nl.ndarray((32, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.nc_transpose(nl.load(x), engine=nisa.gpsimd_engine))
+        return out
+
+    with pytest.raises(NkiError, match="tensor or vector engine, not gpsimd"):
+        kernel(rand(32, 32))

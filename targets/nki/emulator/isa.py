@@ -148,8 +148,6 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
     },
     "nc_transpose": {
         "mask": (_ALWAYS, "a predicated transpose; mask=True, which always holds, is modeled"),
-        "engine": ((None, "unknown", "tensor"), "the Vector engine's 32 x 32 transpose; the Tensor engine one is "
-                   "modeled"),
     },
     "activation": {
         # without reduce_cmd the emulator reduces this instruction's result into reduce_res (reset_reduce)
@@ -255,6 +253,9 @@ def _transpose_hint(stationary: Any, moving: Any) -> None:
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="nc_transpose")
     a = _bind(["data", "engine"], rest, kwargs, "nc_transpose")
+    if a.get("engine") is not None and ops.engine_name(a["engine"], "tensor", ("tensor", "vector"),
+                                                       "nisa.nc_transpose") == "vector":
+        return ops.vector_transpose(dst, a["data"], dtype=a.get("dtype"))
     return ops.transpose(dst, a["data"], dtype=a.get("dtype"))
 
 

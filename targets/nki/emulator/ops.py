@@ -421,6 +421,35 @@ def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = 
     return dst
 
 
+def vector_transpose(dst: Tile | None, data: Tile, dtype: Any = None) -> Tile:
+    """nc_transpose(engine=vector): the Vector engine transposes a tile of at most 32 x 32 (partitions x elements;
+    its free axes collapsed into one), reading and writing SBUF or PSUM, bit-exactly (nki.isa.nc_transpose:
+    "Tensor Engine nc_transpose can handle an input tile of shape (128, 128) or smaller, while Vector Engine can
+    handle shape (32, 32) or smaller"; "Vector Engine nc_transpose can read/write from/to either SBUF or PSUM").
+    The page gives no cost: charged as a one-input VectorE instruction over the data's elements per partition
+    (N cycles, at least the static overhead)."""
+    what = "nc_transpose(engine=vector)"
+    require_on_chip(data, what)
+    if lane_axis(data, what) != 0:
+        raise NkiError(f"{what}: data {data.shape} must have its partitions on axis 0")
+    p, f = data.shape[0], data.free_size
+    if p > 32 or f > 32:
+        raise NkiError(f"{what}: tile {data.shape} too large; the Vector engine transposes at most 32 x 32 "
+                       f"(the Tensor engine 128 x 128)")
+    values = data.read().reshape(p, f).T
+    if dst is None:
+        dst = new_tile((f, p), dtype or data.dtype, sbuf, name="nc_transpose")
+    else:
+        require_on_chip(dst, what)
+        if dst.shape[0] != f or dst.free_size != p or math.prod(dst.shape) != f * p or lane_axis(dst, what) != 0:
+            raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
+        values = values.reshape(dst.shape)
+    dst.write(values)
+    costmodel.current().issue("vector", engine_cost_ns("vector", f), [data.access()], [dst.access()],
+                              latency_ns=access_latency_ns("vector"))
+    return dst
+
+
 def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
         defer: bool = False, permute: tuple[int, ...] | None = None, oob_skip: bool = False) -> Tile:
     """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
