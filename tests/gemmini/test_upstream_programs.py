@@ -293,7 +293,7 @@ int main() {
 }
 """)
     assert result["status"] == "compile_error"
-    assert "tiled_conv_auto_with_25_args" in result["message"], result["message"]
+    assert "tiled_conv_auto is called with 25 arguments" in result["message"], result["message"]
 
 
 POOLED_CONV = r"""
