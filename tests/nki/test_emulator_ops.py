@@ -360,3 +360,53 @@ def test_a_transpose_on_an_engine_that_has_none_is_refused():
 
     with pytest.raises(NkiError, match="tensor or vector engine, not gpsimd"):
         kernel(rand(32, 32))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_predicated_copy_writes_only_where_the_predicate_selects(reverse):
+    @jit
+    def kernel(pred, x, y):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        dst = nl.load(y)
+        nisa.tensor_copy_predicated(src=nl.load(x), dst=dst, predicate=nl.load(pred), reverse_pred=reverse)
+        nl.store(out, value=dst)
+        return out
+
+    x, y = rand(128, 64), rand(128, 64)
+    pred = (RNG.random((128, 64)) < 0.5).astype(np.uint8)
+    chosen = (pred == 0) if reverse else (pred != 0)
+    np.testing.assert_array_equal(kernel(pred, x, y), np.where(chosen, x, y))
+    # two SBUF inputs streamed: 2N VectorE cycles (the legacy page's cost table), as tensor_tensor
+    assert last_report()["engines"]["vector"]["instructions"] == 1
+
+
+def test_a_predicated_copy_refuses_a_float_predicate():
+    @jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        dst = nl.load(x)
+        nisa.tensor_copy_predicated(dst, 0.0, dst)
+        nl.store(out, value=dst)
+        return out
+
+    with pytest.raises(NkiError, match="predicate must be uint8"):
+        kernel(rand(128, 8))
+
+
+def test_a_numpy_reduction_as_reduce_op_accumulates_across_instructions():
+    # nki.isa.range_select's examples pass reduce_op=np.max and chain reset_reduce / reduce
+    @jit
+    def kernel(x):
+        res = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        red = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less, bound0=0.0, bound1=8.0,
+                          reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=np.max, on_false_value=nl.fp32.min)
+        nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less, bound0=8.0, bound1=16.0,
+                          reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=red, reduce_op=np.max,
+                          on_false_value=nl.fp32.min)
+        nl.store(res, value=red)
+        return res
+
+    x = rand(128, 32)
+    np.testing.assert_allclose(kernel(x), x[:, :16].max(axis=1, keepdims=True))

@@ -106,6 +106,7 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "tensor_reduce": ("dst", "op", "data", "axis", "mask", "dtype", "negate", "keepdims", "name"),
     "tensor_partition_reduce": ("dst", "op", "data", "mask", "dtype", "name"),
     "tensor_copy": ("dst", "src", "mask", "dtype", "engine", "name"),
+    "tensor_copy_predicated": ("dst", "src", "predicate", "reverse_pred", "mask", "dtype", "name"),
     # the v2.21 page gives reciprocal an engine (Scalar or Vector); later pages run it on VectorE only
     "reciprocal": ("dst", "data", "dtype", "mask", "engine", "name"),
     "memset": ("dst", "value", "mask", "engine", "name"),
@@ -159,6 +160,7 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
         "reduce_op": (_NOT_USED, "the fused reduction of NeuronCore-v3+"),
         "reduce_res": (_NOT_USED, "the fused reduction of NeuronCore-v3+"),
     },
+    "tensor_copy_predicated": {"dtype": (_NOT_USED, "a cast in a predicated copy (src and dst share their type)")},
     "reciprocal": {
         "engine": ((None, "unknown", "vector"), "reciprocal on the Scalar engine (other precision)"),
     },
@@ -586,6 +588,47 @@ def tensor_copy(*args: Any, **kwargs: Any) -> Tile:
                            dtype=ops.out_dtype(a.get("dtype"), a["src"]), mask=a.get("mask"))
 
 
+def tensor_copy_predicated(*args: Any, **kwargs: Any) -> Tile:
+    """Copy src (a tile or a number) into dst where predicate is nonzero (zero with reverse_pred), leaving dst's
+    other elements as they were, on the Vector engine (nki.isa.tensor_copy_predicated; both forms, legacy
+    keyword-only and destination first). Checked as documented: src (a tile), dst and predicate of the same
+    partitions and elements per partition; predicate an unsigned 8/16/32-bit integer tile (or bool, one byte:
+    the page's own example passes the NumPy comparison `np.less_equal(a, 0.8)`); src and dst of one dtype; not
+    both src and predicate in PSUM. Cost (the legacy page's table): max(MIN_II, 2N) VectorE cycles with src and
+    predicate in SBUF, N with one of them in PSUM (two streamed inputs, as tensor_tensor); a number as src streams
+    the predicate only."""
+    dst, rest = _split_dst(args, kwargs, first_is_dst=bool(args) and isinstance(args[0], Tile),
+                           what="tensor_copy_predicated")
+    a = _bind(["src", "predicate", "reverse_pred"], rest, kwargs, "tensor_copy_predicated")
+    src, pred = a.get("src"), a.get("predicate")
+    what = "nisa.tensor_copy_predicated"
+    if not isinstance(dst, Tile) or not isinstance(pred, Tile):
+        raise NkiError(f"{what}: dst and predicate must be tiles")
+    if pred.dtype.name not in ("uint8", "uint16", "uint32", "bool_", "bool"):
+        raise NkiError(f"{what}: predicate must be uint8, uint16 or uint32, it is {pred.dtype!r}")
+    if isinstance(src, Tile):
+        if src.dtype != dst.dtype:
+            raise NkiError(f"{what}: src is {src.dtype!r} but dst is {dst.dtype!r}; they must share the data type")
+        if src.buffer.kind == "psum" and pred.buffer.kind == "psum":
+            raise NkiError(f"{what}: src and predicate cannot both be in PSUM")
+    elif not isinstance(src, (int, float, np.integer, np.floating)) or isinstance(src, bool):
+        raise NkiError(f"{what}: src must be a tile or a number, got {src!r}")
+    for t, role in ((pred, "predicate"), (src, "src")):
+        if isinstance(t, Tile) and (t.partitions != dst.partitions or t.free_size != dst.free_size):
+            raise NkiError(f"{what}: {role} {t.shape} and dst {dst.shape} must have the same partitions and "
+                           f"elements per partition")
+    selected = (np.asarray(pred.read()) != 0).reshape(dst.shape)
+    if a.get("reverse_pred"):
+        selected = ~selected
+    shape = dst.shape
+
+    def run(_p: Any, s: Any) -> Any:
+        return np.broadcast_to(np.asarray(s).reshape(shape) if np.size(s) > 1 else np.asarray(s), shape)
+
+    return ops.elementwise("tensor_copy_predicated", "vector", run, [pred, src], dst=dst, mask=a.get("mask"),
+                           write_mask=selected)
+
+
 def reciprocal(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="reciprocal")
     a = _bind(["data"], rest, kwargs, "reciprocal")
@@ -628,12 +671,18 @@ def dropout(*args: Any, **kwargs: Any) -> Tile:
 _vector_accumulators: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
 
 
+_REDUCTION_BINARY: dict[Any, Any] = {np.max: np.maximum, np.amax: np.maximum, np.min: np.minimum,
+                                     np.amin: np.minimum, np.sum: np.add, np.prod: np.multiply}
+
+
 def _accumulate(what: str, out: Tile, reduce_res: Any, cmd: Any, op: Any) -> None:
     """reduce_cmd semantics: reset clears the registers, reset_reduce starts them from this instruction's
     reduction (along the free axes of its result), reduce adds this reduction to them with reduce_op; idle
     leaves them as they are (with a reduce_res and no earlier state it starts from this instruction, as
     the API without reduce_cmd did). reduce_res, when given, receives the registers."""
-    binary = nl.np_binary(op)
+    # a NumPy reduction as reduce_op (np.max: the nki.isa.range_select page's own examples) combines the registers
+    # with its element-wise operator; called as np.max(state, here), `here` would be taken for an axis
+    binary = _REDUCTION_BINARY.get(op) or nl.np_binary(op)
     trace = costmodel.current()
     name = getattr(cmd, "name", "reset_reduce" if cmd is None else str(cmd))
     values = np.asarray(out.read(), dtype=np.float32).reshape(out.partitions, -1)
@@ -968,7 +1017,8 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
 # The public nki.isa names the emulator implements (for proxies that serve only the public API).
 PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
-    "tensor_reduce", "tensor_copy", "reciprocal", "memset", "dma_copy", "iota", "bn_stats", "bn_aggr",
+    "tensor_reduce", "tensor_copy", "tensor_copy_predicated", "reciprocal", "memset", "dma_copy", "iota", "bn_stats",
+    "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
     "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout", "range_select",
     "select_reduce",

@@ -40,7 +40,7 @@ ISA_FUNCTIONS = frozenset({
     "nc_transpose", "reciprocal", "tensor_copy", "tensor_reduce", "tensor_scalar", "tensor_scalar_reduce",
     "tensor_tensor", "tensor_tensor_scan", "affine_select", "scalar_tensor_tensor",
     "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout", "range_select",
-    "select_reduce",
+    "select_reduce", "tensor_copy_predicated",
 })
 # nki.isa functions that return a plain value (answered at once, never deferred like the instructions)
 ISA_VALUE_FUNCTIONS = frozenset({"get_nc_version"})
