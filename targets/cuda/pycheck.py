@@ -12,9 +12,11 @@ process-wide module hooks and function modes, which run inside the baseline's an
 a torch module or function used as a value (`t = torch` would carry every later path past the check; only
 types such as dtypes and classes may be values), a path from a module through anything but torch's own
 namespaces (`torch.utils.cpp_extension.os`, `torch.nn.functional.torch.cuda`: modules carry the modules they
-imported), private attributes past `self`, `type()`, format strings whose fields walk attributes, assignments to anything but local names and `self.` attributes
+imported), private attributes past `self`, `type()`, format strings whose fields walk attributes, class patterns whose keywords read
+attributes (`case object(gi_frame=...)`), class keywords (a metaclass), assignments to anything but local names and `self.` attributes
 (monkeypatching the runner, torch or the timer), `global`/`nonlocal`, and try/except (a fallback to the
-reference op when the kernel fails).
+reference op when the kernel fails). What load_inline compiles is read whole: its sources (names of strings
+bound once), the `functions` it writes into the bindings (identifiers), and macros defined in the flags (numbers).
 
 Which torch ops actually run is checked where they run: kernelbench_runner.py records the ops ModelNew
 dispatches (TorchDispatchMode) and rejects any outside allocation, views and copies.
@@ -34,6 +36,8 @@ ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_
 FORBIDDEN_NAMES = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
                    "vars", "open", "breakpoint", "input", "__builtins__", "__loader__", "__spec__", "importlib",
                    "memoryview", "exit", "quit",
+                   # help("name") imports the module of that name (pydoc), running its import-time code
+                   "help",
                    # modules the harness part may have imported: the solution may not use them either
                    "os", "sys", "subprocess", "ctypes", "builtins", "shutil", "socket", "threading",
                    "multiprocessing", "inspect", "gc", "signal", "pickle", "marshal", "io", "pathlib",
@@ -58,8 +62,11 @@ NAMESPACES: dict[str, set[str] | None] = {
     "torch": None, "torch.nn": None, "torch.nn.functional": None, "torch.nn.init": None, "torch.linalg": None,
     "torch.fft": None, "torch.special": None, "torch.utils": {"cpp_extension"},
     "torch.utils.cpp_extension": {"load_inline"}, "math": None, "__future__": None,
-    # typing's types (capitalized) and cast; get_type_hints evaluates string annotations (code the tree never read)
-    "typing": {"cast"},
+    # typing's types and cast; get_type_hints evaluates string annotations (code the tree never read), and so does
+    # ForwardRef("...").evaluate() (Python 3.14): only the types an annotation is written with
+    "typing": {"cast", "Any", "Optional", "Union", "List", "Tuple", "Dict", "Set", "FrozenSet", "Sequence", "Mapping",
+               "Iterable", "Iterator", "Callable", "Type", "TypeVar", "Generic", "Literal", "Final", "ClassVar",
+               "TYPE_CHECKING", "NoReturn", "Annotated"},
 }
 ALLOWED_DUNDERS = {"__init__", "__name__"}
 # Tensor subclasses: the runner compares the output with torch ops, which keep a subclass's type and call its
@@ -98,7 +105,15 @@ LOAD_INLINE_POSITIONAL = 3  # name, cpp_sources, cuda_sources (the order of the 
 # g++ and nvcc both ran the given shell here). `--library`/`--library-path` are nvcc's long -l/-L.
 FORBIDDEN_FLAG = re.compile(r"(?:^|[\s,=])(?:-l(?!ineinfo\b)\S|-L|-Wl,|-Xlinker|--linker-options|-B|-fplugin|-specs"
                             r"|-include|--pre-include|-imacros|-I|-isystem|-iquote|-idirafter|--include-path"
-                            r"|-ccbin|--compiler-bindir|-load|-wrapper|--library|@)")
+                            r"|-ccbin|--compiler-bindir|-load|-wrapper|--library|@"
+                            # flags read from a file, and files written where the flag says
+                            r"|-optf|--options-file|-MF|--dependency-output|-aux-info|-save-temps|-dumpdir|-dumpbase"
+                            r"|-keep-dir|--keep-dir)")
+# A macro defined on the command line is source text the source rules never read: `-DGET=PyImport_ImportModule`
+# and a source calling GET(...), or `-DCAT(a,b)=a##b`, reached the Python C API past them (red-team). A
+# definition there may name a switch or a number (`-DNDEBUG`, `-DBLOCK=256`); code is defined in the sources.
+DEFINE_FLAG = re.compile(r"(?:^|[\s,=])(?:-D|--define-macro)[\s=]*([^\s,]*)")
+PLAIN_DEFINE = re.compile(r"^[A-Za-z_]\w*(?:=[-+]?(?:\d[\w.+-]*)?)?$")
 # The extension's C++ runs inside the runner's process: through the Python C API or pybind11's object API it
 # would reach the runner itself (its comparison, the nonce) and any module. An honest kernel's C++ needs
 # neither (load_inline's `functions=` writes the bindings; `PYBIND11_MODULE` with `m.def` and `py::arg` stay
@@ -210,6 +225,13 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                       "state only there (a function's `self` could be any object, `self._x` its internals)")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _dunder(node.id):
             add(node, f"defines `{node.id}`: a solution's objects may not change how Python or torch treat them")
+        elif isinstance(node, ast.MatchClass) and node.kwd_attrs:
+            add(node, f"matches a class pattern with keyword attributes (`{ast.unparse(node)[:60]}`): each keyword reads "
+                      "the attribute it names, as the syntax tree cannot see (`case object(gi_frame=object(f_back=F))` "
+                      "walks frames to the runner's globals); compare values, or read attributes as `obj.name`")
+        elif isinstance(node, ast.ClassDef) and node.keywords:
+            add(node, f"passes the class `{node.name}` keywords ({', '.join(str(k.arg) for k in node.keywords)}): a "
+                      "metaclass or a base's __init_subclass__ runs code as the class is made, with its namespace")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             add(node, "`global`/`nonlocal` state outlives a call: results could be cached across calls")
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
@@ -222,6 +244,8 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                         add(node, f"assigns to `{ast.unparse(sub)}`: only local names and `self.` attributes may "
                                   "be assigned (no patching of torch, the runner or the timer)")
                         break
+    inline_calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _resolves(node.func, aliases) == LOAD_INLINE]
+    constants = _module_constants(tree, inline_calls, parents)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
@@ -254,17 +278,21 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
             if used_as_value and not TORCH_VALUE.match(full):
                 add(node, f"uses `{full}` as a value (kept in a variable, passed or returned): a solution names torch's "
                           "modules and functions where it calls them, so the check above sees every path")
-        if isinstance(node, ast.Call):
-            path = _dotted(node.func)
-            head, _, rest = path.partition(".")
-            if path and (aliases.get(head, head) + ("." + rest if rest else "")) == LOAD_INLINE:
-                _check_load_inline(node, add)
-                _check_sources(node, _module_constants(tree), line_offset, findings)
+        if node in inline_calls:
+            _check_load_inline(node, add, constants)
+            _check_sources(node, constants, line_offset, findings)
     unique = {(f.line, f.column, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.column))
 
 
-def _check_load_inline(node: ast.Call, add: Any) -> None:
+def _resolves(node: ast.AST, aliases: dict[str, str]) -> str:
+    """The dotted path `node` names, with its first name read through the solution's imports."""
+    path = _dotted(node)
+    head, _, rest = path.partition(".")
+    return (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
+
+
+def _check_load_inline(node: ast.Call, add: Any, constants: dict[str, ast.AST]) -> None:
     """load_inline's arguments: what to compile, not where to build it or what else to link or include."""
     if len(node.args) > LOAD_INLINE_POSITIONAL or any(isinstance(a, ast.Starred) for a in node.args):
         add(node, f"passes load_inline more than {LOAD_INLINE_POSITIONAL} positional arguments: name the others")
@@ -289,18 +317,99 @@ def _check_load_inline(node: ast.Call, add: Any) -> None:
                               "as strings")
                 elif FORBIDDEN_FLAG.search(item.value):
                     add(item, f"`{keyword.arg}` holds {item.value!r}: flags that link, load or include files from "
-                              "outside the solution's sources are not a kernel")
+                              "outside the solution's sources, or write files, are not a kernel")
+            written = " ".join(i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str))
+            for definition in DEFINE_FLAG.findall(written):
+                if not PLAIN_DEFINE.match(definition):
+                    add(flags, f"`{keyword.arg}` defines the macro {definition!r}: a definition on the command line "
+                               "may name a switch or a number (-DNDEBUG, -DBLOCK=256); code is defined in the sources, "
+                               "where it is read")
+        elif keyword.arg == "functions":
+            value = keyword.value
+            _check_functions(constants.get(value.id, value) if isinstance(value, ast.Name) else value, add)
 
 
-def _module_constants(tree: ast.Module) -> dict[str, ast.AST]:
-    """Names assigned exactly once at module level, to the value they were assigned."""
-    seen: dict[str, list[ast.AST]] = {}
+def _check_functions(value: ast.AST, add: Any) -> None:
+    """load_inline writes `m.def("NAME", NAME, "DOC")` into the C++ it compiles, NAME and DOC unescaped: a name
+    or docstring holding `")` and code put C++ that the source rules never read into the extension (red-team)."""
+    names: list[ast.AST | None]
+    docs: list[ast.AST]
+    if isinstance(value, ast.Dict):
+        names, docs = list(value.keys), list(value.values)
+    else:
+        names, docs = (list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else [value]), []
+    for name in names:
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+            add(name if name is not None else value, f"`functions` names `{ast.unparse(name)[:60] if name else '**'}`: "
+                "load_inline writes each name into the C++ bindings it compiles, so it is an identifier written out")
+    for doc in docs:
+        if not (isinstance(doc, ast.Constant) and isinstance(doc.value, str)
+                and not any(c in doc.value for c in '"\\\n')):
+            add(doc, f"`functions` gives the docstring `{ast.unparse(doc)[:60]}`: load_inline writes it into the C++ "
+                     "bindings unescaped, so it is a string written out without quotes, backslashes or line breaks")
+
+
+def _bindings(tree: ast.Module) -> dict[str, int]:
+    """How many times each name is bound anywhere in the module (assigned, augmented, a loop or `with` target, `:=`,
+    a parameter, a definition, an import, a pattern capture), in any scope."""
+    counts: dict[str, int] = {}
+
+    def bind(name: str | None) -> None:
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bind(node.id)
+        elif isinstance(node, ast.arg):
+            bind(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bind(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            bind(node.name)
+        elif isinstance(node, ast.MatchMapping):
+            bind(node.rest)
+        elif isinstance(node, ast.ExceptHandler):
+            bind(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                bind(name)
+    return counts
+
+
+def _module_constants(tree: ast.Module, inline_calls: list[ast.Call],
+                      parents: dict[ast.AST, ast.AST]) -> dict[str, ast.AST]:
+    """Names assigned at module level and bound nowhere else, to the value they were assigned (red-team:
+    `relu_source += "..."`, a second assignment inside `if True:`, a `for` target, `:=` or a parameter of the
+    same name changed the source after the assignment that was read). A name holding a list (which
+    `.append`, `[0] = ` or any function it is passed to can change) is read only where load_inline takes it."""
+    counts = _bindings(tree)
+    found: dict[str, ast.AST] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            seen.setdefault(stmt.targets[0].id, []).append(stmt.value)
+            found[stmt.targets[0].id] = stmt.value
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            seen.setdefault(stmt.target.id, []).append(stmt.value)
-    return {name: values[0] for name, values in seen.items() if len(values) == 1}
+            found[stmt.target.id] = stmt.value
+
+    def taken_by_load_inline(name: ast.Name) -> bool:  # the value of a call's argument, through lists and `+`
+        node: ast.AST = name
+        while isinstance(parents.get(node), (ast.List, ast.Tuple, ast.BinOp)):
+            node = parents[node]
+        parent = parents.get(node)
+        if isinstance(parent, ast.keyword):
+            parent = parents.get(parent)
+        return parent in inline_calls
+
+    mutable = {name for name, value in found.items() if any(isinstance(n, ast.List) for n in ast.walk(value))}
+    kept = {name: value for name, value in found.items() if counts.get(name) == 1}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in mutable
+                and not taken_by_load_inline(node)):
+            kept.pop(node.id, None)
+    return kept
 
 
 def _source_pieces(node: ast.AST, constants: dict[str, ast.AST], depth: int = 0) -> list[ast.Constant] | None:
@@ -338,7 +447,8 @@ def _check_sources(node: ast.Call, constants: dict[str, ast.AST], line_offset: i
         pieces = _source_pieces(value, constants)
         if pieces is None:
             findings.append(Finding("python", f"`{keyword}` is `{ast.unparse(value)[:60]}`: the extension's sources "
-                                    "must be written out as strings (or names of strings), so that they can be read",
+                                    "must be written out as strings (or names of strings assigned once, lists used only there), so that "
+                                    "what is read is what is compiled",
                                     line_offset + value.lineno - 1, value.col_offset))
             continue
         for piece in pieces:
@@ -365,13 +475,13 @@ def _namespace_step(full: str) -> str:
     outer, _, name = full.rpartition(".")
     if outer in NAMESPACES:
         allowed = NAMESPACES[outer]
-        if allowed is None or name in allowed or (outer == "typing" and name[:1].isupper()):
+        if allowed is None or name in allowed:
             return ""
     elif outer.rpartition(".")[2][:1].isupper() or TORCH_VALUE.match(outer):
         return ""  # a class's or a dtype's attribute (`torch.nn.Module.__init__`, `torch.float32.itemsize`)
     return (f"uses `{full}`: a path from an imported module may pass only through "
             f"{', '.join(sorted(n for n in NAMESPACES if NAMESPACES[n] is None))} (and torch.utils.cpp_extension's "
-            "load_inline, typing's types) and classes; other modules' attributes are the modules they imported "
+            "load_inline, typing's annotation types) and classes; other modules' attributes are the modules they imported "
             "(`torch.os`, `torch.utils.cpp_extension.subprocess`, `typing.sys`)")
 
 

@@ -131,6 +131,11 @@ LOAD_INLINE_ATTACKS = [
     ('extra_cuda_cflags=["-Xcompiler", "-wrapper,/bin/sh,-c,true"]', "'-wrapper,/bin/sh,-c,true'"),
     ('extra_cuda_cflags=["--compiler-options=-wrapper,/bin/sh"]', "-wrapper"),
     ('extra_cuda_cflags=["--library=cublas"]', "'--library=cublas'"),
+    # flags read from a file (the extension's own sources, where comments hold anything), and files written where
+    # the flag says: the result file the verdict is read from is two folders up
+    ('extra_cuda_cflags=["--options-file", "cuda.cu"]', "'--options-file'"),
+    ('extra_cflags=["-aux-info", "../../speedpatch_result.json"]', "'-aux-info'"),
+    ('extra_cflags=["-MF../../speedpatch_result.json"]', "-MF"),
     ("extra_cflags=FLAGS", "compiler flags must be written out"),
     ("**OPTIONS", "`**` arguments"),
 ]
@@ -357,3 +362,98 @@ def test_torch_namespaces_classes_dtypes_and_typing_types_stay_usable() -> None:
         "        return F.relu(" + HONEST_FORWARD[7:] + ") * s + z")).replace(
         "class ModelNew(nn.Module):", "class ModelNew(torch.nn.Module):")
     assert pycheck.check(code) == []
+
+
+# Red-team, attribute reads without attribute syntax: a class pattern's keywords read the attributes they name
+# (`case C(attr=p)` is getattr(subject, "attr")), which no rule on `.attr` nodes saw. Each passed the check before:
+# the first reached the runner's globals and replaced its comparison.
+MATCH_ATTACKS = [
+    "match (g for g in [0]):\n            case object(gi_frame=object(f_back=object(f_back=object(f_globals=G)))):\n"
+    "                G['mismatch'] = lambda *a: ''\n        " + HONEST_FORWARD,
+    "match self:\n            case object(forward=object(__globals__={'torch': object(cuda=c)})):\n"
+    "                c.set_stream(c.Stream())\n        " + HONEST_FORWARD,
+    "match relu:\n            case object(relu_cuda=f):\n                return f(x)\n        " + HONEST_FORWARD,
+]
+
+
+@pytest.mark.parametrize("forward", MATCH_ATTACKS)
+def test_a_class_pattern_may_not_read_attributes_by_keyword(forward: str) -> None:
+    found = [f.message for f in pycheck.check(SOLUTION.replace(HONEST_FORWARD, forward))]
+    assert any("class pattern with keyword attributes" in m for m in found), found
+
+
+def test_value_and_positional_class_patterns_stay_usable() -> None:
+    code = SOLUTION.replace(HONEST_FORWARD, "match x.dim():\n            case 1 | 2:\n                pass\n"
+                                            "            case int(n):\n                pass\n        " + HONEST_FORWARD)
+    assert pycheck.check(code) == []
+
+
+@pytest.mark.parametrize("header", ["def meta(name, bases, ns):\n    ns['x'] = 1\n    return ns\n\n\n"
+                                    "class Made(metaclass=meta):\n    pass\n",
+                                    "class Made(nn.Module, option=1):\n    pass\n"])
+def test_a_class_takes_no_keywords_a_metaclass_or_init_subclass_would_run(header: str) -> None:
+    found = [f.message for f in pycheck.check(header + "\n\n" + SOLUTION)]
+    assert any("passes the class `Made` keywords" in m for m in found), found
+
+
+@pytest.mark.parametrize(("prefix", "forward", "named"), [
+    # pydoc imports the module it is asked about: import-time code of any installed module, by a string
+    ("", 'help("antigravity")\n        ' + HONEST_FORWARD, "`help`"),
+    # ForwardRef(...).evaluate() (Python 3.14) evaluates its string: eval under a type's name
+    ("import typing\n", 'typing.ForwardRef("__import__(\'os\')").evaluate()\n        ' + HONEST_FORWARD,
+     "`typing.ForwardRef`"),
+    ("from typing import ForwardRef as Ref\n", 'Ref("1")\n        ' + HONEST_FORWARD, "`typing.ForwardRef`"),
+])
+def test_names_that_import_or_evaluate_strings_are_refused(prefix: str, forward: str, named: str) -> None:
+    found = [f.message for f in pycheck.check(prefix + SOLUTION.replace(HONEST_FORWARD, forward))]
+    assert any(named in m for m in found), found
+
+
+# Red-team, C++ the source rules never read. load_inline writes `m.def("NAME", NAME, "DOC")` for each of
+# `functions` unescaped; a macro defined among the compiler flags is code; a source name changed after the
+# assignment the check read. Each line put PyImport_ImportModule (the runner's module, from C++) past the check.
+EVIL = "'static auto q = PyImport_ImportModule(\"__main__\");'"
+CPP = 'cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",'
+UNREAD_CPP_ATTACKS = [
+    ('functions=["relu_cuda"]', 'functions=["relu_cuda); static auto q = PyImport_ImportModule(\\"__main__\\"); '
+     'void z() { (void)(relu_cuda"]', "`functions` names"),
+    ('functions=["relu_cuda"]', 'functions={"relu_cuda": "\\"); } static auto q = PyImport_ImportModule(\\"m\\"); '
+     'void z() { (void)(\\""}', "`functions` gives the docstring"),
+    ('functions=["relu_cuda"]', "functions=[NAME]", "`functions` names `NAME`"),
+    ("verbose=False,", 'verbose=False,\n    extra_cflags=["-DGET=PyImport_ImportModule"],',
+     "defines the macro 'GET=PyImport_ImportModule'"),
+    ("verbose=False,", 'verbose=False,\n    extra_cuda_cflags=["-D", "CAT(a,b)=a##b"],', "defines the macro 'CAT(a'"),
+    ("verbose=False,", 'verbose=False,\n    extra_cuda_cflags=["-Xcompiler=-O3,-DGET=PyImport_ImportModule"],',
+     "defines the macro"),
+    ("relu = load_inline(", f"relu_source += {EVIL}\nrelu = load_inline(", "`cuda_sources` is `relu_source`"),
+    ("relu = load_inline(", f"if True:\n    relu_source = {EVIL}\nrelu = load_inline(", "`cuda_sources` is `relu_source`"),
+    ("relu = load_inline(", f"for relu_source in [{EVIL}]:\n    pass\nrelu = load_inline(", "`cuda_sources` is"),
+    ("relu = load_inline(", f"(relu_source := {EVIL})\nrelu = load_inline(", "`cuda_sources` is `relu_source`"),
+    ("relu = load_inline(", f"def build(relu_source={EVIL}):\n    return load_inline(name='x', cpp_sources='', "
+     "cuda_sources=relu_source)\n\n\nrelu = load_inline(", "`cuda_sources` is `relu_source`"),
+    (CPP, f"cpp_sources=CPP,\n)\nCPP.append({EVIL})\nrelu = load_inline(name='again', {CPP}",
+     "`cpp_sources` is `CPP`"),
+    (CPP, f"cpp_sources=CPP,\n)\nCPP[0] = {EVIL}\nrelu = load_inline(name='again', {CPP}", "`cpp_sources` is `CPP`"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "named"), UNREAD_CPP_ATTACKS)
+def test_the_cpp_that_load_inline_compiles_is_all_read(old: str, new: str, named: str) -> None:
+    code = SOLUTION.replace(old, new, 1)
+    if "CPP" in new:
+        code = "CPP = ['torch::Tensor relu_cuda(torch::Tensor x);']\n" + code
+    assert code != SOLUTION
+    found = [f.message for f in pycheck.check(code)]
+    assert any(named in m for m in found), found
+
+
+def test_sources_functions_and_definitions_written_as_kernelbench_writes_them_pass() -> None:
+    code = ("HEADER = '#include <cuda_fp16.h>\\n'\nCPP = ['torch::Tensor relu_cuda(torch::Tensor x);']\n"
+            "FUNCS = ['relu_cuda']\n" + SOLUTION.replace(CPP, "cpp_sources=CPP,").replace(
+                "cuda_sources=relu_source,", "cuda_sources=HEADER + relu_source,").replace(
+                'functions=["relu_cuda"]', "functions=FUNCS").replace(
+                "verbose=False,", 'verbose=False,\n    extra_cuda_cflags=["-O3", "-DBLOCK=256", "-D", "TILE=32", '
+                '"-DNDEBUG", "-U__CUDA_NO_HALF_OPERATORS__", "-Xcompiler=-DX=1.0f,-O3", "-DEPS=-1e-5"],'))
+    assert pycheck.check(code) == []
+    for functions in ('{"relu_cuda": "ReLU of x (CUDA)"}', '"relu_cuda"'):
+        assert pycheck.check(SOLUTION.replace('functions=["relu_cuda"]', f"functions={functions}")) == []
