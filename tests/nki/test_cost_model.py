@@ -452,6 +452,17 @@ def test_spmd_dim_places_programs_on_cores_as_the_nki_docs_show():
     assert nl.physical_core((4, 2), (3, 1)) == (0, 1)
 
 
+def test_an_nc_dimension_times_an_int_is_the_spmd_dim_the_docs_call_its_syntactic_sugar():
+    # nki.language.spmd_dim (and the AWS doc example test_nki_spmd_grid.py): kernel[nl.nc(2) * 2, 2] is
+    # kernel[nl.spmd_dim(nl.nc(2), 2), 2] and kernel[2 * nl.nc(2), 2] is kernel[nl.spmd_dim(2, nl.nc(2)), 2]
+    major, minor = nl.nc(2) * 2, 2 * nl.nc(2)
+    assert isinstance(major, nl.spmd_dim) and isinstance(minor, nl.spmd_dim) and major == minor == 4
+    assert [nl.physical_core((major, 2), (i, 0))[0] for i in range(4)] == [0, 0, 1, 1]
+    assert [nl.physical_core((minor, 2), (i, 1))[0] for i in range(4)] == [0, 1, 0, 1]
+    _slice_per_program[nl.nc(2) * 4](SPMD_X)
+    assert last_report()["cores"] == 2
+
+
 def test_a_grid_over_more_physical_cores_than_a_logical_neuron_core_has_is_refused():
     with pytest.raises(NkiError, match="at most 2"):
         _slice_per_program[nl.nc(4), 2](SPMD_X)

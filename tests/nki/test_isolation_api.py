@@ -439,3 +439,46 @@ def reference(x):
     return np.stack([x[:, :16].max(axis=1), np.where(x > 0, x, -1e30).max(axis=1)], axis=1)
 '''
     evaluate(problem, tmp_path)
+
+
+ALLOCATION_FUNCTION_AND_BROADCAST_PROBLEM = '''import numpy as np
+import nki
+import nki.compiler as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+
+def place(base):
+    def at(idx, pdim_size, fdim_size):
+        return (0, 0, base)
+    return at
+
+
+@nki.jit
+def rows_plus_first(x, mask):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    first = nl.broadcast_to(nl.load(x[0:1, :]), shape=(128, x.shape[1]))
+    acc = nl.ndarray((128, x.shape[1]), dtype=nl.float32, buffer=ncc.psum.alloc(place(0)))
+    nisa.tensor_tensor(dst=acc, data1=nl.load(x), data2=first, op=nl.add)
+    dst = nl.load(x)
+    nisa.tensor_copy_predicated(dst=dst, src=acc, predicate=nl.load(mask))
+    nl.store(out, value=dst)
+    return out
+
+
+def make_inputs(rng):
+    return {"x": rng.standard_normal((128, 64)).astype(np.float32),
+            "mask": (rng.random((128, 64)) < 0.5).astype(np.uint8)}
+
+
+def reference(x, mask):
+    return np.where(mask != 0, x + x[0:1, :], x)
+'''
+
+
+def test_an_allocation_function_nl_broadcast_to_and_a_predicated_copy_reach_the_emulator_from_the_kernel_process(
+        tmp_path: Path):
+    # the AWS doc example test_psum_modulo_alloc.py passes a function of its own to ncc.psum.alloc (only its place
+    # travels: the emulator places tiles itself), test_nki_nl_broadcast.py calls nl.broadcast_to, and
+    # test_nki_isa_copypredicated.py nisa.tensor_copy_predicated
+    evaluate(ALLOCATION_FUNCTION_AND_BROADCAST_PROBLEM, tmp_path)

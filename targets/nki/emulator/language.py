@@ -395,6 +395,15 @@ def empty_like(a: Tile, dtype: Any = None, buffer: Any = None, name: str = "") -
     return ndarray(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
 
 
+@checked("nl.broadcast_to")
+def broadcast_to(src: Tile, shape: Any) -> Tile:
+    """nki.language.broadcast_to(src, shape): src's one partition (or one element per partition) repeated to
+    shape, as its method tile.broadcast_to (a partition broadcast is a TensorE matmul against ones, params.py)."""
+    if not isinstance(src, Tile):
+        raise NkiError(f"nl.broadcast_to: src must be a tile, got {type(src).__name__}")
+    return src.broadcast_to(shape)
+
+
 @checked("nl.loop_reduce")
 def loop_reduce(x: Tile, op: Any, loop_indices: Any = None, dtype: Any = None, mask: Any = None) -> Tile:
     """nki.language.loop_reduce: `dst[...] = nl.loop_reduce(x, op, loop_indices)` is, per the docs, the same as
@@ -659,12 +668,28 @@ _grid: list[tuple[int, ...]] = [()]
 
 
 
-class nc(int):  # noqa: N801 - NKI's public name
+class _GridProduct(int):
+    """`nl.nc(2) * 2` is nl.spmd_dim(nl.nc(2), 2) and `2 * nl.nc(2)` is nl.spmd_dim(2, nl.nc(2)): the documented
+    "syntactic sugar" (nki.language.spmd_dim; the AWS doc example test_nki_spmd_grid.py launches both). As plain
+    ints they were 4 programs on one core."""
+
+    def __mul__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return spmd_dim(self, other)
+        return NotImplemented
+
+    def __rmul__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return spmd_dim(other, self)
+        return NotImplemented
+
+
+class nc(_GridProduct):  # noqa: N801 - NKI's public name
     """A launch-grid dimension whose programs go to that many physical NeuronCores (kernel[nl.nc(2), 2]):
     program i of the dimension runs on core i. Programs on one core run one after another (params.py)."""
 
 
-class spmd_dim(int):  # noqa: N801 - NKI's public name
+class spmd_dim(_GridProduct):  # noqa: N801 - NKI's public name
     """A launch-grid dimension made of sub-dimensions, major first (kernel[nl.spmd_dim(nl.nc(2), 2), 2]):
     its size is their product; its nl.nc sub-dimensions say which core each program runs on."""
 
@@ -908,7 +933,7 @@ NOT_EMULATED_ISA = {
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
     "zeros_like", "empty_like", "loop_reduce", "shared_constant", "load", "store", "load_transpose2d", "copy",
-    "transpose", "matmul", "where", "dropout", "softmax", "rms_norm",
+    "transpose", "matmul", "where", "dropout", "softmax", "rms_norm", "broadcast_to",
     "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),
 })

@@ -167,6 +167,10 @@ def encode(value: Any) -> Any:
         return ["np", value.__name__]
     if getattr(value, "__name__", "") in NUMPY_OPS:  # np.sum & co. (a function of another module's type)
         return _encode_numpy(value)
+    if type(value).__name__ == "function" and module not in ("numpy",):
+        # a function of the kernel's own (an allocation function for nki.compiler's alloc): only its place
+        # travels, the trusted side receives a token no API but the allocators accepts
+        return ["fn"]
     raise TypeError(f"cannot pass a {type(value).__name__} to nki (pass tiles, numbers, shapes or nki objects)")
 
 

@@ -33,7 +33,7 @@ NL_FUNCTIONS = frozenset({
     "affine_range", "arange", "copy", "device_print", "ds", "full", "load", "load_transpose2d", "matmul",
     "ndarray", "num_programs", "ones", "program_id", "program_ndim", "sequential_range", "static_range", "store",
     "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc", "finfo", "iinfo",
-    "empty_like", "loop_reduce", "dropout", "softmax", "rms_norm",
+    "empty_like", "loop_reduce", "dropout", "softmax", "rms_norm", "broadcast_to",
 })
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
@@ -47,7 +47,7 @@ ISA_VALUE_FUNCTIONS = frozenset({"get_nc_version"})
 # API calls that always return a tile: the kernel process sends them without waiting for the answer.
 NL_TILE_FUNCTIONS = frozenset({"copy", "full", "load", "load_transpose2d", "matmul", "ndarray", "ones", "store",
                                "transpose", "where", "zeros", "zeros_like", "empty_like", "loop_reduce",
-                               "dropout"})
+                               "dropout", "broadcast_to"})
 # Creation functions: where their dtype argument is (shape is the first), for the kernel's own bookkeeping.
 CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
 API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize, E_nl._Fp32,
@@ -288,6 +288,8 @@ class Server:
             return {str(k): self.decode(v, depth + 1) for k, v in value[1]}
         if tag == "np":
             return _numeric_dtype(value[1])
+        if tag == "fn":  # a function of the kernel's own (its body stays in the kernel process)
+            return KERNEL_FUNCTION
         if tag == "uf":  # a NumPy operator by name (op=np.add): only the ones kernels use as ALU ops
             if value[1] not in NUMPY_OPS:
                 raise TypeError(f"numpy.{str(value[1])[:40]} is not an operator kernels can pass to nki")
@@ -523,6 +525,20 @@ class Server:
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
         kernel.__code__ = kernel.__code__.replace(co_filename=self.filename)
         return kernel
+
+class _KernelFunction:
+    """What the trusted side receives for a function the kernel defined: only its place. The nki.compiler
+    allocators take one (`ncc.psum.alloc(mod_alloc(base_addr=0))`, the AWS doc example test_psum_modulo_alloc.py)
+    and ignore it, as the emulator places tiles itself; any other API refuses it as it would any non-tile."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<a function of the kernel (only nki.compiler allocators accept one)>"
+
+
+KERNEL_FUNCTION = _KernelFunction()
+
 
 def _numeric_dtype(name: Any) -> np.dtype:
     """A NumPy dtype named by the kernel: numbers only (no object, string or structured arrays)."""
