@@ -410,3 +410,15 @@ def test_a_numpy_reduction_as_reduce_op_accumulates_across_instructions():
 
     x = rand(128, 32)
     np.testing.assert_allclose(kernel(x), x[:, :16].max(axis=1, keepdims=True))
+
+
+def test_a_tensor_indexed_with_an_mgrid_grid_itself_is_indexed_with_its_axes():
+    # nl.load(in_tensor[nl.mgrid[0:128, 0:512]]), as the AWS doc example of nki.isa.reciprocal writes it
+    @jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out[nl.mgrid[0:128, 0:64]], value=nisa.reciprocal(nl.load(x[nl.mgrid[0:128, 0:64]])))
+        return out
+
+    x = RNG.uniform(0.5, 2.0, (128, 64)).astype(np.float32)
+    np.testing.assert_allclose(kernel(x), 1.0 / x, rtol=1e-6)

@@ -316,6 +316,8 @@ class Tile:
     def __getitem__(self, index: Any) -> Tile:
         if self._reinterpret is not None:
             raise NkiError(f"index {self.name!r} before .view({self._reinterpret!r}), not after")
+        if type(index).__name__ == "_Grid":  # t[nl.mgrid[0:128, 0:512]]: the grid's axes, as t[i_p, i_f] (the
+            index = tuple(index.axes)         # AWS doc example test_nki_isa_reciprocal.py indexes this way)
         comps_in = index if isinstance(index, tuple) else (index,)
         if any(isinstance(c, Tile) for c in comps_in):
             return self._indirect_view(comps_in)
