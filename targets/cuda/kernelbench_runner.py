@@ -97,6 +97,15 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             # stream, would not see the work; raw system calls and page protection
                             r"|17getStreamFromPool|20setCurrentCUDAStream|21getStreamFromExternal"
                             r"|^cudaStreamAddCallback$|^syscall$|^mprotect$|^p?write(?:v|64)?$"
+                            # files and descriptors by other names (the result pipe is a descriptor; the result file
+                            # is two folders up), processes, ending the process or running code as it ends, other
+                            # processes' GPU memory, and the persisting-L2 controls the L2 flush cannot evict
+                            r"|^(?:fdopen|freopen\w*|creat(?:64)?|openat(?:64)?|__open\w*|__openat\w*|v?dprintf|dup[23]?"
+                            r"|posix_spawnp?|vfork|clone3?|_exit|_Exit|quick_exit|at_quick_exit|atexit|on_exit|signal"
+                            r"|sigaction|kill|send(?:to|msg)?|socket|connect|ptrace|process_vm_\w+|environ|__environ"
+                            r"|secure_getenv|cudaIpc\w+|cudaStreamSetAttribute|cudaCtxResetPersistingL2Cache"
+                            r"|cudaDeviceSetLimit|cudaDeviceReset)$"
+                            r"|basic_(?:i|o)?fstream|basic_filebuf|^_ZNSt10filesystem|^_ZNSt7__cxx1110filesystem"
                             # whether a dispatch mode is active: whether this call is the one being recorded
                             r"|TorchDispatchModeTLS|PythonTorchFunctionTLS"
                             # torch's own kernels called past the dispatcher, which the recorded ops never show:
@@ -106,23 +115,55 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             r"|^_ZN2at4cuda4blas|getCurrentCUDA(?:Blas|BlasLt|SolverDn|Sparse)Handle")
 
 
+def foreign_symbols(path: str) -> list[str]:
+    """Undefined dynamic symbols of the shared object at `path` that a kernel has no business with; one that
+    cannot be read is foreign as a whole (nm ships with the linker the extension was built with)."""
+    try:
+        done = subprocess.run(["nm", "-D", "--undefined-only", path], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [f"(unreadable: nm failed on {os.path.basename(path)}: {exc})"]
+    if done.returncode != 0:
+        return [f"(unreadable: nm failed on {os.path.basename(path)}: {done.stderr.strip()[:200]})"]
+    found = set()
+    for line in done.stdout.splitlines():
+        symbol = line.split()[-1].split("@")[0] if line.split() else ""
+        if FOREIGN_SYMBOL.search(symbol):
+            found.add(symbol)
+    return sorted(found)
+
+
 def extension_symbols(folder: str) -> list[str]:
     """Undefined dynamic symbols of the extensions built under `folder` that a kernel has no business with."""
     found: set[str] = set()
     for root, _, files in os.walk(folder):
         for name in files:
-            if not name.endswith(".so"):
-                continue
-            try:
-                out = subprocess.run(["nm", "-D", "--undefined-only", os.path.join(root, name)], capture_output=True,
-                                     text=True, timeout=60).stdout
-            except (OSError, subprocess.SubprocessError):
-                continue
-            for line in out.splitlines():
-                symbol = line.split()[-1].split("@")[0] if line.split() else ""
-                if FOREIGN_SYMBOL.search(symbol):
-                    found.add(symbol)
+            if name.endswith(".so"):
+                found.update(foreign_symbols(os.path.join(root, name)))
     return sorted(found)
+
+
+def check_extensions_before_loading(folder: str) -> None:
+    """From now on, an extension module under `folder` is refused (Stop) before the dynamic loader maps it when
+    it imports a foreign symbol. Read only after the import, its static initializers (`static int x = f();`,
+    `__attribute__((constructor))`), the candidate's module-level calls into it and its model's constructor had
+    all run before the check (red-team: a constructor that opened files ran, then the check came)."""
+    import importlib.machinery
+
+    loader = importlib.machinery.ExtensionFileLoader
+    original = loader.create_module
+    root = os.path.realpath(folder)
+
+    def create_module(self: Any, spec: Any) -> Any:
+        origin = os.path.realpath(spec.origin or self.path)
+        if os.path.commonpath([origin, root]) == root:
+            foreign = foreign_symbols(origin)
+            if foreign:
+                raise Stop("rejected", f"the candidate's compiled extension {os.path.basename(origin)} calls "
+                           + ", ".join(foreign[:8]) + ": reference libraries, streams/events, threads, dynamic "
+                           "loading, files and processes are not a kernel (refused before it was loaded)", 1)
+        return original(self, spec)
+
+    loader.create_module = create_module  # type: ignore[method-assign]
 
 
 def foreign_ops(model: Any, inputs: list[Any]) -> list[str]:
@@ -191,7 +232,10 @@ def load_files(args: argparse.Namespace) -> tuple[Any, Any]:
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.abspath("torch_ext_problem")
         problem = load(args.problem, "sp_problem")
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.abspath("torch_ext_candidate")
+        check_extensions_before_loading(os.environ["TORCH_EXTENSIONS_DIR"])
         candidate = load(args.candidate, "sp_candidate")
+    except Stop:
+        raise
     except Exception as exc:  # compile errors of load_inline land here
         raise Stop("runtime_error", f"loading the problem or candidate failed: {type(exc).__name__}: {exc}", 4) from exc
     for module, what in ((problem, "problem"), (candidate, "candidate")):

@@ -324,6 +324,10 @@ def _check_load_inline(node: ast.Call, add: Any, constants: dict[str, ast.AST]) 
                     add(flags, f"`{keyword.arg}` defines the macro {definition!r}: a definition on the command line "
                                "may name a switch or a number (-DNDEBUG, -DBLOCK=256); code is defined in the sources, "
                                "where it is read")
+        elif keyword.arg == "is_python_module" and not (isinstance(keyword.value, ast.Constant)
+                                                        and keyword.value.value is True):
+            add(keyword, "passes load_inline `is_python_module` other than True: the library would be loaded by "
+                         "torch.ops.load_library (ctypes), past the runner's check of an extension before it is loaded")
         elif keyword.arg == "functions":
             value = keyword.value
             _check_functions(constants.get(value.id, value) if isinstance(value, ast.Name) else value, add)

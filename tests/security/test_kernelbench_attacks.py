@@ -457,3 +457,76 @@ def test_sources_functions_and_definitions_written_as_kernelbench_writes_them_pa
     assert pycheck.check(code) == []
     for functions in ('{"relu_cuda": "ReLU of x (CUDA)"}', '"relu_cuda"'):
         assert pycheck.check(SOLUTION.replace('functions=["relu_cuda"]', f"functions={functions}")) == []
+
+
+# Red-team, checked after it ran: the runner read the extension's linked symbols only after the candidate module
+# was imported and the models built, and the dynamic loader runs an extension's static initializers when it maps
+# it. A constructor calling fopen (or reading the process's memory and writing a result) ran first.
+EARLY = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void early(void) {
+    FILE* f = fopen(MARKER, "w");
+    if (f) { fputs("ran before the check", f); fclose(f); }
+}
+"""
+
+
+def test_an_extension_is_checked_before_its_static_initializers_run(tmp_path: Path, monkeypatch) -> None:
+    import importlib.machinery
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None or shutil.which("nm") is None:
+        pytest.skip("gcc and nm build and read the stand-in extension")
+    kb = runner()
+    loader = importlib.machinery.ExtensionFileLoader
+    monkeypatch.setattr(loader, "create_module", loader.create_module)  # restored after the test
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "marker"
+    folder = tmp_path / "torch_ext_candidate" / "early"
+    folder.mkdir(parents=True)
+    (folder / "early.c").write_text(EARLY.replace("MARKER", f'"{marker}"'))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "early.so"), str(folder / "early.c")], check=True)
+    (tmp_path / "problem.py").write_text("class ModelNew:\n    pass\n")
+    # what load_inline does with the extension it built (torch.utils.cpp_extension._import_module_from_library)
+    (tmp_path / "candidate.py").write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('early', {str(folder / 'early.so')!r})\n"
+        "importlib.util.module_from_spec(spec)\n\nclass ModelNew:\n    pass\n")
+    args = argparse.Namespace(problem="problem.py", candidate="candidate.py")
+    with pytest.raises(kb.Stop) as stop:
+        kb.load_files(args)
+    assert not marker.exists(), "the extension's constructor ran before its symbols were read"
+    assert stop.value.status == "rejected" and "fopen" in stop.value.message, stop.value.message
+
+
+@pytest.mark.parametrize("symbol", [
+    # files and descriptors by names the rule did not list: the result pipe is a descriptor ($SPEEDPATCH_RESULT_FD)
+    "fdopen", "freopen", "creat", "openat", "__open_2", "dprintf", "dup2", "environ",
+    "_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",  # std::ofstream(const char*, mode)
+    "_ZNSt13basic_filebufIcSt11char_traitsIcEE4openEPKcSt13_Ios_Openmode", "_ZNSt10filesystem6removeERKNS_4pathE",
+    # processes, and code run as the process ends, after the runner's verdict
+    "posix_spawn", "vfork", "clone", "_exit", "quick_exit", "atexit", "signal", "sigaction",
+    # another process's GPU memory; persisting L2 lines survive the flush before each trial
+    "cudaIpcOpenMemHandle", "cudaStreamSetAttribute", "cudaCtxResetPersistingL2Cache", "cudaDeviceSetLimit",
+])
+def test_files_processes_exit_hooks_and_persisting_l2_are_foreign(symbol: str) -> None:
+    assert runner().FOREIGN_SYMBOL.search(symbol)
+
+
+@pytest.mark.parametrize("symbol", [
+    "__cxa_atexit",  # destructors of the extension's own statics
+    "_ZNSt7__cxx1119basic_ostringstreamIcSt11char_traitsIcESaIcEEC1Ev",  # TORCH_CHECK's message
+    "_ZNSt8ios_base4InitC1Ev", "printf", "abort", "__assert_fail", "cudaFuncSetAttribute", "cudaMemcpyAsync",
+    "cudaStreamSynchronize", "__cudaPushCallConfiguration",
+])
+def test_what_error_messages_statics_and_launches_import_stays_allowed(symbol: str) -> None:
+    assert not runner().FOREIGN_SYMBOL.search(symbol)
+
+
+def test_load_inline_returns_a_module_the_runner_checks_before_loading() -> None:
+    # is_python_module=False: torch.ops.load_library maps the library through ctypes, past the import-time check
+    code = SOLUTION.replace("verbose=False,", "verbose=False,\n    is_python_module=False,")
+    found = [f.message for f in pycheck.check(code)]
+    assert any("`is_python_module` other than True" in m for m in found), found
+    assert pycheck.check(SOLUTION.replace("verbose=False,", "verbose=False,\n    is_python_module=True,")) == []
