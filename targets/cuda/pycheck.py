@@ -62,6 +62,7 @@ NAMESPACES: dict[str, set[str] | None] = {
     "torch": None, "torch.nn": None, "torch.nn.functional": None, "torch.nn.init": None, "torch.linalg": None,
     "torch.fft": None, "torch.special": None, "torch.utils": {"cpp_extension"},
     "torch.utils.cpp_extension": {"load_inline"}, "math": None, "__future__": None,
+    "torch.cuda": {"is_available", "current_device"},  # queries; the rest of torch.cuda is refused below
     # typing's types and cast; get_type_hints evaluates string annotations (code the tree never read), and so does
     # ForwardRef("...").evaluate() (Python 3.14): only the types an annotation is written with
     "typing": {"cast", "Any", "Optional", "Union", "List", "Tuple", "Dict", "Set", "FrozenSet", "Sequence", "Mapping",
@@ -73,6 +74,8 @@ ALLOWED_DUNDERS = {"__init__", "__name__"}
 # methods (`bad.sum()`), so an output of the solution's own tensor class could pass any comparison.
 TENSOR_CLASSES = {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 SUBCLASSING = {"as_subclass", "_make_subclass", "_make_wrapper_subclass"}
+TENSOR_CLASS = re.compile(r"(?:Tensor|Parameter|Buffer)$")  # torch.FloatTensor, torch.nn.UninitializedParameter...
+BUILTIN_CLASSES = {"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NotImplementedError"}
 # torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
 FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",
                    "torch.fx", "torch.hub", "torch.load", "torch.save", "torch.manual_seed", "torch.autograd",
@@ -137,7 +140,7 @@ CPP_FORBIDDEN = [
 # Names are read in the code, not in comments nor string and character literals (cfamily.code_text): a message
 # such as "PyTorch tensor expected" is text, not a call (a name in a string reaches nothing without dlsym, which
 # the symbol check refuses).
-ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.current_stream"}
+ALLOWED_TORCH_CUDA = {"torch.cuda.current_device", "torch.cuda.is_available"}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -249,12 +252,16 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
-                path = _dotted(base)
+                path = _dotted(base.value if isinstance(base, ast.Subscript) else base)
                 head, _, rest = path.partition(".")
                 full = (aliases.get(head, head) + ("." + rest if rest else "")) if path else ""
-                if full in TENSOR_CLASSES:
+                if full in TENSOR_CLASSES or (full.startswith("torch.") and TENSOR_CLASS.search(full)):
                     add(node, f"subclasses `{full}`: a tensor subclass's methods run inside the runner's comparison "
                               "(an output whose sum() says 0 would pass any check)")
+                elif not path or (head not in aliases and head not in methods and head not in BUILTIN_CLASSES):
+                    # `T = torch.Tensor` then `class Liar(T)` (red-team: passed), or a base a call returns
+                    add(node, f"subclasses `{ast.unparse(base)[:60]}`: a base class is named where it is defined or "
+                              "imported (a name assigned a class, or a call's result, could be torch.Tensor)")
         # a path through an imported name counts too (`from torch import Stream`, then `Stream()`)
         if isinstance(node, ast.Attribute) or (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
                                                and node.id in aliases):
@@ -267,7 +274,9 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                     add(node, step)
             if not full.startswith("torch"):
                 continue
-            if full not in ALLOWED_TORCH_CUDA and (
+            parent = parents.get(node)
+            allowed_below = isinstance(parent, ast.Attribute) and f"{full}.{parent.attr}" in ALLOWED_TORCH_CUDA
+            if full not in ALLOWED_TORCH_CUDA and not allowed_below and (
                     any(full == p or full.startswith(p + ".") for p in FORBIDDEN_TORCH)
                     or full.startswith(FORBIDDEN_TORCH_PREFIXES)):
                 add(node, f"uses `{full}`: streams, events, backend switches and torch internals change the "

@@ -530,3 +530,33 @@ def test_load_inline_returns_a_module_the_runner_checks_before_loading() -> None
     found = [f.message for f in pycheck.check(code)]
     assert any("`is_python_module` other than True" in m for m in found), found
     assert pycheck.check(SOLUTION.replace("verbose=False,", "verbose=False,\n    is_python_module=True,")) == []
+
+
+# Red-team: the tensor-subclass rule read a base's spelling, so a name assigned torch.Tensor, a call returning it,
+# or another tensor class passed. (The runner refuses an output of a subclass too; this is the first line.)
+@pytest.mark.parametrize(("header", "named"), [
+    ("T = torch.Tensor\n\n\nclass Liar(T):\n    def sum(self):\n        return 0\n", "subclasses `T`"),
+    ("def make():\n    return torch.Tensor\n\n\nclass Liar(make()):\n    pass\n", "subclasses `make()`"),
+    ("class Liar(torch.FloatTensor):\n    pass\n", "subclasses `torch.FloatTensor`"),
+    ("class Liar(nn.UninitializedParameter):\n    pass\n", "subclasses `torch.nn.UninitializedParameter`"),
+])
+def test_a_tensor_class_is_refused_as_a_base_however_it_is_named(header: str, named: str) -> None:
+    found = [f.message for f in pycheck.check(header + "\n\n" + SOLUTION)]
+    assert any(named in m for m in found), found
+
+
+def test_bases_named_where_they_are_defined_or_imported_pass() -> None:
+    code = ("import typing\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
+            "class Base(nn.Module):\n    pass\n\n\nclass Config(object):\n    pass\n\n\n"
+            + SOLUTION.replace("class ModelNew(nn.Module)", "class ModelNew(Base)"))
+    assert pycheck.check(code) == []
+
+
+def test_the_cuda_queries_allowed_by_name_are_usable() -> None:
+    # torch.cuda.is_available() was refused through its `torch.cuda` part, though listed as allowed
+    code = SOLUTION.replace(HONEST_FORWARD, "assert torch.cuda.is_available() and torch.cuda.current_device() >= 0\n"
+                                            "        " + HONEST_FORWARD)
+    assert pycheck.check(code) == []
+    found = [f.message for f in pycheck.check(SOLUTION.replace(HONEST_FORWARD, "torch.cuda.current_stream()\n"
+                                                                               "        " + HONEST_FORWARD))]
+    assert any("torch.cuda.current_stream" in m for m in found), found
