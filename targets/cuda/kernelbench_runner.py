@@ -106,6 +106,12 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             r"|secure_getenv|cudaIpc\w+|cudaStreamSetAttribute|cudaCtxResetPersistingL2Cache"
                             r"|cudaDeviceSetLimit|cudaDeviceReset)$"
                             r"|basic_(?:i|o)?fstream|basic_filebuf|^_ZNSt10filesystem|^_ZNSt7__cxx1110filesystem"
+                            # torch's dispatcher: kernels registered for aten ops (TORCH_LIBRARY_IMPL: the runner's
+                            # comparison and the reference would run them), calls redispatched below the Python key or
+                            # keys set in the thread's key set (the recorded ops would miss them). Not the guards and
+                            # key-set reads: torch::empty_like's own inline code excludes autograd keys that way.
+                            r"|^_ZN5torch7Library|^_ZN5torch6detail16TorchLibraryInit|^_ZN3c1017RegisterOperators"
+                            r"|redispatch|tls_set_dispatch_key"
                             # whether a dispatch mode is active: whether this call is the one being recorded
                             r"|TorchDispatchModeTLS|PythonTorchFunctionTLS"
                             # torch's own kernels called past the dispatcher, which the recorded ops never show:

@@ -134,6 +134,11 @@ CPP_FORBIDDEN = [
                 r"|reinterpret_steal)\s*(?:<[^<>]*>)?\s*\("), "pybind11's Python object API"),
     (re.compile(r"\b(?:PyInterpreter|\w*DispatchModeTLS|PythonTorchFunctionTLS)\b"), "torch's Python dispatch state"),
     (re.compile(r"#\s*include\s*[<\"](?:Python\.h|pybind11/|torch/csrc/|torch/python\.h)"), "a Python header"),  # on text with strings
+    # torch's dispatcher: a kernel registered for an aten op (TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl("isclose",
+    # ...) }) answers the runner's comparison and the reference for the whole process; a dispatch key excluded or a
+    # redispatch below the Python key hides the ops the runner records
+    (re.compile(r"\b(?:TORCH_LIBRARY\w*|Dispatcher|RegisterOperators|redispatch\w*|\w*DispatchKey\w*Guard"
+                r"|tls_\w*dispatch_key\w*)\b"), "torch's dispatcher and dispatch keys"),
     (re.compile(r"##"), "token pasting (a name built out of sight)"),
     (re.compile(r"\)\s*(?:__asm__|__asm|asm)\s*\(\s*\""), "an asm label (a symbol named by a string)"),
 ]

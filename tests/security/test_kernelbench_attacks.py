@@ -560,3 +560,42 @@ def test_the_cuda_queries_allowed_by_name_are_usable() -> None:
     found = [f.message for f in pycheck.check(SOLUTION.replace(HONEST_FORWARD, "torch.cuda.current_stream()\n"
                                                                                "        " + HONEST_FORWARD))]
     assert any("torch.cuda.current_stream" in m for m in found), found
+
+
+# Red-team, torch's dispatcher from the extension: a kernel registered for an aten op replaces it for the whole
+# process, the runner's comparison (torch.isclose) and the reference included; a call redispatched below the Python
+# key, or a key excluded around it, never reaches the dispatch mode that records the candidate's ops. Each line
+# passed the source rules before.
+DISPATCHER_ATTACKS = [
+    'TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl("isclose", &relu_cuda); }',
+    "static torch::Tensor hidden(torch::Tensor x) { c10::impl::ExcludeDispatchKeyGuard g(c10::DispatchKey::Python); "
+    "return at::relu(x); }",
+    "static torch::Tensor below(torch::Tensor x) { return at::redispatch::relu(c10::DispatchKeySet("
+    "c10::DispatchKey::CUDA), x); }",
+    'static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::relu", "");',
+]
+
+
+@pytest.mark.parametrize("line", DISPATCHER_ATTACKS)
+def test_the_extension_may_not_register_or_bypass_torch_s_dispatcher(line: str) -> None:
+    code = SOLUTION.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n" + line + "\n")
+    found = [f.message for f in pycheck.check(code)]
+    assert any("torch's dispatcher and dispatch keys" in m for m in found), found
+
+
+@pytest.mark.parametrize("symbol", [
+    "_ZN5torch7LibraryC1ENS0_4KindESsSt8optionalIN3c1011DispatchKeyEEPKcj",  # torch::Library (TORCH_LIBRARY*)
+    "_ZN5torch6detail16TorchLibraryInitC1ENS_7Library4KindEPFvRS2_EPKcSt8optionalIN3c1011DispatchKeyEES8_j",
+    "_ZN2at4_ops4relu10redispatchEN3c1014DispatchKeySetERKNS_6TensorE",
+    "_ZN3c104impl29tls_set_dispatch_key_excludedENS_11DispatchKeyEb",
+])
+def test_registrations_and_redispatches_are_foreign(symbol: str) -> None:
+    assert runner().FOREIGN_SYMBOL.search(symbol)
+
+
+@pytest.mark.parametrize("symbol", [
+    "_ZN2at4_ops4relu4callERKNS_6TensorE",  # a dispatched op: the recording sees it
+    "_ZN3c104impl23ExcludeDispatchKeyGuardC1ENS_14DispatchKeySetE",  # torch::empty_like's autograd guard
+])
+def test_dispatched_calls_and_torch_s_own_guards_are_not_foreign(symbol: str) -> None:
+    assert not runner().FOREIGN_SYMBOL.search(symbol)
