@@ -319,7 +319,8 @@ def reference_outputs(torch: Any, models: dict[str, Any], sets: list[list[Any]],
         for s, inputs in enumerate(sets):
             # Both sides run before the reference computes this seed's answer: while the candidate runs on
             # a seed for the first time, the gold output does not exist yet.
-            outs = {name: call(torch, models[name], inputs) for name in ("baseline", "candidate")}
+            # the candidate first: the baseline's output of the same inputs would be readable during its call
+            outs = {name: call(torch, models[name], inputs) for name in ("candidate", "baseline")}
             want = call(torch, models["reference"], inputs)
             tol = tolerance(want.dtype)
             flat = want.float().flatten()
@@ -358,13 +359,24 @@ def recorded_trials(trials: int, rng: Any = None) -> set[int]:
     return set(rng.sample(range(trials), min(RECORDED_CALLS, trials)))
 
 
+def trial_order(i: int) -> list[str]:
+    """Who runs in timed trial `i`, in order: baseline and candidate alternate (reversed every other trial), and the
+    reference runs last. The candidate never runs after another model on its own inputs: with the order reversed
+    whole (reference, candidate, baseline), the reference's output of the same inputs sat in device memory during
+    the candidate's call, at an offset the caching allocator makes the same every trial, for a kernel reading
+    past its own buffers to copy (red-team). The baseline runs on a set of its own (see time_models)."""
+    pair = ["baseline", "candidate"] if i % 2 == 0 else ["candidate", "baseline"]
+    return [*pair, "reference"]
+
+
 def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush: Any,
                 args: argparse.Namespace, wants: list[Any] | None = None, recorded: set[int] | None = None,
                 fresh: Callable[[], list[Any]] | None = None) -> tuple[dict[str, list[float]], dict[str, Any]]:
     """CUDA-event milliseconds of every trial per model, and each model's last output with its input set (None
-    for a fresh set). Baseline, candidate and reference alternate (reversed every other trial); L2 is flushed
-    before each. With `fresh`, every trial runs on a new input set from it and the candidate's output is checked
-    against the reference's of the same trial; else the trials rotate through `sets` and, with `wants` (the
+    for a fresh set). Baseline and candidate alternate (reversed every other trial), the reference runs last
+    (trial_order); L2 is flushed before each. With `fresh`, candidate and reference run on a new input set from it
+    and the candidate's output is checked against the reference's of the same trial, while the baseline runs on a
+    seed's set; else the trials rotate through `sets` (the baseline one set ahead) and, with `wants` (the
     reference output of each set), each timed output of the candidate is checked against it. Before each trial
     in `recorded`, one untimed call of the candidate on that trial's inputs has its ops recorded."""
     times: dict[str, list[float]] = {"reference": [], "baseline": [], "candidate": []}
@@ -379,6 +391,8 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
         for i in range(args.trials):
             set_index = (i + 1) % len(sets)
             trial = fresh() if fresh is not None else sets[set_index]
+            # the baseline runs on a seed's set, never the candidate's: its output of those inputs would be readable
+            base_index = set_index if fresh is not None else (set_index + 1) % len(sets)
             if recorded and i in recorded:
                 # on a set of its own: the trial's inputs would reach the model before its timed call
                 ops = foreign_ops(models["candidate"], fresh() if fresh is not None else trial)
@@ -387,9 +401,11 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
                                f"{i + 1} of {args.trials}) instead of computing them in its own kernels: "
                                + ", ".join(ops[:8]), 1)
             outs: dict[str, Any] = {}
-            for name in order if i % 2 == 0 else list(reversed(order)):
+            for name in trial_order(i):
                 # Fresh copies per call: a model that writes its inputs cannot affect the next one.
-                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in trial]
+                index = base_index if name == "baseline" else None if fresh is not None else set_index
+                given = sets[base_index] if name == "baseline" else trial
+                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in given]
                 flush.fill_(i)  # evict L2: writes 1.5x its size
                 torch.cuda.synchronize()
                 with torch.no_grad():
@@ -398,7 +414,7 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
                     stop.record()
                 torch.cuda.synchronize()  # everything the call launched has finished
                 times[name].append(start.elapsed_time(stop))
-                last[name] = (out, None if fresh is not None else set_index)
+                last[name] = (out, index)
                 outs[name] = out
                 # The schedule is fixed by the command line: with only the last output checked, a model counting
                 # its calls could skip the work in the ones it knows are only timed.

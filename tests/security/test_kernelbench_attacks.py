@@ -599,3 +599,42 @@ def test_registrations_and_redispatches_are_foreign(symbol: str) -> None:
 ])
 def test_dispatched_calls_and_torch_s_own_guards_are_not_foreign(symbol: str) -> None:
     assert not runner().FOREIGN_SYMBOL.search(symbol)
+
+
+# Red-team: the timed trials ran baseline, candidate, reference, reversed every other trial, all on the same inputs.
+# In every trial another model had already computed the candidate's answer, and its output was alive in device
+# memory during the candidate's call (at an offset the caching allocator repeats), for a kernel reading past its
+# own buffers to copy at memcpy speed. The candidate now runs before the reference, and the baseline on other inputs.
+def test_no_model_runs_on_the_candidate_s_inputs_before_it_in_a_trial() -> None:
+    kb = runner()
+    orders = [kb.trial_order(i) for i in range(4)]
+    assert all(order[-1] == "reference" for order in orders), orders
+    assert {tuple(order[:2]) for order in orders} == {("baseline", "candidate"), ("candidate", "baseline")}
+
+
+@needs_cuda_torch
+def test_the_baseline_in_a_trial_never_sees_the_candidate_s_inputs() -> None:
+    import torch
+
+    kb = runner()
+    seen: dict[str, list[float]] = {"baseline": [], "reference": [], "candidate": []}
+
+    class Spy(torch.nn.Module):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen[self.name].append(float(x.sum()))
+            return torch.relu(x)
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible to torch")
+    models = {name: Spy(name) for name in seen}
+    sets = [[torch.randn(4096, device="cuda")] for _ in range(3)]
+    args = argparse.Namespace(warmup=0, trials=6, seed=0)
+    flush = torch.empty(1 << 20, dtype=torch.int32, device="cuda")
+    kb.time_models(torch, models, sets, flush, args, [torch.relu(s[0]) for s in sets], set(),
+                   lambda: [torch.randn(4096, device="cuda")])
+    assert not set(seen["candidate"]) & set(seen["baseline"])
+    assert seen["candidate"] == seen["reference"]
