@@ -307,7 +307,7 @@ def test_copying_with_memcpy_is_host_work_too(gemmini_c):
 # A small C probe calls timing.c directly (no host instrumentation, no functional model), so every number
 # below is computed by hand from timing_params.h (gperf = ucb-bar/libgemmini perf/, FireSim preset):
 # front end latency 5, L2 hit 12, miss detect 6, DRAM slot 8 cycles/line + latency 30, fill-to-data 7,
-# scratchpad merge 16 B/cycle, load completion lag 2, store pipe 12 + accumulator read 4, bus 32 B/cycle,
+# scratchpad merge 16 B/cycle, load completion lag 2, store pipe 12 + accumulator read 4, bus 16 B/cycle,
 # full-line Put ack 10, partial Put ack 22, same-line Puts 8 apart, mesh issue 3 / commit 51 / min rows 4.
 
 PROBE_PRELUDE = r"""
@@ -407,6 +407,14 @@ def test_a_full_line_put_needs_no_fetch_but_a_partial_one_allocates_the_line(tmp
 def test_puts_to_one_line_are_handled_one_per_eight_cycles(tmp_path):
     # four 16-byte rows of one line: the first acks at 77 (write-allocate), the others 8 cycles apart.
     assert _probe(tmp_path, "mvout(0x20000, 4, 16, 16, 0); P(T.all_done);") == [77 + 3 * 8]
+
+
+def test_full_line_puts_leave_at_sixteen_bytes_a_cycle(tmp_path):
+    # 16 full-width accumulator rows (64 B each) to 16 lines: row r's data is ready at 22 + r, but every Put
+    # holds the 16-byte bus 4 cycles (chipyard GemminiRocketConfig: WithSystemBusWidth(128); Gemmini's
+    # dma_buswidth = 128): Puts at 22, 26, ..., 22 + 15 * 4 = 82, the last acknowledged at 82 + 10 = 92.
+    # With a 32-byte bus the last Put would leave at 52 and be acknowledged at 62.
+    assert _probe(tmp_path, "mvout(0x20000, 16, 64, 64, 0); P(T.all_done);") == [92]
 
 
 def test_the_store_queue_runs_one_store_at_a_time(tmp_path):

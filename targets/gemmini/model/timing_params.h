@@ -94,8 +94,14 @@
 
 /* ---- memory system: system bus, L2 (InclusiveCache), DRAM ---- */
 #define T_LINE_BYTES 64            /* gperf mem.line_bytes */
-#define T_BUS_BYTES 32             /* gperf FireSim preset mem.bus_bytes = 32 (256-bit system bus): a
-                                      line-sized Put occupies the bus 2 cycles */
+#define T_BUS_BYTES 16             /* a Put's data leaves 16 bytes a cycle: the paper's FireSim build
+                                      (FireSimGemminiRocketConfig = ... ++ chipyard.GemminiRocketConfig,
+                                      firechip TargetConfigs.scala) has a 128-bit system bus (ucb-bar/chipyard
+                                      generators/chipyard/src/main/scala/config/RoCCAcceleratorConfigs.scala
+                                      :13, GemminiRocketConfig: WithSystemBusWidth(128)), and Gemmini's own
+                                      DMA is dma_buswidth = 128 bits (ucb-bar/gemmini Configs.scala,
+                                      defaultConfig). gperf's FireSim preset says 32 (a 256-bit bus), which
+                                      this build does not have. A line-sized Put holds the bus 4 cycles. */
 #define T_L2_KIB 512               /* gperf mem.l2_kib: L2 capacity; LRU over lines; starts cold. Only the
                                       accelerator's traffic is tracked (the host's loads/stores are not) */
 #define T_L2_HIT_LATENCY 12        /* gperf mem.l2_hit_latency: Get accepted -> data, L2 hit */
