@@ -75,7 +75,6 @@ ALLOWED_DUNDERS = {"__init__", "__name__"}
 TENSOR_CLASSES = {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 SUBCLASSING = {"as_subclass", "_make_subclass", "_make_wrapper_subclass"}
 TENSOR_CLASS = re.compile(r"(?:Tensor|Parameter|Buffer)$")  # torch.FloatTensor, torch.nn.UninitializedParameter...
-BUILTIN_CLASSES = {"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NotImplementedError"}
 # torch attributes a solution may not touch (prefix match on the dotted path from a torch import).
 FORBIDDEN_TORCH = ("torch.cuda", "torch.backends", "torch.ops", "torch.library", "torch.compile", "torch.jit",
                    "torch.fx", "torch.hub", "torch.load", "torch.save", "torch.manual_seed", "torch.autograd",
@@ -254,6 +253,7 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                         break
     inline_calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _resolves(node.func, aliases) == LOAD_INLINE]
     constants = _module_constants(tree, inline_calls, parents)
+    bound = _bindings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
@@ -263,8 +263,9 @@ def check(solution: str, line_offset: int = 0) -> list[Finding]:
                 if full in TENSOR_CLASSES or (full.startswith("torch.") and TENSOR_CLASS.search(full)):
                     add(node, f"subclasses `{full}`: a tensor subclass's methods run inside the runner's comparison "
                               "(an output whose sum() says 0 would pass any check)")
-                elif not path or (head not in aliases and head not in methods and head not in BUILTIN_CLASSES):
-                    # `T = torch.Tensor` then `class Liar(T)` (red-team: passed), or a base a call returns
+                elif not path or (head not in aliases and head not in methods and head in bound):
+                    # `T = torch.Tensor` then `class Liar(T)` (red-team: passed), or a base a call returns; a name
+                    # the solution never binds is the harness part's (`class ModelNew(Model)`) or a builtin
                     add(node, f"subclasses `{ast.unparse(base)[:60]}`: a base class is named where it is defined or "
                               "imported (a name assigned a class, or a call's result, could be torch.Tensor)")
         # a path through an imported name counts too (`from torch import Stream`, then `Stream()`)

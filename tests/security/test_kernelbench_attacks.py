@@ -550,6 +550,8 @@ def test_bases_named_where_they_are_defined_or_imported_pass() -> None:
             "class Base(nn.Module):\n    pass\n\n\nclass Config(object):\n    pass\n\n\n"
             + SOLUTION.replace("class ModelNew(nn.Module)", "class ModelNew(Base)"))
     assert pycheck.check(code) == []
+    # a name the solution never binds is the harness part's: the reference Model, as some solutions extend it
+    assert pycheck.check(SOLUTION.replace("class ModelNew(nn.Module)", "class ModelNew(Model)")) == []
 
 
 def test_the_cuda_queries_allowed_by_name_are_usable() -> None:
