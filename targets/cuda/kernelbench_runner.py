@@ -383,6 +383,7 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
     last: dict[str, Any] = {}
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     order = ["baseline", "candidate", "reference"]
+    kept = {"reference": model_state(torch, models["reference"])}  # the gold's weights (the baseline may keep state)
     try:
         for i in range(args.warmup):
             for name in order:
@@ -393,6 +394,11 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
             trial = fresh() if fresh is not None else sets[set_index]
             # the baseline runs on a seed's set, never the candidate's: its output of those inputs would be readable
             base_index = set_index if fresh is not None else (set_index + 1) % len(sets)
+            # The trial's inputs as they are before any model runs, kept in host memory: the reference gets them
+            # from here, after the candidate ran. In device memory they were the candidate's to overwrite (a kernel
+            # writing past its own buffers: zeroed inputs make the reference's output as trivial as the
+            # candidate's); its kernels do not reach pageable host memory.
+            host = [x.cpu() if isinstance(x, torch.Tensor) else x for x in trial]
             if recorded and i in recorded:
                 # on a set of its own: the trial's inputs would reach the model before its timed call
                 ops = foreign_ops(models["candidate"], fresh() if fresh is not None else trial)
@@ -404,8 +410,11 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
             for name in trial_order(i):
                 # Fresh copies per call: a model that writes its inputs cannot affect the next one.
                 index = base_index if name == "baseline" else None if fresh is not None else set_index
-                given = sets[base_index] if name == "baseline" else trial
-                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in given]
+                if name == "reference":
+                    inputs = [h.to(x.device) if isinstance(x, torch.Tensor) else h for h, x in zip(host, trial, strict=True)]
+                else:
+                    given = sets[base_index] if name == "baseline" else trial
+                    inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in given]
                 flush.fill_(i)  # evict L2: writes 1.5x its size
                 torch.cuda.synchronize()
                 with torch.no_grad():
@@ -427,11 +436,24 @@ def time_models(torch: Any, models: dict[str, Any], sets: list[list[Any]], flush
             if why:
                 raise incorrect("candidate", f"in the timing loop (timed call {i + 1} of {args.trials}, on fresh "
                                              f"inputs): {why}")
+        for name, state in kept.items():
+            if not all(torch.equal(now, before) for now, before in zip(model_state(torch, models[name]), state,
+                                                                        strict=True)):
+                raise Stop("rejected", f"the {name}'s weights changed during the timing loop: a kernel of the "
+                           "candidate's wrote outside its own buffers", 1)
     except Stop:
         raise
     except Exception as exc:
         raise Stop("runtime_error", f"timing failed: {type(exc).__name__}: {exc}", 4) from exc
     return times, last
+
+
+def model_state(torch: Any, model: Any) -> list[Any]:
+    """A host copy of a trusted model's parameters and buffers: what a kernel writing past its own buffers could
+    change in device memory (the reference's weights zeroed make its output as trivial as the candidate's)."""
+    tensors = [*getattr(model, "parameters", list)(), *getattr(model, "buffers", list)()]
+    # bytes, not values: an uninitialized buffer's NaN is not equal to itself
+    return [t.detach().cpu().reshape(-1).view(torch.uint8).clone() for t in tensors if isinstance(t, torch.Tensor)]
 
 
 def recheck(torch: Any, last: dict[str, Any], wants: list[Any], models: dict[str, Any] | None = None,

@@ -640,3 +640,102 @@ def test_the_baseline_in_a_trial_never_sees_the_candidate_s_inputs() -> None:
                    lambda: [torch.randn(4096, device="cuda")])
     assert not set(seen["candidate"]) & set(seen["baseline"])
     assert seen["candidate"] == seen["reference"]
+
+
+# Red-team, device memory the candidate's kernels can write: the trial's inputs and the reference's weights sat in
+# device memory during the candidate's call, and a kernel writing past its own buffers (nothing in a CUDA context
+# stops it) could zero them, so that the reference computed the same trivial output the candidate returned. The
+# runner's loop is run here with stand-in tensors (no torch on this machine); `zero_` on the trusted object plays
+# the out-of-bounds write.
+class StandIn:
+    def __init__(self, values: list[float], device: str = "gpu") -> None:
+        self.v, self.device = list(values), device
+
+    def clone(self) -> StandIn:
+        return StandIn(self.v, self.device)
+
+    def cpu(self) -> StandIn:
+        return StandIn(self.v, "cpu")
+
+    def to(self, device: str) -> StandIn:
+        return StandIn(self.v, device)
+
+    def detach(self) -> StandIn:
+        return self
+
+    def reshape(self, *shape: int) -> StandIn:
+        return self
+
+    def view(self, dtype: object) -> StandIn:
+        return self
+
+    def zero_(self) -> StandIn:
+        self.v[:] = [0.0] * len(self.v)
+        return self
+
+
+def _stand_in_loop(kb, monkeypatch, candidate, reference, made: list) -> None:
+    import contextlib
+    import random
+    import types
+
+    class Event:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def record(self) -> None:
+            pass
+
+        def elapsed_time(self, _: object) -> float:
+            return 1.0
+
+    torch = types.SimpleNamespace(Tensor=StandIn, uint8="uint8", equal=lambda a, b: a.v == b.v,
+                                  no_grad=contextlib.nullcontext,
+                                  cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None))
+    monkeypatch.setattr(kb, "mismatch", lambda torch, got, want: "" if got.v == want.v else "differs")
+
+    def fresh() -> list:
+        made.append([StandIn([random.gauss(0, 1) for _ in range(8)])])
+        return made[-1]
+
+    models = {"baseline": lambda x: StandIn([max(a, 0.0) for a in x.v]), "candidate": candidate, "reference": reference}
+    sets = [[StandIn([random.gauss(0, 1) for _ in range(8)])] for _ in range(3)]
+    flush = types.SimpleNamespace(fill_=lambda i: None)
+    kb.time_models(torch, models, sets, flush, argparse.Namespace(warmup=0, trials=4, seed=0), None, set(), fresh)
+
+
+def test_the_reference_computes_on_the_trial_s_inputs_as_they_were_before_the_candidate_ran(monkeypatch) -> None:
+    kb = runner()
+    made: list = []
+
+    def zeroes_the_trusted_inputs(x: StandIn) -> StandIn:
+        made[-1][0].zero_()  # the trial's own inputs, not the copy it was given
+        return StandIn([0.0] * len(x.v))
+
+    with pytest.raises(kb.Stop) as stop:
+        _stand_in_loop(kb, monkeypatch, zeroes_the_trusted_inputs, lambda x: StandIn([max(a, 0.0) for a in x.v]), made)
+    assert stop.value.status == "incorrect", stop.value.message
+
+
+def test_a_reference_whose_weights_changed_during_the_timing_loop_is_caught(monkeypatch) -> None:
+    kb = runner()
+
+    class Scaled:
+        def __init__(self) -> None:
+            self.w = StandIn([2.0])
+
+        def parameters(self) -> list:
+            return [self.w]
+
+        def __call__(self, x: StandIn) -> StandIn:
+            return StandIn([self.w.v[0] * max(a, 0.0) for a in x.v])
+
+    reference = Scaled()
+
+    def zeroes_the_reference_s_weights(x: StandIn) -> StandIn:
+        reference.w.zero_()
+        return StandIn([0.0] * len(x.v))
+
+    with pytest.raises(kb.Stop) as stop:
+        _stand_in_loop(kb, monkeypatch, zeroes_the_reference_s_weights, reference, [])
+    assert stop.value.status == "rejected" and "reference's weights changed" in stop.value.message, stop.value.message
