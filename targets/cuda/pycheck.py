@@ -114,6 +114,10 @@ FORBIDDEN_FLAG = re.compile(r"(?:^|[\s,=])(?:-l(?!ineinfo\b)\S|-L|-Wl,|-Xlinker|
 # A macro defined on the command line is source text the source rules never read: `-DGET=PyImport_ImportModule`
 # and a source calling GET(...), or `-DCAT(a,b)=a##b`, reached the Python C API past them (red-team). A
 # definition there may name a switch or a number (`-DNDEBUG`, `-DBLOCK=256`); code is defined in the sources.
+# torch writes the flags unquoted into build.ninja, and ninja runs each command through /bin/sh: `;`, `|`, `>`,
+# backquotes or a line break in a flag ran a command of the solution's, or a rule of its own, during the build
+# (red-team: "-O3; touch /tmp/x" passed). A flag is written with letters, digits and - _ = , . + : and spaces.
+FLAG_TEXT = re.compile(r"^[A-Za-z0-9_=,.+: -]*$")
 DEFINE_FLAG = re.compile(r"(?:^|[\s,=])(?:-D|--define-macro)[\s=]*([^\s,]*)")
 PLAIN_DEFINE = re.compile(r"^[A-Za-z_]\w*(?:=[-+]?(?:\d[\w.+-]*)?)?$")
 # The extension's C++ runs inside the runner's process: through the Python C API or pybind11's object API it
@@ -330,6 +334,10 @@ def _check_load_inline(node: ast.Call, add: Any, constants: dict[str, ast.AST]) 
                 if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
                     add(item, f"`{keyword.arg}` holds `{ast.unparse(item)}`: compiler flags must be written out "
                               "as strings")
+                elif not FLAG_TEXT.match(item.value):
+                    add(item, f"`{keyword.arg}` holds {item.value!r}: torch writes compiler flags unquoted into the "
+                              "build file the shell runs, so a flag is written with letters, digits, spaces and "
+                              "- _ = , . + : only")
                 elif FORBIDDEN_FLAG.search(item.value):
                     add(item, f"`{keyword.arg}` holds {item.value!r}: flags that link, load or include files from "
                               "outside the solution's sources, or write files, are not a kernel")
@@ -403,7 +411,7 @@ def _module_constants(tree: ast.Module, inline_calls: list[ast.Call],
                       parents: dict[ast.AST, ast.AST]) -> dict[str, ast.AST]:
     """Names assigned at module level and bound nowhere else, to the value they were assigned (red-team:
     `relu_source += "..."`, a second assignment inside `if True:`, a `for` target, `:=` or a parameter of the
-    same name changed the source after the assignment that was read). A name holding a list (which
+    same name changed the source after the assignment that was read). A name holding a list or a dict (which
     `.append`, `[0] = ` or any function it is passed to can change) is read only where load_inline takes it."""
     counts = _bindings(tree)
     found: dict[str, ast.AST] = {}
@@ -422,7 +430,8 @@ def _module_constants(tree: ast.Module, inline_calls: list[ast.Call],
             parent = parents.get(parent)
         return parent in inline_calls
 
-    mutable = {name for name, value in found.items() if any(isinstance(n, ast.List) for n in ast.walk(value))}
+    mutable = {name for name, value in found.items()
+               if any(isinstance(n, (ast.List, ast.Dict, ast.Set)) for n in ast.walk(value))}
     kept = {name: value for name, value in found.items() if counts.get(name) == 1}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in mutable

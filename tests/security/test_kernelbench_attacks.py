@@ -136,6 +136,11 @@ LOAD_INLINE_ATTACKS = [
     ('extra_cuda_cflags=["--options-file", "cuda.cu"]', "'--options-file'"),
     ('extra_cflags=["-aux-info", "../../speedpatch_result.json"]', "'-aux-info'"),
     ('extra_cflags=["-MF../../speedpatch_result.json"]', "-MF"),
+    # torch writes the flags unquoted into build.ninja, whose commands run through /bin/sh
+    ('extra_cflags=["-O3; touch /tmp/pwned"]', "written with letters, digits"),
+    ('extra_cuda_cflags=["-O3 `id`"]', "written with letters, digits"),
+    ('extra_cflags=["-O3 | sh"]', "written with letters, digits"),
+    ('extra_cflags=["-O3\\nrule own\\n  command = sh"]', "written with letters, digits"),
     ("extra_cflags=FLAGS", "compiler flags must be written out"),
     ("**OPTIONS", "`**` arguments"),
 ]
@@ -739,3 +744,10 @@ def test_a_reference_whose_weights_changed_during_the_timing_loop_is_caught(monk
     with pytest.raises(kb.Stop) as stop:
         _stand_in_loop(kb, monkeypatch, zeroes_the_reference_s_weights, reference, [])
     assert stop.value.status == "rejected" and "reference's weights changed" in stop.value.message, stop.value.message
+
+
+def test_a_functions_dict_changed_after_its_assignment_is_refused() -> None:
+    code = ('FUNCS = {"relu_cuda": "ReLU"}\nFUNCS["relu_cuda"] = "\\"); } static auto q = PyImport_ImportModule('
+            '\\"m\\"); void z() { (void)(\\""\n' + SOLUTION.replace('functions=["relu_cuda"]', "functions=FUNCS"))
+    found = [f.message for f in pycheck.check(code)]
+    assert any("`functions` names `FUNCS`" in m for m in found), found
