@@ -324,6 +324,9 @@ def _check_load_inline(node: ast.Call, add: Any, constants: dict[str, ast.AST]) 
     for keyword in node.keywords:
         if keyword.arg is None:
             add(keyword, "passes load_inline `**` arguments: its keywords must be written out")
+        elif keyword.arg == "extra_ldflags" and isinstance(keyword.value, (ast.List, ast.Tuple)) and all(
+                isinstance(item, ast.Constant) and item.value == "" for item in keyword.value.elts):
+            pass  # `extra_ldflags=[""]`, as KernelBench's own example writes it: links nothing
         elif keyword.arg not in LOAD_INLINE_KEYWORDS:
             add(keyword, f"passes load_inline `{keyword.arg}`: an extension is built in the runner's folder for it "
                          "(whose linked symbols are checked) from its own sources, linking nothing else")

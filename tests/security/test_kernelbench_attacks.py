@@ -751,3 +751,12 @@ def test_a_functions_dict_changed_after_its_assignment_is_refused() -> None:
             '\\"m\\"); void z() { (void)(\\""\n' + SOLUTION.replace('functions=["relu_cuda"]', "functions=FUNCS"))
     found = [f.message for f in pycheck.check(code)]
     assert any("`functions` names `FUNCS`" in m for m in found), found
+
+
+def test_kernelbench_s_own_empty_flags_pass() -> None:
+    # KernelBench's example solution writes extra_cflags=[""], extra_ldflags=[""]: LLM answers copy it, and it links
+    # nothing (refused before, as any extra_ldflags)
+    code = SOLUTION.replace("verbose=False,", 'verbose=True,\n    extra_cflags=[""],\n    extra_ldflags=[""],')
+    assert pycheck.check(code) == []
+    found = [f.message for f in pycheck.check(SOLUTION.replace("verbose=False,", 'extra_ldflags=["", "-lcublas"],'))]
+    assert any("`extra_ldflags`" in m for m in found), found
