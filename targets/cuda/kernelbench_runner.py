@@ -110,6 +110,9 @@ FOREIGN_SYMBOL = re.compile(r"^(?:cublas|cudnn|cufft|cusparse|cusolver|curand|cu
                             # comparison and the reference would run them), calls redispatched below the Python key or
                             # keys set in the thread's key set (the recorded ops would miss them). Not the guards and
                             # key-set reads: torch::empty_like's own inline code excludes autograd keys that way.
+                            # the loaded libraries' own tables: from them a function is found without its name
+                            # being an undefined symbol here (dlsym in all but name)
+                            r"|^(?:dl_iterate_phdr|_r_debug|dladdr\w*|dlinfo|_dl_\w+|getauxval)$"
                             r"|^_ZN5torch7Library|^_ZN5torch6detail16TorchLibraryInit|^_ZN3c1017RegisterOperators"
                             r"|redispatch|tls_set_dispatch_key"
                             # whether a dispatch mode is active: whether this call is the one being recorded
