@@ -6,8 +6,9 @@ problem.py   the run's baseline file: above `# speedpatch: solution` the PyTorch
 candidate.py the candidate file; only its `ModelNew` is used
 Same discipline as the .cu harness: correctness on several seeds against `Model` (atol=rtol=1e-4 fp32,
 1e-2 fp16/bf16), a constant-output check, warm-ups, an L2 flush before every trial, CUDA events,
-baseline and candidate alternated (the PyTorch reference timed alongside), the output re-checked after
-timing, one `SPEEDPATCH_RESULT {json}` line.
+baseline and candidate alternated (the PyTorch reference timed after them, on a host copy of the candidate's
+inputs; no model computes the candidate's answer before it), the output re-checked after timing, one
+`SPEEDPATCH_RESULT {json}` line. The candidate's extensions are checked (linked symbols) before they are loaded.
 """
 
 from __future__ import annotations
