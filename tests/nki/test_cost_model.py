@@ -719,3 +719,12 @@ def test_adding_a_psum_tile_a_vector_copy_overwrote_is_a_vector_add():
     # 3 memsets (acc's too: a zeroed PSUM tile first read by VectorE, not a matmul, pays its memset), 4 copies,
     # 4 adds, the final copy
     assert vector == 3 + 4 + 4 + 1, vector
+
+
+def test_gpsimd_pays_for_every_input_tile_it_streams():
+    from speedpatch.targets.nki.emulator import ops
+
+    one = ops.engine_cost_ns("gpsimd", 4096, streams=1)
+    two = ops.engine_cost_ns("gpsimd", 4096, streams=2)
+    # 4096 fp32 elements per partition at one a cycle per tile, 1.4 GHz: 2.93 us for one tile, twice for two
+    assert one == pytest.approx(4096 / 1.4) and two == pytest.approx(2 * one)

@@ -41,10 +41,12 @@ def engine_cost_ns(engine: str, free_elems: int, streams: int = 1, itemsize: int
     """Occupancy of one Vector/Scalar/GpSimd instruction over `free_elems` elements per partition.
 
     VectorE takes about N cycles per input tile streamed (2N for tensor_tensor), ScalarE N (it reads one
-    tensor), GpSimdE N / (elements per cycle of the type); at least the static overhead; a most-minor
-    free stride over 16 bytes halves SBUF/PSUM bandwidth (params.py for sources)."""
+    tensor), GpSimdE N / (elements per cycle of the type) per input tile streamed (its 512-bit data path
+    per 16 partitions carries one tile's elements at that rate, so a second input tile takes as long
+    again); at least the static overhead; a most-minor free stride over 16 bytes halves SBUF/PSUM bandwidth
+    (params.py for sources)."""
     if engine == "gpsimd":
-        cycles = free_elems / P.GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE.get(itemsize, 1.0)
+        cycles = free_elems * max(1, streams) / P.GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE.get(itemsize, 1.0)
     elif engine == "vector":
         cycles = free_elems * max(1, streams)
     else:
