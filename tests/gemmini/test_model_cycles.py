@@ -396,6 +396,15 @@ def test_a_narrow_row_costs_a_whole_line_of_dram_time(tmp_path):
     assert _probe(tmp_path, "P(mvin(0x10000, 16, 16, 64, 0));") == [184]
 
 
+def test_gets_that_find_their_line_still_being_filled_wait_behind_the_fill(tmp_path):
+    # 16 contiguous rows of 16 bytes: 4 lines, 4 Gets each (one a cycle from 5). Line n's first Get misses
+    # (slots 16, 24, 32, 40; fills land at 54, 62, 70, 78; its data +7); its other three reach the L2 while
+    # the fill is outstanding and are served 38, 48, 58 cycles after it lands (line 0: 92, 102, 112). Merged
+    # one row a cycle in request order: line 0 at 62, 93, 103, 113; line 1 114, 115, 116, 121; line 2 122,
+    # 123, 124, 129; line 3 130, 131, 132, 137; completion lag 2 -> 139 (91 if they were served with the fill).
+    assert _probe(tmp_path, "P(mvin(0x10000, 16, 16, 16, 0));") == [139]
+
+
 def test_a_full_line_put_needs_no_fetch_but_a_partial_one_allocates_the_line(tmp_path):
     # full: data from 5 + 12 + 4 = 21, row ready at 22, Put at 22, ack 22 + 10 = 32.
     # partial (16 of 64 bytes): the L2 fetches the line first (miss at 28, slot 32, back 70) and acks at 77.

@@ -158,7 +158,7 @@ void tm_fence(void);
 void tm_charge_host(uint64_t cycles);
 uint64_t tm_dma_cycles(uint64_t rows, uint64_t row_bytes);
 /* Gets, Puts, L2 hits, L2 misses, dirty write-backs so far. */
-#define TM_MEMORY_STATS 6 /* gets, puts, l2_hits, l2_misses, writebacks, tlb_misses */
+#define TM_MEMORY_STATS 7 /* gets, puts, l2_hits, l2_misses, writebacks, tlb_misses, gets_behind_fill */
 void tm_memory_stats(uint64_t out[TM_MEMORY_STATS]);
 
 #endif /* GEMMINI_MODEL_INTERNAL_H */

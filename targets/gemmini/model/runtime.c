@@ -141,9 +141,9 @@ static void write_stats(void) {
   uint64_t mem[TM_MEMORY_STATS];
   tm_memory_stats(mem);
   fprintf(f, "  \"memory\": {\"gets\": %llu, \"puts\": %llu, \"l2_hits\": %llu, \"l2_misses\": %llu, "
-          "\"writebacks\": %llu, \"tlb_misses\": %llu},\n", (unsigned long long)mem[0], (unsigned long long)mem[1],
-          (unsigned long long)mem[2], (unsigned long long)mem[3], (unsigned long long)mem[4],
-          (unsigned long long)mem[5]);
+          "\"writebacks\": %llu, \"tlb_misses\": %llu, \"gets_behind_fill\": %llu},\n", (unsigned long long)mem[0],
+          (unsigned long long)mem[1], (unsigned long long)mem[2], (unsigned long long)mem[3],
+          (unsigned long long)mem[4], (unsigned long long)mem[5], (unsigned long long)mem[6]);
   fprintf(f, "  \"dram_read_bytes\": %llu,\n  \"dram_write_bytes\": %llu\n}\n",
           (unsigned long long)S.dram_read_bytes, (unsigned long long)S.dram_write_bytes);
   fclose(f);

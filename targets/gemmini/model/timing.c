@@ -64,7 +64,9 @@ typedef struct {
   uint64_t ready;     /* when its data is in the L2 */
   uint64_t put_free;  /* when the next Put to it may be handled */
   uint32_t prev, next; /* LRU list: head = most recent */
+  uint32_t queued;    /* Gets that found its fill outstanding (served one after another behind it) */
   uint8_t dirty;
+  uint8_t filling;    /* `ready` is when a DRAM fill lands (not a full-line Put) */
 } l2_line_t;
 
 static l2_line_t l2[L2_LINES];
@@ -75,7 +77,7 @@ static uint64_t dram_reads[T_DRAM_MAX_READS]; /* data-return times of the last r
 static uint32_t dram_reads_pos;
 
 /* Statistics of the memory system (written to the stats file by runtime.c through tm_stats). */
-static uint64_t st_l2_hits, st_l2_misses, st_writebacks, st_gets, st_puts;
+static uint64_t st_l2_hits, st_l2_misses, st_writebacks, st_gets, st_puts, st_l2_queued;
 
 static uint32_t l2_slot_of(uint64_t line) {
   uint64_t h = line * 0x9E3779B97F4A7C15ull;
@@ -150,7 +152,7 @@ static uint64_t dram_read(uint64_t t) {
 }
 
 /* Puts a line into the L2 (evicting the least recently used one: a dirty victim costs a DRAM slot). */
-static uint32_t l2_insert(uint64_t line, uint64_t ready, uint64_t now, int dirty) {
+static uint32_t l2_insert(uint64_t line, uint64_t ready, uint64_t now, int dirty, int filling) {
   uint32_t i;
   if (l2_used < L2_LINES) {
     i = l2_used++;
@@ -163,7 +165,7 @@ static uint32_t l2_insert(uint64_t line, uint64_t ready, uint64_t now, int dirty
       dram_reserve(now);
     }
   }
-  l2[i] = (l2_line_t){line, ready, 0, NIL, NIL, (uint8_t)dirty};
+  l2[i] = (l2_line_t){line, ready, 0, NIL, NIL, 0, (uint8_t)dirty, (uint8_t)filling};
   l2_push_front(i);
   uint32_t s = l2_slot_of(line);
   while (l2_hash[s] != NIL) s = (s + 1) & (L2_HASH - 1);
@@ -177,11 +179,19 @@ static uint64_t l2_get(uint64_t line, uint64_t g) {
   if (i != NIL) {
     st_l2_hits++;
     l2_touch(i);
+    if (l2[i].filling && g < l2[i].ready) {
+      /* the line's fill is still on its way: this Get waits in the L2 behind it and is served after the
+       * requester that missed, the queued ones one after another */
+      const uint64_t at = l2[i].ready + T_L2_FILL_SECONDARY_FIRST + (uint64_t)l2[i].queued * T_L2_FILL_SECONDARY_NEXT;
+      l2[i].queued++;
+      st_l2_queued++;
+      return max64(at, g + T_L2_HIT_LATENCY);
+    }
     return max64(g + T_L2_HIT_LATENCY, l2[i].ready);
   }
   st_l2_misses++;
   uint64_t back = dram_read(g + T_L2_MISS_DETECT);
-  l2_insert(line, back, g, 0);
+  l2_insert(line, back, g, 0, 1);
   return max64(back + T_L2_FILL_TO_DATA, g + T_L2_HIT_LATENCY);
 }
 
@@ -193,12 +203,12 @@ static uint64_t l2_put(uint64_t addr, uint32_t bytes, uint64_t p) {
   uint64_t earliest;
   if (i == NIL) {
     if (full) {
-      i = l2_insert(line, p, p, 1);
+      i = l2_insert(line, p, p, 1, 0);
       earliest = p + T_FULL_WRITE_ACK_LATENCY - T_L2_PUT_SERIAL;
     } else { /* write-allocate: the line is fetched and the Put waits for it */
       st_l2_misses++;
       uint64_t back = dram_read(p + T_L2_MISS_DETECT);
-      i = l2_insert(line, back, p, 1);
+      i = l2_insert(line, back, p, 1, 1);
       earliest = max64(back - 1, p + T_WRITE_ACK_LATENCY - T_L2_PUT_SERIAL);
     }
   } else {
@@ -334,7 +344,7 @@ void tm_reset(void) {
   for (uint32_t s = 0; s < L2_HASH; s++) l2_hash[s] = NIL;
   l2_used = 0, l2_head = l2_tail = NIL;
   dram_reads_pos = 0;
-  st_l2_hits = st_l2_misses = st_writebacks = st_gets = st_puts = 0;
+  st_l2_hits = st_l2_misses = st_writebacks = st_gets = st_puts = st_l2_queued = 0;
   memset(tlb_group, 0, sizeof tlb_group), memset(tlb_used, 0, sizeof tlb_used);
   memset(tlb_sectors, 0, sizeof tlb_sectors), memset(tlb_filter, 0, sizeof tlb_filter);
   tlb_stamp = tlb_free = st_tlb_misses = 0;
@@ -650,5 +660,5 @@ void tm_charge_host(uint64_t cycles) { T.host += cycles; }
 
 void tm_memory_stats(uint64_t out[TM_MEMORY_STATS]) {
   out[0] = st_gets, out[1] = st_puts, out[2] = st_l2_hits, out[3] = st_l2_misses, out[4] = st_writebacks;
-  out[5] = st_tlb_misses;
+  out[5] = st_tlb_misses, out[6] = st_l2_queued;
 }

@@ -107,6 +107,14 @@
 #define T_L2_HIT_LATENCY 12        /* gperf mem.l2_hit_latency: Get accepted -> data, L2 hit */
 #define T_L2_MISS_DETECT 6         /* gperf mem.l2_miss_detect: Get/Put accepted -> the L2 asks DRAM */
 #define T_L2_FILL_TO_DATA 7        /* gperf mem.l2_fill_to_data: fill's last DRAM beat -> data to requester */
+#define T_L2_FILL_SECONDARY_FIRST 38 /* gperf mem.l2_fill_secondary_first [measured]: a Get that reaches the L2
+                                      while the line's fill is outstanding waits behind it and gets its data
+                                      this long after the fill lands (the requester that missed: +7, the
+                                      next one 31 later), e.g. the 3 other 16-byte-row Gets of a cold line
+                                      (gperf's notes: VCS waveform of InclusiveCache, the same L2 as the
+                                      paper's build) */
+#define T_L2_FILL_SECONDARY_NEXT 10 /* gperf mem.l2_fill_secondary_next [measured]: each further queued Get
+                                      this much later (12, then 8) */
 #define T_DRAM_LATENCY 30          /* gperf FireSim preset mem.dram_latency = 30 (FASED LatencyPipe default) */
 #define T_DRAM_MAX_READS 16        /* gperf FireSim preset mem.dram_max_reads = 16 (FASED maxReads) */
 #define T_DRAM_BYTES_PER_CYCLE 8   /* gperf mem.dram_bytes_per_cycle: one 64-byte line per 8 cycles, reads and
