@@ -83,3 +83,29 @@ def test_a_reference_that_concatenates_slices_of_its_inputs_runs():
     h = A.shape[1] // 2
     np.testing.assert_array_equal(expected[0], np.concatenate([-A[:, h:], A[:, :h]], axis=1))
     assert type(expected) is np.ndarray and macs == 0
+
+
+def hbm_copy_report(latency: float, dma_bytes: int, hbm_to_hbm: int) -> dict:
+    return {**report(latency, dma_bytes), "dma_hbm_to_hbm_bytes": hbm_to_hbm}
+
+
+def test_an_hbm_to_hbm_dma_counts_for_the_input_it_reads_and_the_output_it_writes():
+    # nisa.dma_copy(dst=out, src=a), the AWS example: 1024 bytes moved once serve a 1024-byte input and output
+    assert physics.check_physics(hbm_copy_report(50.0, 1024, 1024), _Trace(0), 2048, 0, shared_bytes=1024) == ""
+
+
+def test_hbm_to_hbm_bytes_count_twice_only_up_to_the_smaller_of_inputs_and_outputs():
+    # 3072 input bytes and 1024 output bytes: any honest kernel moves at least 3072; HBM-to-HBM traffic beyond
+    # the 1024 an output can take (say between scratch tensors) buys nothing
+    why = physics.check_physics(hbm_copy_report(50.0, 3000, 3000), _Trace(0), 4096, 0, shared_bytes=1024)
+    assert "moved 3000 bytes by DMA (1024 of them HBM to HBM, counted twice)" in why
+
+
+def test_the_dma_roofline_of_a_kernel_copying_hbm_to_hbm_is_the_larger_side_not_the_sum():
+    bandwidth, _ = physics.peak_rates()
+    side = 4_000_000
+    floor_us = side / bandwidth / 1000.0
+    ok = hbm_copy_report(floor_us * 1.01, side, side)
+    assert physics.check_physics(ok, _Trace(0), 2 * side, 0, shared_bytes=side) == ""
+    below = hbm_copy_report(floor_us * 0.99, side, side)
+    assert "below the DMA roofline" in physics.check_physics(below, _Trace(0), 2 * side, 0, shared_bytes=side)

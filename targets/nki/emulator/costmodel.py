@@ -150,6 +150,7 @@ class Trace:
         self.line_time: dict[int, float] = defaultdict(float)
         self.macs = 0
         self.dma_bytes = 0
+        self.dma_hbm_to_hbm_bytes = 0  # of dma_bytes, moved by DMAs with both sides in HBM
         self.dma_transfers = 0
         self.dma_descriptors = 0
         self.slots: dict[str, list[_Slot]] = {"sbuf": [], "psum": []}
@@ -518,6 +519,7 @@ class Trace:
             "buffer_reuse_waits": self.reuse_waits,
             "sbuf_spills": self.spills,
             "dma_bytes": self.dma_bytes,
+            "dma_hbm_to_hbm_bytes": self.dma_hbm_to_hbm_bytes,
             "sbuf_peak_kib_per_partition": round(self.peak["sbuf"] / 1024, 2),
             "psum_peak_kib_per_partition": round(self.peak["psum"] / 1024, 2),
             "instructions": self.instructions,

@@ -529,6 +529,10 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
         transfers = max(1, min(P.DMA_ENGINES, count))
         per_transfer = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + count * P.DMA_DESCRIPTOR_NS) / transfers
         trace.dma_bytes += nbytes
+        if src.buffer.kind == "hbm" and dst.buffer.kind == "hbm":
+            # one transfer that reads HBM and writes HBM ("within HBM", Introduction to DMA with NKI): the
+            # required-work check counts it for an input read and an output write (isolation/physics.py)
+            trace.dma_hbm_to_hbm_bytes += nbytes
         trace.dma_descriptors += count
         trace.issue_dma(transfers * per_transfer + P.DMA_ENGINES * semaphore, per_transfer + semaphore,
                         transfers, [src_access, *index_reads],

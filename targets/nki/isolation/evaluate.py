@@ -124,10 +124,12 @@ def _run(server: Server, opts: argparse.Namespace, problem: Any, runner: Any, se
             return {"status": "runtime_error", "message": "the kernel is not decorated with nki.jit (no launch recorded)"}
         reports.append(report)
         # the input elements the result does not depend on (unloaded, checked above) are not required bytes
-        required_bytes = sum(_device_bytes(v) for v in inputs.values() if isinstance(v, np.ndarray)) + sum(
-            math.prod(t.alloc.shape) * t.dtype.itemsize for t in out_tiles if isinstance(t, Tile)) - sum(
+        in_bytes = sum(_device_bytes(v) for v in inputs.values() if isinstance(v, np.ndarray)) - sum(
             int(mask.sum()) * as_dtype(inputs[name].dtype).itemsize for name, mask in unloaded.items())
-        why = physics.check_physics(report, server.last_trace, required_bytes, required_macs)
+        out_bytes = sum(math.prod(t.alloc.shape) * t.dtype.itemsize for t in out_tiles if isinstance(t, Tile))
+        required_bytes = in_bytes + out_bytes
+        why = physics.check_physics(report, server.last_trace, required_bytes, required_macs,
+                                    shared_bytes=min(in_bytes, out_bytes))
         if why:
             return {"status": "rejected", "message": f"{label}: {why}", "seeds": seeds}
     latencies = sorted({r["latency_us"] for r in reports})

@@ -281,15 +281,25 @@ def check_unloaded(reference: Any, inputs: dict[str, Any], expected: Any, unload
     return ""
 
 
-def check_physics(report: dict[str, Any], trace: Any, required_bytes: int, required_macs: int) -> str:
-    """'' when the figure respects the required work and the hardware's bound, else why not."""
+def check_physics(report: dict[str, Any], trace: Any, required_bytes: int, required_macs: int,
+                  shared_bytes: int = 0) -> str:
+    """'' when the figure respects the required work and the hardware's bound, else why not.
+
+    required_bytes are the inputs' plus the outputs' bytes; shared_bytes (the smaller of the two) bounds what
+    DMAs with both sides in HBM count twice: such a DMA reads an input and writes an output in one transfer
+    (nisa.dma_copy: "Both src and dst tiles can be in device memory (HBM) or SBUF"), so a kernel copying
+    HBM to HBM moves fewer bytes than the sum, down to the larger of the two, and no fewer."""
     latency = report.get("latency_us")
     if not isinstance(latency, (int, float)) or not math.isfinite(latency) or latency <= 0:
         return f"the modeled latency is {latency!r}; a zero or missing figure is never a result"
     dma_bytes = int(report.get("dma_bytes", 0))
-    if dma_bytes < required_bytes:
-        return (f"the kernel moved {dma_bytes} bytes by DMA, less than the {required_bytes} bytes of its inputs "
-                f"and outputs (required work)")
+    both_sides = min(max(int(report.get("dma_hbm_to_hbm_bytes", 0)), 0), dma_bytes, max(shared_bytes, 0))
+    if dma_bytes + both_sides < required_bytes:
+        moved = f"{dma_bytes} bytes by DMA" + (f" ({both_sides} of them HBM to HBM, counted twice)"
+                                               if both_sides else "")
+        return (f"the kernel moved {moved}, less than the {required_bytes} bytes of its inputs and outputs "
+                f"(required work)")
+    required_bytes -= both_sides  # what the DMA engines must move at least
     macs = int(getattr(trace, "macs", 0) or 0)
     if required_macs and macs < required_macs:
         tensor = report.get("engines", {}).get("tensor", {}).get("instructions", 0)
