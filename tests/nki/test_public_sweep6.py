@@ -1,14 +1,24 @@
 """API forms of public NKI kernels the sixth sweep found refused or wrong (3 December): an HBM-to-HBM
-nisa.dma_copy (the AWS example of nki.isa.dma_copy copies its input tensor straight into the output). Our own
+nisa.dma_copy (the AWS example of nki.isa.dma_copy copies its input tensor straight into the output),
+nl.logical_xor / nl.logical_not (a bitonic-sort kernel's compare-exchange), and the nl.load / nl.store forms
+their API pages do not allow (HBM to HBM, on-chip to on-chip), which the emulator used to run as DMAs. Our own
 minimal kernels, values against NumPy, through the isolated backend where the trust checks decide."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pytest
 from speedpatch.model import OK
 from speedpatch.targets.base import EvalContext
+from speedpatch.targets.nki.emulator import isa as nisa
+from speedpatch.targets.nki.emulator import language as nl
+from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.jit import jit, last_report
 from speedpatch.targets.nki.target import NkiTarget
+
+RNG = np.random.default_rng(6)
 
 
 def _isolated(source: str, tmp_path: Path):
@@ -45,3 +55,113 @@ def test_a_dma_copy_from_the_input_tensor_into_the_output_tensor_is_a_correct_ke
     # rejected for moving 1,024 bytes where inputs plus outputs are 2,048)
     ev = _isolated(HBM_COPY, tmp_path)
     assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- nl.logical_xor / nl.logical_not ------------------------------------------------------------------------
+
+A = (RNG.standard_normal((128, 64)) > 0).astype(np.float32)
+B = (RNG.standard_normal((128, 64)) > 0).astype(np.float32)
+
+
+def test_nl_logical_xor_and_logical_not_are_numpy_s_on_0_1_tiles():
+    @jit
+    def k(a, b):
+        out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        nl.store(out[0], value=nl.logical_xor(x, y))
+        nl.store(out[1], value=nl.logical_not(x))
+        return out
+
+    got = k(A, B)
+    np.testing.assert_array_equal(got[0], np.logical_xor(A, B))
+    np.testing.assert_array_equal(got[1], np.logical_not(A))
+    assert last_report()["engines"]["vector"]["instructions"] == 2
+
+
+COMPARE_EXCHANGE = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def compare_exchange(src, dst):
+    # pairs (i, i + 4) within each run of 8, the order flipped where bit 4 of i is set
+    pat = [[64, 16], [1, 64]]
+    t = nl.ndarray((16, 8, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t.ap(pattern=pat), src=src.ap(pattern=pat, offset=0))
+    lo = t[:, :, 0:4]
+    hi = t[:, :, 4:8]
+    idx = nl.ndarray((16, 8, 4), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=idx, pattern=[[8, 8], [1, 4]], offset=0, channel_multiplier=64)
+    flip = nl.greater(nl.add(nl.right_shift(nl.bitwise_and(idx, 16), 4), 0.0, dtype=nl.float32), 0.5)
+    keep = nl.logical_xor(nl.less_equal(lo, hi), flip)
+    out = nl.ndarray((16, 8, 8), dtype=nl.float32, buffer=nl.sbuf)
+    out[:, :, 0:4] = nl.where(keep, lo, hi)
+    out[:, :, 4:8] = nl.where(keep, hi, lo)
+    nisa.dma_copy(dst=dst.ap(pattern=pat, offset=0), src=out.ap(pattern=pat))
+    return dst
+
+
+INPUTS = {"src": ((1024, 1), "float32")}
+OUTPUTS = {"dst": ((1024, 1), "float32")}
+
+
+def reference(src):
+    x = src.reshape(16, 8, 8)
+    lo, hi = x[:, :, :4], x[:, :, 4:]
+    i = np.arange(16)[:, None, None] * 64 + np.arange(8)[None, :, None] * 8 + np.arange(4)[None, None, :]
+    keep = (lo <= hi) ^ ((i & 16) > 0)
+    return np.concatenate([np.where(keep, lo, hi), np.where(keep, hi, lo)], axis=2).reshape(1024, 1)
+'''
+
+
+def test_a_compare_exchange_stage_with_logical_xor_runs_isolated(tmp_path: Path):
+    # before: AttributeError, module 'nki.language' has no attribute 'logical_xor'
+    ev = _isolated(COMPARE_EXCHANGE, tmp_path)
+    assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- nl.load / nl.store move between HBM and SBUF only -----------------------------------------------------
+
+
+X = RNG.standard_normal((128, 64)).astype(np.float32)
+
+
+def test_nl_store_of_an_hbm_tensor_is_refused_naming_dma_copy():
+    # nki.language.store: "value - An SBUF tile" (a PSUM tile is copied first); HBM to HBM is nisa.dma_copy
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=a)
+        return out
+
+    with pytest.raises(NkiError, match=r"value 'a' is an HBM tensor.*nisa.dma_copy"):
+        k(X)
+
+
+def test_nl_load_of_an_sbuf_tile_is_refused():
+    # nki.language.load: "src - HBM tensor to load the data from"
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, value=nl.load(t))
+        return out
+
+    with pytest.raises(NkiError, match="nl.load: source .* is in SBUF, not HBM"):
+        k(X)
+
+
+def test_nl_store_into_an_sbuf_tile_is_refused():
+    # nki.language.store: "dst - HBM tensor to store the data into"
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nl.store(t, value=nl.load(a))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    with pytest.raises(NkiError, match="nl.store: destination .* is in SBUF, not HBM"):
+        k(X)

@@ -148,6 +148,8 @@ less = _b("less", lambda a, b: (a < b).astype(np.float32))
 less_equal = _b("less_equal", lambda a, b: (a <= b).astype(np.float32))
 logical_and = _b("logical_and", lambda a, b: np.logical_and(a, b).astype(np.float32))
 logical_or = _b("logical_or", lambda a, b: np.logical_or(a, b).astype(np.float32))
+logical_xor = _b("logical_xor", lambda a, b: np.logical_xor(a, b).astype(np.float32))  # nki.language.logical_xor
+logical_not = NkiOp("logical_not", lambda x: np.logical_not(x).astype(np.float32), "vector", 1)  # nki.language.logical_not
 
 # Bitvec operators (nki.language bitwise_and / bitwise_or / bitwise_xor / invert / left_shift / right_shift;
 # nki.isa.tensor_scalar and tensor_tensor docs: "If bitvec operators are used, the instruction must run on
@@ -770,6 +772,10 @@ def program_ndim() -> int:
 def load(src: Tile, mask: Any = None, dtype: Any = None) -> Tile:
     if not isinstance(src, Tile):
         raise NkiError("nl.load: source must be a kernel tensor (an HBM argument or nl.ndarray)")
+    if src.buffer.kind != "hbm":
+        raise NkiError(f"nl.load: source {src.name!r} is in {src.buffer.kind.upper()}, not HBM (nki.language.load: "
+                       f"'src - HBM tensor to load the data from'); to copy an on-chip tile use nisa.tensor_copy "
+                       f"or nl.copy")
     dst = new_tile(src.shape, dtype or src.dtype, sbuf, name=f"load({src.name})")
     return ops.dma(dst, src, mask=mask, what="nl.load", defer=True)
 
@@ -778,6 +784,13 @@ def load(src: Tile, mask: Any = None, dtype: Any = None) -> Tile:
 def store(dst: Tile, value: Any, mask: Any = None) -> Tile:
     if not isinstance(value, Tile):
         raise NkiError("nl.store: value must be a tile (write constants into an SBUF tile first)")
+    # nki.language.store: "dst - HBM tensor to store the data into", "value - An SBUF tile" (PSUM: copied first)
+    if isinstance(dst, Tile) and dst.buffer.kind != "hbm":
+        raise NkiError(f"nl.store: destination {dst.name!r} is in {dst.buffer.kind.upper()}, not HBM; to copy "
+                       f"between on-chip tiles use nisa.tensor_copy or nl.copy")
+    if value.buffer.kind == "hbm":
+        raise NkiError(f"nl.store: value {value.name!r} is an HBM tensor, not an on-chip tile; copy HBM to HBM "
+                       f"with nisa.dma_copy(dst=, src=), or nl.load it into SBUF first")
     return ops.dma(dst, value, mask=mask, what="nl.store")
 
 
