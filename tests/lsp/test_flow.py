@@ -164,7 +164,7 @@ async def test_gemmini_native_offline_flow(start_editor, tmp_path):
     kernels = target.find_kernels(path.read_text(), str(path))
     editor = await start_editor(
         # 9 plans: the offline proposer's first 8 moves on matmul_128 find none faster since the library call keeps
-        # its operands in place as upstream's does (14,175 cycles); the 9th (one LOOP_WS per tile) does
+        # its operands in place as upstream's does (14,751 cycles); the 9th (one LOOP_WS per tile) does
         tmp_path, {**OFFLINE, "search": {"iterations": 1, "beam": 1, "plans": 9, "codes": 1}}
     )
     await check_full_flow(editor, path, kernels[0].name, "gemmini-native")
