@@ -163,15 +163,16 @@ def test_a_documented_argument_the_emulator_does_not_model_is_not_emulated(prefi
     assert "part of NKI but not of the speedpatch emulator" in str(info.value)
 
 
-def test_dma_copy_read_modify_write_is_not_emulated():
+def test_dma_copy_declaring_repeated_indices_is_not_emulated():
+    # (dst_rmw_op=np.add, refused here before, is emulated since: tests/nki/test_public_sweep6.py)
     @jit
     def k(x):
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
         t = nl.load(x)
-        nisa.dma_copy(dst=out, src=t, dst_rmw_op=np.add)
+        nisa.dma_copy(dst=out, src=t, unique_indices=False)
         return out
 
-    with pytest.raises(NotEmulated, match=r"nisa\.dma_copy\(dst_rmw_op="):
+    with pytest.raises(NotEmulated, match=r"nisa\.dma_copy\(unique_indices="):
         k(X)
 
 

@@ -165,3 +165,102 @@ def test_nl_store_into_an_sbuf_tile_is_refused():
 
     with pytest.raises(NkiError, match="nl.store: destination .* is in SBUF, not HBM"):
         k(X)
+
+
+# ---- nisa.dma_copy(dst_rmw_op=nl.add): the read-modify-write DMA ---------------------------------------------
+
+Y = RNG.standard_normal((128, 64)).astype(np.float32)
+
+
+def test_a_read_modify_write_dma_adds_the_source_to_what_the_destination_holds():
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        nisa.dma_copy(dst=out, src=b, dst_rmw_op=nl.add)
+        return out
+
+    np.testing.assert_allclose(k(X, Y), X + Y, rtol=1e-6)
+
+
+def test_a_read_modify_write_dma_into_sbuf_accumulates_there_with_np_add():
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=t, src=b, dst_rmw_op=np.add)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    np.testing.assert_allclose(k(X, Y), X + Y, rtol=1e-6)
+
+
+def test_a_scatter_add_with_repeated_indices_adds_every_contribution():
+    # rows 0..127 of src go to row idx[p] = p // 2 of out: each output row gets two rows added (the pages:
+    # with duplicated offsets the compiler adds synchronization, so no contribution is lost)
+    idx = (np.arange(128) // 2).astype(np.int32).reshape(128, 1)
+
+    @jit
+    def k(a, rows):
+        out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        zero = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=zero, value=0.0)
+        nisa.dma_copy(dst=out, src=zero)
+        i_f = nl.arange(64)[None, :]
+        r = nl.load(rows)
+        nisa.dma_copy(dst=out[r[:, 0], i_f], src=nl.load(a), dst_rmw_op=nl.add)
+        return out
+
+    np.testing.assert_allclose(k(X, idx), X[0::2] + X[1::2], rtol=1e-6)
+
+
+def test_a_read_modify_write_dma_waits_for_the_destination_s_earlier_writer():
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        nisa.dma_copy(dst=out, src=b, dst_rmw_op=nl.add)
+        return out
+
+    k(X, Y)
+    both = last_report()["latency_us"]
+
+    @jit
+    def one(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    one(X, Y)
+    assert both > 1.9 * last_report()["latency_us"]  # in order, not overlapped
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"dst_rmw_op": nl.multiply}, "adds only"),
+    ({"dst_rmw_op": nl.add, "oob_mode": nisa.oob_mode.skip}, "only oob_mode=oob_mode.error"),
+])
+def test_read_modify_write_dmas_other_than_an_add_that_faults_out_of_bounds_are_refused(kwargs, message):
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        nisa.dma_copy(dst=out, src=b, **kwargs)
+        return out
+
+    with pytest.raises(NkiError, match=message):
+        k(X, Y)
+
+
+HBM_ADD = HBM_COPY.replace("copy_hbm(a)", "add_hbm(a, b)").replace(
+    "    nisa.dma_copy(dst=b, src=a)\n    return b",
+    "    nisa.dma_copy(dst=out, src=a)\n    nisa.dma_copy(dst=out, src=b, dst_rmw_op=nl.add)\n    return out").replace(
+    "    b = nl.ndarray(", "    out = nl.ndarray(").replace(
+    'INPUTS = {"a": ((256, 1), "float32")}', 'INPUTS = {"a": ((128, 64), "float32"), "b": ((128, 64), "float32")}').replace(
+    "def reference(a):\n    return a.copy()", "def reference(a, b):\n    return a + b")
+
+
+def test_an_add_of_two_inputs_by_read_modify_write_dmas_is_correct_isolated(tmp_path: Path):
+    assert "dst_rmw_op" in HBM_ADD and "def reference(a, b)" in HBM_ADD
+    ev = _isolated(HBM_ADD, tmp_path)
+    assert ev.status == OK and ev.correct, ev.message + ev.log

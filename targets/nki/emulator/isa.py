@@ -165,7 +165,6 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
         "engine": ((None, "unknown", "vector"), "reciprocal on the Scalar engine (other precision)"),
     },
     "dma_copy": {
-        "dst_rmw_op": (_NOT_USED, "read-modify-write DMA"),
         "unique_indices": ((True, None), "DMA with repeated indices"),
         "engine": ((None, "unknown"), "the choice of DMA queue"),
     },
@@ -648,9 +647,19 @@ def memset(*args: Any, **kwargs: Any) -> Tile:
 
 
 def dma_copy(*args: Any, **kwargs: Any) -> Tile:
+    """nisa.dma_copy; dst_rmw_op=nl.add (np.add) is the read-modify-write DMA dst = dst + src of the nki <= 0.2
+    pages ("Currently only np.add is supported"; "If dst_rmw_op is specified, only oob_mode=oob_mode.error is
+    allowed"), which NKI 0.3 moved to nisa.dma_compute."""
     a = _bind(["dst", "src"], args, kwargs, "dma_copy")
+    rmw = a.get("dst_rmw_op")
+    if rmw is not None:
+        if rmw is not nl.add and rmw is not np.add:
+            raise NkiError(f"nisa.dma_copy: dst_rmw_op {getattr(rmw, '__name__', rmw)!r} is not supported; the "
+                           f"read-modify-write DMA adds only (dst_rmw_op=nl.add)")
+        if a.get("oob_mode") not in (None, oob_mode.error):
+            raise NkiError("nisa.dma_copy: with dst_rmw_op only oob_mode=oob_mode.error is allowed")
     return ops.dma(a["dst"], a["src"], mask=a.get("mask"), what="nisa.dma_copy",
-                   oob_skip=a.get("oob_mode") is oob_mode.skip)
+                   oob_skip=a.get("oob_mode") is oob_mode.skip, accumulate=rmw is not None)
 
 
 def dropout(*args: Any, **kwargs: Any) -> Tile:

@@ -453,14 +453,18 @@ def vector_transpose(dst: Tile | None, data: Tile, dtype: Any = None) -> Tile:
 
 
 def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
-        defer: bool = False, permute: tuple[int, ...] | None = None, oob_skip: bool = False) -> Tile:
+        defer: bool = False, permute: tuple[int, ...] | None = None, oob_skip: bool = False,
+        accumulate: bool = False) -> Tile:
     """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
     instruction is issued when the result is first used -- or, for `t[...] = nl.load(..)`, retargeted to
     write t directly (copy_into), as the compiler does: no extra SBUF copy. transpose_hbm (a 2-D transpose)
     or permute (axis i of dst is axis permute[i] of src: nisa.dma_transpose) reorder the elements on the
     way; every element is then its own contiguous run, one descriptor each (as nl.load_transpose2d).
     An indirect view (an HBM tensor indexed with SBUF index tiles) makes the DMA read its index tiles too;
-    oob_skip (nisa.dma_copy(oob_mode=skip)) moves nothing for its out-of-bounds elements."""
+    oob_skip (nisa.dma_copy(oob_mode=skip)) moves nothing for its out-of-bounds elements. accumulate
+    (nisa.dma_copy(dst_rmw_op=nl.add)) adds src to what dst holds, in float32 as the DMA engines compute
+    (nki.isa.dma_compute: "The DMA engines perform all computations in float32 precision internally"); the
+    pages give no cost of their own, so it is charged as the copy of the same bytes, reading dst as well."""
     if transpose_hbm:
         permute = (1, 0)
     mask = fit_mask(mask, [src, dst])
@@ -489,6 +493,8 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
         raise NkiError(f"{what}: source shape {src.shape} and destination shape {dst.shape} differ in size")
     if values.shape != tuple(dst.shape):
         values = values.reshape(dst.shape)
+    if accumulate:
+        values = _accumulated(dst, values, mask_for(dst, mask))
     if not defer:
         dst.write(values, mask, exact=dst.dtype == src.dtype)
     # What moves: the in-bounds, unmasked elements; in DMA buffers (descriptors) of contiguous memory,
@@ -517,6 +523,8 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     trace = costmodel.current()
     src_access = src.access()
     index_reads = [t.access() for side in (src, dst) for t in side._indirect]  # indirect DMA: its index tiles
+    if accumulate:
+        index_reads.append(dst.access())  # the read half of the read-modify-write
 
     def issue(extra_writes: tuple[Tile, ...] = ()) -> None:
         if dst.alloc.pending_dma is not None:
@@ -548,6 +556,25 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     else:
         issue()
     return dst
+
+
+def _accumulated(dst: Tile, values: np.ndarray, mask: Any) -> np.ndarray:
+    """What a read-modify-write DMA leaves in dst: dst + values in float32. In an indirect destination that
+    names an element more than once every contribution is added (the pages: with duplicated offsets "the
+    compiler automatically adds synchronization to avoid hazards"), not the last one alone."""
+    total = np.asarray(dst.read(mask), dtype=np.float32) + np.asarray(values, dtype=np.float32)
+    if dst.strides is None:
+        pos = np.asarray(dst.pos)
+        sel = pos >= 0
+        if mask is not None:
+            sel &= np.broadcast_to(np.asarray(mask, dtype=bool), pos.shape)
+        where = pos[sel]
+        if np.unique(where).size < where.size:
+            sums = np.zeros(int(where.max()) + 1, dtype=np.float64)
+            np.add.at(sums, where, np.asarray(values, dtype=np.float64)[sel])
+            old = np.asarray(dst.read(mask), dtype=np.float64)[sel]
+            total[sel] = (old + sums[where]).astype(np.float32)
+    return total
 
 
 def _active_partitions(tile: Tile, mask: Any) -> int:

@@ -45,6 +45,8 @@ class Ledger:
             pending = getattr(getattr(dst, "alloc", None), "pending_dma", None)
             if pending is None or not isinstance(dst, Tile):
                 self._mark(self.read, bound.get("src"), bound.get("mask"))
+                if kwargs.get("accumulate"):  # a read-modify-write DMA reads what dst held before writing it
+                    self._mark(self.read, dst, bound.get("mask"))
                 self._mark(self.written, dst, bound.get("mask"))
                 return result
 
