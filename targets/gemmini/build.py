@@ -170,7 +170,8 @@ def program_data_link_flags(workdir: Path) -> list[str]:
 # The DIM x DIM helpers upstream's early gemmini.h defined (gemmini_compat.c), for a program whose link
 # leaves them undefined.
 COMPAT_SOURCE = INCLUDE_DIR / "gemmini_compat.c"
-COMPAT_UNDEFINED = re.compile(r"undefined reference to [`'](?:is_equal|printMatrix)'")
+COMPAT_UNDEFINED = re.compile(r"undefined reference to [`'](?:is_equal|printMatrix|matmul|matmul_short|matmul_full|"
+                              r"matadd|matshift|matrelu|matrelu6|transpose)'")
 
 
 def run_program_link(workdir: Path, objects: Sequence[Path], archive: Path, exe: Path,

@@ -105,13 +105,15 @@ def test_each_config_ex_argument_list_sets_the_dataflow_shift_and_activation(gem
 
 
 @pytest.mark.parametrize("config,expected", [
-    ("gemmini_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 3, 0)", "only the identity accumulator scale"),
-    ("gemmini_config_ex(WEIGHT_STATIONARY, NO_ACTIVATION, 0, 0.5, 0)", "only the identity accumulator scale"),
-    ("gemmini_config_ex(WEIGHT_STATIONARY, RELU, 0, 0, 0)", "only NO_ACTIVATION is implemented for this form"),
+    ("gemmini_config_ex(WEIGHT_STATIONARY, 2, 0, 0, 1)", "activation 2 was RELU6"),
+    ("gemmini_config_ex(WEIGHT_STATIONARY, 3, 0, 0, 0)", "only NO_ACTIVATION and RELU"),
+    ("gemmini_extended_config_st(DIM, 1, 2, 8, 4, 4, 8, 8, 0, 0); gemmini_config_ex(WEIGHT_STATIONARY, RELU, 0, 1, 0)",
+     "after a pooling config_st"),
 ])
 def test_a_five_argument_config_ex_asking_for_a_readout_it_cannot_set_stops(gemmini_c, config: str,
                                                                              expected: str) -> None:
-    # In those versions config_ex also scaled and activated accumulator read-outs; config_st does now.
+    # In those versions config_ex also scaled and activated accumulator read-outs (test_upstream_relu6_era.py);
+    # RELU6, an activation those versions did not have, and a read-out after a pooled store config stop.
     result = run(gemmini_c, r"""
 int main() {
   gemmini_flush(0);

@@ -96,6 +96,13 @@
 #define IGELU 3
 #define SOFTMAX 4
 #endif
+/* Activation 2 was RELU6 (ReLU clipped at 6 << relu6_shift) in the library versions whose calls carry a
+ * relu6_shift (gemmini-rocc-tests before LayerNorm took the number; tiled_matmul_option.c, conv.c of that
+ * time name it in their CPU references). The name keeps such programs compiling; their argument lists'
+ * forms refuse activation 2 at run time with a message naming RELU6, as the model has no RELU6. */
+#ifndef RELU6
+#define RELU6 2
+#endif
 
 /* Local-address flag bits (bit31 accumulator, bit30 accumulate, bit29 full-width read). */
 #define GEMMINI_ACC_ADDR (1u << 31)
@@ -166,9 +173,9 @@ static inline uint32_t gemmini_float_bits(float value) {
  *         refuses (activation 2) where the activation applies;
  *  8 / 5  (dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride, A_transpose, B_transpose) /
  *         (dataflow, act, sys_shift, acc_scale, relu6_shift): older versions, whose config_ex also set the
- *         accumulator read-out's scale (an integer right shift, later a float scale) and activation. Only
- *         the identity read-out (shift 0 / scale 1.0, no activation) is implemented: anything else stops
- *         with a library error, since config_st sets both now;
+ *         accumulator read-out's scale (an integer right shift, later a float scale) and activation, which
+ *         config_st's stride then kept: both are sent as CONFIG_ST fields, as they are today (see
+ *         gemmini_legacy_config_ex_readout in gemmini_lib.h); RELU6 stops with a library error;
  *  2      (dataflow, sys_shift): the first library, without activations. */
 #define gemmini_extended_config_ex_with_6_args(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose) \
   gemmini_extended2_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose)
@@ -178,7 +185,7 @@ static inline uint32_t gemmini_float_bits(float value) {
 #define gemmini_extended_config_ex_with_8_args(dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride,        \
                                                A_transpose, B_transpose)                                       \
   {                                                                                                            \
-    gemmini_legacy_config_ex_check(act, GEMMINI_LEGACY_ACC_SCALE(acc_scale));                                  \
+    gemmini_legacy_config_ex_readout(act, GEMMINI_LEGACY_ACC_SCALE(acc_scale));                                \
     gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, A_stride, A_transpose, B_transpose)       \
   }
 #define gemmini_extended_config_ex(...) GEMMINI_BY_ARITY(gemmini_extended_config_ex, __VA_ARGS__)
@@ -232,10 +239,17 @@ static inline uint32_t gemmini_float_bits(float value) {
   gemmini_extended2_config_st(stride, acc_act, acc_scale, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 #define gemmini_extended_config_st_with_10_args(stride, pool_stride, pool_size, pool_out_dim, porows, pocols, orows, \
                                                 ocols, upad, lpad)                                               \
-  gemmini_extended2_config_st(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY, pool_stride, pool_size, pool_out_dim,   \
-                              porows, pocols, orows, ocols, upad, lpad)
+  {                                                                                                              \
+    gemmini_legacy_readout_.have_stride = false;                                                                 \
+    gemmini_legacy_readout_.pooled = true;                                                                       \
+    gemmini_extended2_config_st(stride, gemmini_legacy_readout_.set ? gemmini_legacy_readout_.act : NO_ACTIVATION, \
+                                gemmini_legacy_readout_.set ? gemmini_legacy_readout_.scale : ACC_SCALE_IDENTITY, \
+                                pool_stride, pool_size, pool_out_dim, porows, pocols, orows, ocols, upad, lpad)  \
+  }
 #define gemmini_extended_config_st(...) GEMMINI_BY_ARITY(gemmini_extended_config_st, __VA_ARGS__)
-#define gemmini_config_st(stride) gemmini_extended_config_st_with_3_args(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
+/* The store stride with the identity read-out, or with the read-out an older config_ex set (gemmini_lib.h:
+ * gemmini_config_st_stride_). */
+#define gemmini_config_st(stride) gemmini_config_st_stride_((uint64_t)(stride));
 
 /* CONFIG_NORM (upstream's gemmini_config_norm, CONFIG_BERT in rs1[1:0]): rs1 = q_const[63:32] |
  * q_const_type[18] | set_stats_id_only[17] | act_msb[16] | stat_id[15:8]; rs2 = igelu_qc[63:32] |
@@ -567,6 +581,45 @@ static inline void counter_reset(void) { gemmini_counter_command(0x1); }
                      ((uint64_t)((downsample) ? 1 : 0) << 1) | (uint64_t)((no_pool) ? 1 : 0),                    \
                  k_LOOP_CONV_WS);                                                                                \
   } while (0)
+
+/* ---- instructions of other Gemmini variants ----------------------------------------------------------
+ * Branches and forks of gemmini-rocc-tests call instructions that the Gemmini this model follows
+ * (ucb-bar/gemmini master, default configuration) does not have. Each name below is a compile error that
+ * says so, instead of an undeclared function or a wrong encoding: gcc's error attribute reports a call that
+ * survives optimisation with the message as written. A program that #defines the name before including this
+ * header keeps its own. */
+#define GEMMINI_OTHER_VARIANT(what)                                                                           \
+  what " is not an instruction of the Gemmini this model follows (ucb-bar/gemmini master): the program is "  \
+       "written for another variant; run it on that variant's own simulator (the gemmini-command backend)"
+extern int gemmini_variant_mvout_spad(void) __attribute__((error(GEMMINI_OTHER_VARIANT(
+    "gemmini_mvout_spad (a move from the accumulator into the scratchpad, funct 23)"))));
+extern int gemmini_variant_lut(void) __attribute__((error(GEMMINI_OTHER_VARIANT(
+    "gemmini_preload_lut1/2 (lookup-table activations)"))));
+extern int gemmini_variant_rerocc(void) __attribute__((error(
+    "rr_acquire_single / rr_set_opc / rr_release are ReRoCC's (several accelerators shared by several cores): "
+    "the model attaches one Gemmini to one core, so a program that acquires accelerators cannot run here; "
+    "measure it on FireSim or Verilator through the gemmini-command backend")));
+#ifndef gemmini_mvout_spad
+#define gemmini_mvout_spad(...) gemmini_variant_mvout_spad()
+#endif
+#ifndef gemmini_extended_mvout_spad
+#define gemmini_extended_mvout_spad(...) gemmini_variant_mvout_spad()
+#endif
+#ifndef gemmini_preload_lut1
+#define gemmini_preload_lut1(...) gemmini_variant_lut()
+#endif
+#ifndef gemmini_preload_lut2
+#define gemmini_preload_lut2(...) gemmini_variant_lut()
+#endif
+#ifndef rr_acquire_single
+#define rr_acquire_single(...) gemmini_variant_rerocc()
+#endif
+#ifndef rr_set_opc
+#define rr_set_opc(...) gemmini_variant_rerocc()
+#endif
+#ifndef rr_release
+#define rr_release(...) gemmini_variant_rerocc()
+#endif
 
 #include "gemmini_lib.h"
 

@@ -34,17 +34,51 @@ static inline double gemmini_shift_scale(long long shift) {
   return scale;
 }
 
-/* config_ex with 5 / 8 arguments also set the accumulator read-out's activation and scale; config_st sets
- * both now, so only the identity read-out (no activation, scale 1 / shift 0) is accepted. */
-static inline void gemmini_legacy_config_ex_check(int act, double acc_scale) {
-  if (act != NO_ACTIVATION)
+/* The accumulator read-out of the library versions whose config_ex took it (5 / 8 arguments: act,
+ * sys_shift, acc_scale, relu6_shift). There config_st(stride) set only the store stride, and the read-out's
+ * activation and scale stayed as config_ex last set them, in whichever order the two came
+ * (gemmini-rocc-tests matmul_ws.c / mvin_mvout_acc.c of that time call config_st once, then config_ex with
+ * each activation and shift). Today both are CONFIG_ST fields, so a translation unit that uses those forms
+ * keeps them here: such a config_ex re-sends CONFIG_ST with the last store stride, and config_st(stride)
+ * sends the read-out config_ex set. Until one is used, config_st sends the identity read-out as always.
+ * RELU6 (activation 2 then) has no equivalent in the model: it stops with an error that names it. */
+static struct {
+  bool set;          /* a 5 / 8-argument config_ex has set the read-out */
+  int act;
+  float scale;
+  bool have_stride;  /* config_st(stride) has been sent: the stride to re-send */
+  bool pooled;       /* the last CONFIG_ST was the 10-argument (pooling) form: no plain stride to re-send */
+  uint64_t stride;
+} gemmini_legacy_readout_ __attribute__((unused));
+
+static inline void gemmini_legacy_config_ex_readout(int act, double acc_scale) {
+  if (act == RELU6)
     gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
-                          "its activation also applied to accumulator read-outs; only NO_ACTIVATION is implemented "
-                          "for this form (config_st sets the read-out's activation now)");
-  if (acc_scale != 1.0)
+                          "activation 2 was RELU6 in the library versions with this form; the model has no RELU6 "
+                          "(use NO_ACTIVATION or RELU)");
+  if (act != NO_ACTIVATION && act != RELU)
     gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
-                          "only the identity accumulator scale (shift 0 or scale 1.0) is implemented for this form "
-                          "(config_st sets the read-out's scale now)");
+                          "only NO_ACTIVATION and RELU are activations of this form");
+  gemmini_legacy_readout_.set = true;
+  gemmini_legacy_readout_.act = act;
+  gemmini_legacy_readout_.scale = (float)acc_scale;
+  if (gemmini_legacy_readout_.pooled && (act != NO_ACTIVATION || acc_scale != 1.0))
+    gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
+                          "a read-out activation or scale after a pooling config_st (10 arguments) is not "
+                          "implemented: send config_ex first");
+  if (gemmini_legacy_readout_.have_stride)
+    gemmini_extended_config_st_with_3_args(gemmini_legacy_readout_.stride, act, acc_scale)
+}
+
+static inline void gemmini_config_st_stride_(uint64_t stride) {
+  gemmini_legacy_readout_.have_stride = true;
+  gemmini_legacy_readout_.pooled = false;
+  gemmini_legacy_readout_.stride = stride;
+  if (gemmini_legacy_readout_.set) {
+    gemmini_extended_config_st_with_3_args(stride, gemmini_legacy_readout_.act, gemmini_legacy_readout_.scale)
+  } else {
+    gemmini_extended_config_st_with_3_args(stride, NO_ACTIVATION, ACC_SCALE_IDENTITY)
+  }
 }
 
 /* Round half to even, the rounding of Gemmini's scaling units. Written without libm. */

@@ -128,6 +128,16 @@ static inline void matrelu(elem_t in[DIM][DIM], elem_t out[DIM][DIM]) {
     for (size_t c = 0; c < DIM; c++) out[r][c] = in[r][c] > 0 ? in[r][c] : 0;
 }
 
+/* ReLU6's reference (clipped at 6 * scale), which test programs of the library versions with RELU6 call. */
+static inline void matrelu6(elem_t in[DIM][DIM], elem_t out[DIM][DIM], int scale) {
+  const int max = 6 * scale;
+  for (size_t r = 0; r < DIM; r++)
+    for (size_t c = 0; c < DIM; c++) {
+      const elem_t positive = in[r][c] > 0 ? in[r][c] : 0;
+      out[r][c] = (elem_t)(positive > max ? max : positive);
+    }
+}
+
 static inline void transpose(elem_t in[DIM][DIM], elem_t out[DIM][DIM]) {
   for (size_t r = 0; r < DIM; r++)
     for (size_t c = 0; c < DIM; c++) out[c][r] = in[r][c];
