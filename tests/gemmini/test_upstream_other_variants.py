@@ -2,7 +2,8 @@
 branches of gemmini-rocc-tests call a move from the accumulator into the scratchpad (mvin_mvout_spad.c,
 matmul_spad.c: gemmini_mvout_spad) or lookup-table activations (lut_template.c: gemmini_preload_lut1/2),
 ReRoCC acquires several accelerators (acquire_release.c: rr_acquire_single...), and include/gemmini_mt.h
-runs a program on several cores. Each is reproduced here on a program of our own."""
+runs a program on several cores; include/matrix_util.h serves the command-line gemm benchmark (gemm.c), which
+reads its sizes from argv. Each is reproduced here on a program of our own."""
 
 from __future__ import annotations
 
@@ -83,6 +84,19 @@ int main() {
 """)
     assert result["status"] == "compile_error", result
     assert "multi-core" in result["message"] and "one core with one Gemmini" in result["message"]
+
+
+def test_the_command_line_gemm_benchmarks_header_says_the_program_needs_arguments(tmp_path: Path) -> None:
+    result = evaluate(tmp_path, r"""
+#include "include/gemmini.h"
+#include "include/matrix_util.h"
+int main(int argc, char *argv[]) {
+  gemmini_flush(0);
+  return argc > 3 ? 0 : 1;
+}
+""")
+    assert result["status"] == "compile_error", result
+    assert "argv" in result["message"] and "without arguments" in result["message"]
 
 
 def test_a_program_defining_such_a_name_itself_keeps_its_own(tmp_path: Path) -> None:
