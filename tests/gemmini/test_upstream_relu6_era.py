@@ -166,14 +166,17 @@ def test_the_current_config_st_keeps_the_identity_readout(gemmini_c) -> None:
     assert "readout ok" in run_ok(gemmini_c, source)
 
 
-def test_relu6_in_a_five_argument_config_ex_stops_naming_relu6(gemmini_c) -> None:
+@pytest.mark.parametrize("config", ["gemmini_config_ex(OUTPUT_STATIONARY, RELU6, 0, 0, 1)",
+                                    "gemmini_config_ex(OUTPUT_STATIONARY, RELU6, 0, 1)",
+                                    "gemmini_extended_config_ex(OUTPUT_STATIONARY, RELU6, 0, 1, 1, false, false)"])
+def test_relu6_in_an_older_config_ex_stops_naming_relu6(gemmini_c, config: str) -> None:
     result = run(gemmini_c, TESTUTILS + r"""
 int main() {
   gemmini_flush(0);
-  gemmini_config_ex(OUTPUT_STATIONARY, RELU6, 0, 0, 1);
+  @CONFIG@;
   printf("went on\n");
   return 0;
 }
-""")
+""".replace("@CONFIG@", config))
     assert result.returncode == 3, result.output
     assert "RELU6" in result.output and "went on" not in result.output

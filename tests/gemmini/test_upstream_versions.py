@@ -113,7 +113,8 @@ def test_each_config_ex_argument_list_sets_the_dataflow_shift_and_activation(gem
 def test_a_five_argument_config_ex_asking_for_a_readout_it_cannot_set_stops(gemmini_c, config: str,
                                                                              expected: str) -> None:
     # In those versions config_ex also scaled and activated accumulator read-outs (test_upstream_relu6_era.py);
-    # RELU6, an activation those versions did not have, and a read-out after a pooled store config stop.
+    # RELU6 (which today's Gemmini has not), an activation those versions did not have, and a read-out after a
+    # pooled store config stop.
     result = run(gemmini_c, r"""
 int main() {
   gemmini_flush(0);
@@ -123,7 +124,8 @@ int main() {
 }
 """.replace("@CONFIG@", config))
     assert result.returncode == 3, result.output
-    assert "gemmini_config_ex (5 or 8 arguments" in result.output and expected in result.output
+    assert "gemmini_config_ex (" in result.output and "an older library's" in result.output
+    assert expected in result.output
     assert "went on" not in result.output
 
 

@@ -169,8 +169,8 @@ static inline uint32_t gemmini_float_bits(float value) {
  *  7 / 4  (dataflow, act, sys_shift, relu6_shift, A_stride, A_transpose, B_transpose) / (dataflow, act,
  *         sys_shift, relu6_shift): versions with RELU6 (activation 2, clipped at 6 << relu6_shift), whose
  *         config_st already carried the accumulator's activation and scale, so act here is the systolic
- *         array's (output-stationary) activation, as now; relu6_shift only served RELU6, which this model
- *         refuses (activation 2) where the activation applies;
+ *         array's (output-stationary) activation, as now; relu6_shift only served RELU6, which stops with a
+ *         library error naming it (today's Gemmini has no RELU6);
  *  8 / 5  (dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride, A_transpose, B_transpose) /
  *         (dataflow, act, sys_shift, acc_scale, relu6_shift): older versions, whose config_ex also set the
  *         accumulator read-out's scale (an integer right shift, later a float scale) and activation, which
@@ -181,7 +181,10 @@ static inline uint32_t gemmini_float_bits(float value) {
   gemmini_extended2_config_ex(dataflow, sys_act, sys_shift, A_stride, A_transpose, B_transpose)
 #define gemmini_extended_config_ex_with_7_args(dataflow, act, sys_shift, relu6_shift, A_stride, A_transpose,      \
                                                B_transpose)                                                    \
-  gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, A_stride, A_transpose, B_transpose)
+  {                                                                                                            \
+    gemmini_legacy_relu6_check(act);                                                                           \
+    gemmini_extended_config_ex_with_6_args(dataflow, act, sys_shift, A_stride, A_transpose, B_transpose)       \
+  }
 #define gemmini_extended_config_ex_with_8_args(dataflow, act, sys_shift, acc_scale, relu6_shift, A_stride,        \
                                                A_transpose, B_transpose)                                       \
   {                                                                                                            \

@@ -51,11 +51,15 @@ static struct {
   uint64_t stride;
 } gemmini_legacy_readout_ __attribute__((unused));
 
-static inline void gemmini_legacy_config_ex_readout(int act, double acc_scale) {
+static inline void gemmini_legacy_relu6_check(int act) {
   if (act == RELU6)
-    gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
+    gemmini_library_error("gemmini_config_ex (4, 5, 7 or 8 arguments, an older library's)",
                           "activation 2 was RELU6 in the library versions with this form; the model has no RELU6 "
                           "(use NO_ACTIVATION or RELU)");
+}
+
+static inline void gemmini_legacy_config_ex_readout(int act, double acc_scale) {
+  gemmini_legacy_relu6_check(act);
   if (act != NO_ACTIVATION && act != RELU)
     gemmini_library_error("gemmini_config_ex (5 or 8 arguments, an older library's)",
                           "only NO_ACTIVATION and RELU are activations of this form");
