@@ -14,7 +14,7 @@ from speedpatch.model import OK
 from speedpatch.targets.base import EvalContext
 from speedpatch.targets.nki.emulator import isa as nisa
 from speedpatch.targets.nki.emulator import language as nl
-from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
 from speedpatch.targets.nki.emulator.jit import jit, last_report
 from speedpatch.targets.nki.target import NkiTarget
 
@@ -263,4 +263,123 @@ HBM_ADD = HBM_COPY.replace("copy_hbm(a)", "add_hbm(a, b)").replace(
 def test_an_add_of_two_inputs_by_read_modify_write_dmas_is_correct_isolated(tmp_path: Path):
     assert "dst_rmw_op" in HBM_ADD and "def reference(a, b)" in HBM_ADD
     ev = _isolated(HBM_ADD, tmp_path)
+    assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- nisa.dma_compute (NKI 0.3's replacement of dst_rmw_op) -------------------------------------------------
+
+
+def test_dma_compute_adds_its_sources_in_one_dma():
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_compute(out, [a, nl.load(b)], [1.0, 1.0], nl.add)
+        return out
+
+    np.testing.assert_allclose(k(X, Y), X + Y, rtol=1e-6)
+    report = last_report()
+    assert report["dma_transfers"] >= 1 and report["dma_bytes"] == 3 * X.nbytes  # the load of b, then a and b
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda out, a, b: nisa.dma_compute(out, [a, b], [1.0, 2.0], nl.add), "one 1.0 per source"),
+    (lambda out, a, b: nisa.dma_compute(out, [a, b], [1.0, 1.0], nl.multiply), "nl.add"),
+    (lambda out, a, b: nisa.dma_compute(out, [a, b[0:64]], [1.0, 1.0], nl.add), "element counts must match"),
+    (lambda out, a, b: nisa.dma_compute(out, [a] * 17, [1.0] * 17, nl.add), "1 to 16"),
+])
+def test_dma_compute_keeps_its_page_s_limits(call, message):
+    @jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        call(out, a, b)
+        return out
+
+    with pytest.raises(NkiError, match=message):
+        k(X, Y)
+
+
+HBM_COMPUTE = HBM_ADD.replace(
+    "    nisa.dma_copy(dst=out, src=a)\n    nisa.dma_copy(dst=out, src=b, dst_rmw_op=nl.add)",
+    "    nisa.dma_compute(out, [a, b], [1.0, 1.0], nl.add)")
+
+
+def test_an_add_of_two_inputs_by_dma_compute_is_correct_isolated(tmp_path: Path):
+    assert "dma_compute" in HBM_COMPUTE
+    ev = _isolated(HBM_COMPUTE, tmp_path)
+    assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+def test_the_rest_of_nki_0_3_s_isa_index_is_refused_by_name():
+    with pytest.raises(NotEmulated, match=r"nisa\.nc_n_gather is part of NKI but not of the speedpatch emulator"):
+        nisa.nc_n_gather  # noqa: B018 - the attribute access is what is refused
+
+
+# ---- nl.shared_identity_matrix ------------------------------------------------------------------------------
+
+Z = RNG.standard_normal((128, 128)).astype(np.float32)
+
+
+def test_shared_identity_matrix_is_an_sbuf_identity_a_matmul_can_transpose_with():
+    @jit
+    def k(a):
+        out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        eye = nl.shared_identity_matrix(n=128, dtype=nl.float32)
+        t = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=t, stationary=nl.load(a[:, 0:64]), moving=eye)  # a.T @ I
+        nl.store(out, value=nl.copy(t))
+        return out
+
+    np.testing.assert_allclose(k(X), X[:, 0:64].T, rtol=1e-6)
+    assert last_report()["dma_bytes"] == 128 * 128 * 4 + 128 * 64 * 4 * 2  # the identity is loaded, and charged
+
+
+def test_shared_identity_matrix_into_a_given_tile_and_its_default_uint8():
+    @jit
+    def k(a):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        eye = nl.ndarray((128, 128), dtype=nl.uint8, buffer=nl.sbuf)
+        nl.shared_identity_matrix(128, dst=eye)
+        nl.store(out, value=nl.multiply(nl.load(a), eye, dtype=nl.float32))
+        return out
+
+    np.testing.assert_allclose(k(Z), np.diag(np.diag(Z)), rtol=1e-6)
+
+
+def test_shared_identity_matrix_wider_than_the_partitions_is_refused():
+    @jit
+    def k(a):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.shared_identity_matrix(n=256, dtype=nl.float32)[0:128, 0:64])
+        return out
+
+    with pytest.raises(NkiError, match="n must be an int from 1 to 128"):
+        k(X)
+
+
+EYE_TRANSPOSE = '''import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def transpose_eye(a):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    eye = nl.shared_identity_matrix(n=128, dtype=nl.float32)
+    t = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=t, stationary=nl.load(a), moving=eye)
+    nl.store(out, value=nl.copy(t))
+    return out
+
+
+INPUTS = {"a": ((128, 64), "float32")}
+
+
+def reference(a):
+    return a.T.copy()
+'''
+
+
+def test_shared_identity_matrix_reaches_the_isolated_kernel(tmp_path: Path):
+    ev = _isolated(EYE_TRANSPOSE, tmp_path)
     assert ev.status == OK and ev.correct, ev.message + ev.log

@@ -112,6 +112,7 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "memset": ("dst", "value", "mask", "engine", "name"),
     "memset/shape": ("shape", "value", "dtype", "mask", "engine", "name"),
     "dma_copy": ("dst", "src", "mask", "dst_rmw_op", "oob_mode", "dge_mode", "unique_indices", "engine", "name"),
+    "dma_compute": ("dst", "srcs", "scales", "reduce_op", "name"),
     "dropout": ("dst", "data", "prob", "mask", "dtype", "name"),
     "range_select": ("dst", "on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1", "reduce_cmd", "reduce_res",
                      "reduce_op", "range_start", "on_false_value", "mask", "dtype", "name"),
@@ -662,6 +663,33 @@ def dma_copy(*args: Any, **kwargs: Any) -> Tile:
                    oob_skip=a.get("oob_mode") is oob_mode.skip, accumulate=rmw is not None)
 
 
+def dma_compute(*args: Any, **kwargs: Any) -> Tile:
+    """nisa.dma_compute(dst, srcs, scales, reduce_op) (NKI 0.3, the successor of dma_copy's dst_rmw_op):
+    dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ..., computed by the DMA engines in float32 and cast
+    to dst's type once. The page's limits: reduce_op nl.add only, every scale 1.0, at most 16 sources, each
+    with dst's element count, in HBM or SBUF. One DMA instruction reading every source (ops.dma)."""
+    a = _bind(["dst", "srcs", "scales", "reduce_op"], args, kwargs, "dma_compute")
+    dst, srcs, scales, op = a.get("dst"), a.get("srcs"), a.get("scales"), a.get("reduce_op")
+    if not isinstance(dst, Tile):
+        raise NkiError("nisa.dma_compute: dst must be a kernel tensor or tile")
+    if not isinstance(srcs, (list, tuple)) or not 1 <= len(srcs) <= 16 or not all(isinstance(t, Tile) for t in srcs):
+        raise NkiError("nisa.dma_compute: srcs must be a list of 1 to 16 tensors or tiles")
+    if op is not nl.add and op is not np.add:
+        raise NkiError("nisa.dma_compute: reduce_op must be nl.add (the only reduction the page supports)")
+    if (not isinstance(scales, (list, tuple)) or len(scales) != len(srcs)
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x == 1.0 for x in scales)):
+        raise NkiError("nisa.dma_compute: scales must list one 1.0 per source (the page: 'all values in scales "
+                       "must be 1.0')")
+    for t in srcs:
+        if math.prod(t.shape) != math.prod(dst.shape):
+            raise NkiError(f"nisa.dma_compute: source {t.name!r} has {math.prod(t.shape)} elements, dst "
+                           f"{math.prod(dst.shape)}; the element counts must match")
+        if t.buffer.kind == "psum":
+            raise NkiError(f"nisa.dma_compute: source {t.name!r} is in PSUM; DMA cannot access PSUM -- copy it to "
+                           f"SBUF first (nisa.tensor_copy)")
+    return ops.dma(dst, srcs[0], what="nisa.dma_compute", extra_srcs=tuple(srcs[1:]))
+
+
 def dropout(*args: Any, **kwargs: Any) -> Tile:
     """nki.isa.dropout, both forms: `t = dropout(data, prob, mask=, dtype=)` and `dropout(dst, data, prob)`;
     see ops.dropout (VectorE, no rescaling of the kept elements, deterministic per launch)."""
@@ -1026,7 +1054,8 @@ def tensor_tensor_scan(*args: Any, **kwargs: Any) -> Tile:
 # The public nki.isa names the emulator implements (for proxies that serve only the public API).
 PUBLIC_FUNCTIONS = frozenset({
     "nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_scalar", "tensor_tensor",
-    "tensor_reduce", "tensor_copy", "tensor_copy_predicated", "reciprocal", "memset", "dma_copy", "iota", "bn_stats",
+    "tensor_reduce", "tensor_copy", "tensor_copy_predicated", "reciprocal", "memset", "dma_copy", "dma_compute",
+    "iota", "bn_stats",
     "bn_aggr",
     "tensor_scalar_reduce", "tensor_tensor_scan", "affine_select", "get_nc_version", "scalar_tensor_tensor",
     "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout", "range_select",

@@ -742,6 +742,23 @@ def shared_constant(value: Any, dtype: Any = None) -> Tile:
     return hbm_tensor(array, "shared_constant")
 
 
+@checked("nl.shared_identity_matrix")
+def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Tile | None = None) -> Tile:
+    """An n x n identity matrix in SBUF (nki.language.shared_identity_matrix: "the same behavior to
+    nki.language.shared_constant", an HBM constant, "in SBUF" on the current page, whose example computes on it
+    and stores it): the constant is made in HBM and DMA'd into SBUF (or into dst), and that load is charged."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= int(n) <= P.PARTITIONS:
+        raise NkiError(f"nl.shared_identity_matrix: n must be an int from 1 to {P.PARTITIONS} (its rows are "
+                       f"partitions), got {n!r}")
+    n = int(n)
+    constant = shared_constant(np.eye(n), dtype=dtype)
+    if dst is None:
+        return load(constant)
+    if not isinstance(dst, Tile) or dst.buffer.kind != "sbuf":
+        raise NkiError("nl.shared_identity_matrix: dst must be an SBUF tile")
+    return ops.dma(dst, constant, what="nl.shared_identity_matrix")
+
+
 @checked("nl.program_id")
 def program_id(axis: int = 0) -> int:
     ids = _program[-1]
@@ -939,13 +956,21 @@ NOT_EMULATED_ISA = {
     "tensor_copy_dynamic_src": "dynamic addressing", "tensor_copy_dynamic_dst": "dynamic addressing",
     "sequence_bounds": "sequence bounds", "nc_matmul_mx": "MX-format matmul", "quantize_mx": "MX-format quantization",
     "exponential": "fused exponential", "rand2": "on-device random numbers",
+    # the rest of the nki.isa index of NKI 0.3 (v2.28-v2.29 pages), refused by name rather than as unknown
+    "tensor_scalar_cumulative": "the Vector engine's cumulative scan registers", "nc_n_gather": "per-partition gather",
+    "register_alloc": "sequencer registers (dynamic control flow)", "register_load": "sequencer registers (dynamic "
+    "control flow)", "register_move": "sequencer registers (dynamic control flow)",
+    "register_store": "sequencer registers (dynamic control flow)", "core_barrier": "multi-core synchronization",
+    "sendrecv": "multi-core communication", "rng": "on-device random numbers",
+    "rand_set_state": "on-device random numbers", "rand_get_state": "on-device random numbers",
+    "set_rng_seed": "on-device random numbers", "nonzero_with_count": "a data-dependent output size",
 }
 
 
 # The public nki.language names the emulator implements (for proxies that serve only the public API).
 PUBLIC_FUNCTIONS = frozenset({
     "affine_range", "sequential_range", "static_range", "arange", "ds", "ndarray", "zeros", "ones", "full",
-    "zeros_like", "empty_like", "loop_reduce", "shared_constant", "load", "store", "load_transpose2d", "copy",
+    "zeros_like", "empty_like", "loop_reduce", "shared_constant", "shared_identity_matrix", "load", "store", "load_transpose2d", "copy",
     "transpose", "matmul", "where", "dropout", "softmax", "rms_norm", "broadcast_to",
     "program_id", "num_programs", "program_ndim", "device_print", "spmd_dim", "nc", "finfo", "iinfo",
     *(name for name, value in list(globals().items()) if isinstance(value, (NkiOp, Reduction))),

@@ -454,7 +454,7 @@ def vector_transpose(dst: Tile | None, data: Tile, dtype: Any = None) -> Tile:
 
 def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm: bool = False,
         defer: bool = False, permute: tuple[int, ...] | None = None, oob_skip: bool = False,
-        accumulate: bool = False) -> Tile:
+        accumulate: bool = False, extra_srcs: tuple[Tile, ...] = ()) -> Tile:
     """A DMA between HBM and SBUF (or SBUF and SBUF). With defer=True (nl.load into a new tile) the
     instruction is issued when the result is first used -- or, for `t[...] = nl.load(..)`, retargeted to
     write t directly (copy_into), as the compiler does: no extra SBUF copy. transpose_hbm (a 2-D transpose)
@@ -464,7 +464,9 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
     oob_skip (nisa.dma_copy(oob_mode=skip)) moves nothing for its out-of-bounds elements. accumulate
     (nisa.dma_copy(dst_rmw_op=nl.add)) adds src to what dst holds, in float32 as the DMA engines compute
     (nki.isa.dma_compute: "The DMA engines perform all computations in float32 precision internally"); the
-    pages give no cost of their own, so it is charged as the copy of the same bytes, reading dst as well."""
+    pages give no cost of their own, so it is charged as the copy of the same bytes, reading dst as well.
+    extra_srcs (nisa.dma_compute) are added to src in float32 in the same instruction, each source's bytes and
+    descriptors charged as its own copy would be."""
     if transpose_hbm:
         permute = (1, 0)
     mask = fit_mask(mask, [src, dst])
@@ -493,36 +495,53 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
         raise NkiError(f"{what}: source shape {src.shape} and destination shape {dst.shape} differ in size")
     if values.shape != tuple(dst.shape):
         values = values.reshape(dst.shape)
+    if extra_srcs:  # nisa.dma_compute: the sources added in float32, cast once into dst
+        values = np.asarray(values, dtype=np.float32) + sum(
+            (np.asarray(extra.read(), dtype=np.float32).reshape(dst.shape) for extra in extra_srcs),
+            np.zeros(dst.shape, dtype=np.float32))
     if accumulate:
         values = _accumulated(dst, values, mask_for(dst, mask))
     if not defer:
         dst.write(values, mask, exact=dst.dtype == src.dtype)
-    # What moves: the in-bounds, unmasked elements; in DMA buffers (descriptors) of contiguous memory,
-    # at least one per SBUF partition. Out-of-bounds or masked elements of an edge tile move nothing.
-    hbm_side = src if src.buffer.kind == "hbm" else dst
-    chip_side = dst if hbm_side is src else src
-    hbm_mask = src_mask if hbm_side is src else mask_for(dst, mask)
-    m = np.broadcast_to(np.asarray(hbm_mask, dtype=bool), hbm_side.shape) if hbm_mask is not None else None
-    elems = hbm_side.valid_count if m is None else int(np.count_nonzero(m & hbm_side.valid_mask()))
-    descriptors = elems if permute is not None else hbm_side.contiguous_runs(m)
-    if permute is None and elems:
-        # a descriptor is contiguous on both sides: the other side's runs count too. Counting the HBM side's
-        # only, a store from an SBUF view taking one element from each partition in turn (or an HBM-to-HBM
-        # copy into a transposed view) moved at full bandwidth: the transpose of examples/nki/transpose.py
-        # by DMA access patterns alone was correct at 19.7 us (10.8 us HBM to HBM) against the honest 26.5
-        chip_mask = mask_for(chip_side, mask)
-        cm = np.broadcast_to(np.asarray(chip_mask, dtype=bool), chip_side.shape) if chip_mask is not None else None
-        descriptors = max(descriptors, chip_side.contiguous_runs(cm))
-    if chip_side.buffer.kind != "hbm" and elems:
-        descriptors = max(descriptors, _active_partitions(chip_side, mask_for(chip_side, mask)))
-    # A casting DMA (nl.load(..., dtype=bf16) of an fp32 tensor, nl.store of a bf16 tile into an fp32 output)
-    # reads and writes different widths; what crosses HBM is the HBM side's dtype, so that is what it moves
-    # (the source's width understated a bf16 tile stored into fp32 output by half, below the output's bytes).
-    nbytes = elems * max(hbm_side.dtype.itemsize, chip_side.dtype.itemsize if chip_side.buffer.kind == "hbm" else 0)
+    def work(source: Tile, source_mask: Any) -> tuple[int, int, int]:
+        """(elements, descriptors, bytes) of moving `source` into dst."""
+        # What moves: the in-bounds, unmasked elements; in DMA buffers (descriptors) of contiguous memory,
+        # at least one per SBUF partition. Out-of-bounds or masked elements of an edge tile move nothing.
+        hbm_side = source if source.buffer.kind == "hbm" else dst
+        chip_side = dst if hbm_side is source else source
+        hbm_mask = source_mask if hbm_side is source else mask_for(dst, mask)
+        m = np.broadcast_to(np.asarray(hbm_mask, dtype=bool), hbm_side.shape) if hbm_mask is not None else None
+        elems = hbm_side.valid_count if m is None else int(np.count_nonzero(m & hbm_side.valid_mask()))
+        descriptors = elems if permute is not None else hbm_side.contiguous_runs(m)
+        if permute is None and elems:
+            # a descriptor is contiguous on both sides: the other side's runs count too. Counting the HBM side's
+            # only, a store from an SBUF view taking one element from each partition in turn (or an HBM-to-HBM
+            # copy into a transposed view) moved at full bandwidth: the transpose of examples/nki/transpose.py
+            # by DMA access patterns alone was correct at 19.7 us (10.8 us HBM to HBM) against the honest 26.5
+            chip_mask = mask_for(chip_side, mask)
+            cm = np.broadcast_to(np.asarray(chip_mask, dtype=bool), chip_side.shape) if chip_mask is not None else None
+            descriptors = max(descriptors, chip_side.contiguous_runs(cm))
+        if chip_side.buffer.kind != "hbm" and elems:
+            descriptors = max(descriptors, _active_partitions(chip_side, mask_for(chip_side, mask)))
+        # A casting DMA (nl.load(..., dtype=bf16) of an fp32 tensor, nl.store of a bf16 tile into an fp32 output)
+        # reads and writes different widths; what crosses HBM is the HBM side's dtype, so that is what it moves
+        # (the source's width understated a bf16 tile stored into fp32 output by half, below the output's bytes).
+        nbytes = elems * max(hbm_side.dtype.itemsize,
+                             chip_side.dtype.itemsize if chip_side.buffer.kind == "hbm" else 0)
+        return elems, descriptors, nbytes
+
+    # dma_compute: one instruction reading every source (each its own runs and bytes) and writing dst once
+    moved = [work(src, src_mask)] + [work(extra, None) for extra in extra_srcs]
+    elems = sum(w[0] for w in moved)
+    descriptors = sum(w[1] for w in moved)
+    nbytes = sum(w[2] for w in moved)
+    hbm_to_hbm = sum(w[2] for w, source in zip(moved, (src, *extra_srcs), strict=True)
+                     if source.buffer.kind == "hbm" and dst.buffer.kind == "hbm")
     semaphore = P.DMA_SEMAPHORE_DESCRIPTORS * P.DMA_DESCRIPTOR_NS  # on every engine, data or not
     trace = costmodel.current()
     src_access = src.access()
-    index_reads = [t.access() for side in (src, dst) for t in side._indirect]  # indirect DMA: its index tiles
+    index_reads = [t.access() for side in (src, *extra_srcs, dst) for t in side._indirect]  # indirect: index tiles
+    index_reads += [extra.access() for extra in extra_srcs]
     if accumulate:
         index_reads.append(dst.access())  # the read half of the read-modify-write
 
@@ -537,10 +556,9 @@ def dma(dst: Tile, src: Tile, mask: Any = None, what: str = "dma", transpose_hbm
         transfers = max(1, min(P.DMA_ENGINES, count))
         per_transfer = (nbytes / P.DMA_ENGINE_BYTES_PER_NS + count * P.DMA_DESCRIPTOR_NS) / transfers
         trace.dma_bytes += nbytes
-        if src.buffer.kind == "hbm" and dst.buffer.kind == "hbm":
-            # one transfer that reads HBM and writes HBM ("within HBM", Introduction to DMA with NKI): the
-            # required-work check counts it for an input read and an output write (isolation/physics.py)
-            trace.dma_hbm_to_hbm_bytes += nbytes
+        # transfers that read HBM and write HBM ("within HBM", Introduction to DMA with NKI): the required-work
+        # check counts them for an input read and an output write (isolation/physics.py)
+        trace.dma_hbm_to_hbm_bytes += hbm_to_hbm
         trace.dma_descriptors += count
         trace.issue_dma(transfers * per_transfer + P.DMA_ENGINES * semaphore, per_transfer + semaphore,
                         transfers, [src_access, *index_reads],

@@ -47,6 +47,8 @@ class Ledger:
                 self._mark(self.read, bound.get("src"), bound.get("mask"))
                 if kwargs.get("accumulate"):  # a read-modify-write DMA reads what dst held before writing it
                     self._mark(self.read, dst, bound.get("mask"))
+                for extra in kwargs.get("extra_srcs", ()):  # nisa.dma_compute's other sources
+                    self._mark(self.read, extra, None)
                 self._mark(self.written, dst, bound.get("mask"))
                 return result
 

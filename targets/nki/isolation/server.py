@@ -33,21 +33,21 @@ NL_FUNCTIONS = frozenset({
     "affine_range", "arange", "copy", "device_print", "ds", "full", "load", "load_transpose2d", "matmul",
     "ndarray", "num_programs", "ones", "program_id", "program_ndim", "sequential_range", "static_range", "store",
     "transpose", "where", "zeros", "zeros_like", "shared_constant", "spmd_dim", "nc", "finfo", "iinfo",
-    "empty_like", "loop_reduce", "dropout", "softmax", "rms_norm", "broadcast_to",
+    "empty_like", "loop_reduce", "dropout", "softmax", "rms_norm", "broadcast_to", "shared_identity_matrix",
 })
 ISA_FUNCTIONS = frozenset({
     "activation", "activation_reduce", "bn_aggr", "bn_stats", "dma_copy", "iota", "memset", "nc_matmul",
     "nc_transpose", "reciprocal", "tensor_copy", "tensor_reduce", "tensor_scalar", "tensor_scalar_reduce",
     "tensor_tensor", "tensor_tensor_scan", "affine_select", "scalar_tensor_tensor",
     "max8", "nc_find_index8", "tensor_partition_reduce", "dma_transpose", "dropout", "range_select",
-    "select_reduce", "tensor_copy_predicated",
+    "select_reduce", "tensor_copy_predicated", "dma_compute",
 })
 # nki.isa functions that return a plain value (answered at once, never deferred like the instructions)
 ISA_VALUE_FUNCTIONS = frozenset({"get_nc_version"})
 # API calls that always return a tile: the kernel process sends them without waiting for the answer.
 NL_TILE_FUNCTIONS = frozenset({"copy", "full", "load", "load_transpose2d", "matmul", "ndarray", "ones", "store",
                                "transpose", "where", "zeros", "zeros_like", "empty_like", "loop_reduce",
-                               "dropout", "broadcast_to"})
+                               "dropout", "broadcast_to", "shared_identity_matrix"})
 # Creation functions: where their dtype argument is (shape is the first), for the kernel's own bookkeeping.
 CREATION_DTYPE_ARG = {"ndarray": 1, "zeros": 1, "ones": 1, "full": 2}
 API_VALUE_TYPES = (E_dtypes.DType, E_tensor.Buffer, E_nl.NkiOp, E_nl.Reduction, enum.Enum, E_nl._TileSize, E_nl._Fp32,
