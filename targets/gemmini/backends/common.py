@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import COMPILE_ERROR, INCORRECT, OK, RUNTIME_ERROR, Evaluation
+from speedpatch.model import COMPILE_ERROR, INCORRECT, OK, REJECTED, RUNTIME_ERROR, Evaluation
 from speedpatch.targets.base import ProcResult, timeout_evaluation
 
 GEMMINI_DIR = Path(__file__).resolve().parents[1]  # targets/gemmini
@@ -213,6 +213,14 @@ def whole_program_evaluation(run: ProcResult, stats: dict[str, Any], rec: dict[s
     if not cycles:
         return Evaluation(status=RUNTIME_ERROR, message="the program exited 0 but the model recorded no cycles",
                           log=run.output, receipt=rec)
+    dim = int(stats.get("dim") or DIM)
+    bound = -(-int(macs or 0) // (dim * dim))
+    if cycles < bound:
+        # the array cannot do more than dim*dim MACs a cycle: a figure below that was not measured, it was forged
+        # (the model's clock moved back by a kernel sharing the program's memory)
+        return Evaluation(status=REJECTED, log=run.output, receipt=rec,
+                          message=f"{cycles} cycles is below the array's bound for the {macs} MACs the model counted in "
+                                  f"{region} ({bound} cycles on a {dim}x{dim} array): the figure is not a measurement")
     rec = dict(rec, checks="the program's own (exit status 0); whole-program mode, no speedpatch harness",
                timed_region=region)
     return Evaluation(status=OK, value=float(cycles), unit="cycles",

@@ -18,7 +18,7 @@ from typing import Any
 
 from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, Evaluation, Kernel
 from speedpatch.targets.base import Availability, Backend, EvalContext, ProcResult, run_process
-from speedpatch.targets.gemmini.backends import common, trusted, upstream
+from speedpatch.targets.gemmini.backends import common, region_check, trusted, upstream
 from speedpatch.targets.gemmini.target import WHOLE_PROGRAM
 
 STATS_FILE = "gemmini-stats.json"
@@ -88,6 +88,17 @@ def build_with_upstream(build: Any, src: Path, ctx: EvalContext, root: Path,
         output = "\n".join(o for o in (out.output, f"warning: {problem}; host blocks cost a constant") if o)
         out = ProcResult(out.returncode, output, out.seconds, out.timed_out)
     return out, exe
+
+
+def candidate_region(source: str, original: str, kernel: Kernel | None) -> tuple[int, int] | None:
+    """Where the candidate's kernel region lies in `source` (start, end), for a candidate of a program
+    without the speedpatch harness; None for the program as written and for a whole program (run as it is)."""
+    if kernel is None or kernel.reason == WHOLE_PROGRAM or source == original:
+        return None
+    split = trusted.split_candidate(source, original, kernel)
+    if isinstance(split, str):
+        return None
+    return len(split.prefix), len(split.prefix) + len(split.region)
 
 
 def adapt_source(source: str, original: str, kernel: Kernel | None) -> tuple[str, Evaluation | None]:
@@ -188,8 +199,22 @@ class NativeBackend(Backend):
             if settings.get("include_dir"):
                 root = Path(str(settings["include_dir"])).expanduser()
                 result, exe = build_with_upstream(build, src, ctx, root, params_dir)
+                shim = ctx.workdir / "upstream"  # where upstream.prepare put the adapted headers
+                incs = ["-iquote", str(shim), "-I", str(shim), "-I", str(shim / "include")]
             else:
                 result, exe = build.build_native(src, ctx.workdir, include_dirs(ctx, settings), params_dir, ctx.timeout)
+                incs = [f"-I{d}" for d in build._config_include_dirs(ctx.workdir.resolve(), params_dir)]
+            keep = candidate_region(source, original, ctx.kernel)
+            if exe is not None and keep is not None:
+                # One unit with the program: the region also passes the trusted build's kernel checks
+                # (region_check.py), compiled apart for them only.
+                incs += [f"-I{d}" for d in include_dirs(ctx, settings)]
+                left = max(5.0, ctx.timeout - result.seconds)
+                rejections = region_check.problems_for(source, keep, ctx.kernel, ctx.workdir / "kernel-check", incs,
+                                                       left)
+                if not rejections:
+                    rejections = region_check.program_object_problems(
+                        ctx.workdir / build.PROGRAM_OBJECT, source[keep[0]:keep[1]], ctx.kernel.name, ctx.workdir, left)
         rec = common.receipt(
             self.name,
             model="speedpatch native Gemmini model (functional + cycle model, targets/gemmini/model)",
