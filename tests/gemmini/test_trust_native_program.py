@@ -127,6 +127,12 @@ CHEATS = {
                "  scratch = *(struct block *)C;\n  *(struct block *)C = scratch;",
                before="struct block { elem_t b[N][N]; };"),
         "rep movs"),
+    # the same copy in a function a macro defines, which a reader of the region's C does not see
+    "a struct copy in a function a macro defines": (
+        kernel(f"  {LIBRARY_CALL}\n  gemmini_fence();\n  round_trip();",
+               before="struct block { elem_t b[N][N]; };\n#define COPIER(name) __attribute__((noinline)) void name(void) "
+                      "{ static struct block s; s = *(struct block *)C; *(struct block *)C = s; }\nCOPIER(round_trip)"),
+        "rep movs"),
 }
 
 

@@ -210,11 +210,11 @@ class NativeBackend(Backend):
                 # (region_check.py), compiled apart for them only.
                 incs += [f"-I{d}" for d in include_dirs(ctx, settings)]
                 left = max(5.0, ctx.timeout - result.seconds)
-                rejections = region_check.problems_for(source, keep, ctx.kernel, ctx.workdir / "kernel-check", incs,
-                                                       left)
+                unit_dir = ctx.workdir / "kernel-check"
+                rejections = region_check.problems_for(source, keep, ctx.kernel, unit_dir, incs, left)
                 if not rejections:
                     rejections = region_check.program_object_problems(
-                        ctx.workdir / build.PROGRAM_OBJECT, source[keep[0]:keep[1]], ctx.kernel.name, ctx.workdir, left)
+                        ctx.workdir / build.PROGRAM_OBJECT, source, keep, ctx.kernel.name, unit_dir, left)
         rec = common.receipt(
             self.name,
             model="speedpatch native Gemmini model (functional + cycle model, targets/gemmini/model)",

@@ -180,23 +180,30 @@ def problems_for(source: str, keep: tuple[int, int], kernel: Any, workdir: Path,
 BUILD_ONLY = "makes an indirect call or jump"
 
 
-def program_object_problems(obj: Path, region: str, kernel_name: str, workdir: Path, timeout: float) -> list[str]:
+def program_object_problems(obj: Path, source: str, keep: tuple[int, int], kernel_name: str, unit_dir: Path,
+                            timeout: float) -> list[str]:
     """The instruction checks of the trusted build on the functions the region defines, as the program's own
-    one-unit build compiled them (obj: its object)."""
+    one-unit build compiled them (obj: its object). The region's functions are those the kernel unit in
+    `unit_dir` defines (a function a macro of the region defines too) less the program's own."""
     from speedpatch.targets.gemmini import build, csource
 
-    names = {f.name for f in csource.functions(region)} | {kernel_name}
-    dump = run_process(["objdump", "-dr", "--no-show-raw-insn", str(obj)], cwd=workdir, timeout=timeout)
+    region = source[keep[0]:keep[1]]
+    outside = {f.name for f in csource.functions(source) if f.end <= keep[0] or f.start >= keep[1]}
+    unit = run_process(["nm", "--defined-only", str(unit_dir / "speedpatch_kernel_unit.o")], cwd=unit_dir,
+                       timeout=timeout).output
+    names = {parts[2].split(".")[0] for parts in (ln.split() for ln in unit.splitlines())
+             if len(parts) == 3 and parts[1] in "Tt"} - outside
+    names |= {f.name for f in csource.functions(region)} | {kernel_name}
+    dump = run_process(["objdump", "-dr", "--no-show-raw-insn", str(obj)], cwd=obj.parent, timeout=timeout)
     if dump.returncode != 0:
         return [f"objdump could not disassemble the program: {dump.output.strip()[:200]}"]
     chunks: list[str] = []
-    keep = False
+    keep_chunk = False
     for line in dump.output.splitlines():
         header = re.match(r"^[0-9a-f]+ <([^>.]+)[^>]*>:$", line)
         if header:
-            keep = header.group(1) in names
-        if keep:
+            keep_chunk = header.group(1) in names
+        if keep_chunk:
             chunks.append(line)
-    undefined = set(run_process(["nm", "-u", str(obj)], cwd=workdir, timeout=timeout).output.split()) - {"U"}
+    undefined = set(run_process(["nm", "-u", str(obj)], cwd=obj.parent, timeout=timeout).output.split()) - {"U"}
     return [p for p in build._instruction_problems("\n".join(chunks), undefined) if BUILD_ONLY not in p]
-
