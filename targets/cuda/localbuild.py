@@ -66,6 +66,7 @@ def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list
     hit = _cached(cache, manifest, folders)
     if hit is not None:
         shutil.copyfile(hit.with_suffix(".o"), target)
+        _touch(hit.with_suffix(".o"), hit.with_suffix(".log"), manifest)  # recently used: pruned last
         return 0, hit.with_suffix(".log").read_text(), True
     depfile = build / unit.replace(".cu", ".d")
     done = run_process([nvcc, *flags, "-Xptxas", "-v", *includes, "-MD", "-MF", depfile.name, "-c", unit,
@@ -78,7 +79,45 @@ def _compile_object(nvcc: str, unit: str, units: Units, build: Path, flags: list
             _store(target.read_bytes(), stem.with_suffix(".o"))
             _store(done.output.encode(), stem.with_suffix(".log"))
             _store("\n".join(f"{name}\t{digest}" for name, digest in headers.items()).encode(), manifest)
+            prune(cache)
     return (None if done.timed_out else done.returncode), done.output, False
+
+
+# A search compiles every candidate once, so without a bound the cache grows by every object of every run
+# (~60 MB after one run of this repository's tests). Objects beyond this many go, least recently used first.
+CACHE_OBJECTS = 2000
+
+
+def _touch(*paths: Path) -> None:
+    for path in paths:
+        try:
+            os.utime(path)
+        except OSError:
+            pass  # pruned meanwhile by another evaluation: the next lookup rebuilds it
+
+
+def prune(cache: Path, keep: int | None = None) -> int:
+    """Delete the least recently used cached objects (with their compiler output) beyond `keep`
+    (CACHE_OBJECTS), and the dependency lists and device-code reports older than every object kept; returns
+    how many objects went."""
+    keep = CACHE_OBJECTS if keep is None else keep
+    try:
+        objects = sorted(cache.glob("*.o"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return 0
+    gone = objects[:max(0, len(objects) - keep)]
+    for obj in gone:
+        for path in (obj, obj.with_suffix(".log")):
+            path.unlink(missing_ok=True)
+    if gone:
+        oldest_kept = min((p.stat().st_mtime for p in objects[len(gone):] if p.exists()), default=float("inf"))
+        for side in [*cache.glob("*.deps"), *cache.glob("*.devcode.json")]:  # written with or after their object
+            try:
+                if side.stat().st_mtime < oldest_kept:
+                    side.unlink(missing_ok=True)
+            except OSError:
+                pass
+    return len(gone)
 
 
 def _store(data: bytes, path: Path) -> None:

@@ -658,6 +658,7 @@ def device_code(obj: Path, timeout: float, cache: Path | None = None) -> tuple[s
     kept = cache / f"{key}.devcode.json"
     try:
         sass, ptx = json.loads(kept.read_text())
+        os.utime(kept)  # recently used: the cache's pruning (localbuild.prune) keeps it
         return sass, ptx, ""
     except (OSError, ValueError, TypeError):
         pass
