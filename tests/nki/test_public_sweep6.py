@@ -6,6 +6,7 @@ minimal kernels, values against NumPy, through the isolated backend where the tr
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -383,3 +384,57 @@ def reference(a):
 def test_shared_identity_matrix_reaches_the_isolated_kernel(tmp_path: Path):
     ev = _isolated(EYE_TRANSPOSE, tmp_path)
     assert ev.status == OK and ev.correct, ev.message + ev.log
+
+
+# ---- the rest of the legacy nki.language index: tan, mish, gelu_dx, silu_dx, erf_dx, var, all ----------------
+
+
+def test_the_legacy_index_s_activation_functions_are_their_formulas_on_the_scalar_engine():
+    @jit
+    def k(a):
+        out = nl.ndarray((5, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        for i, f in enumerate((nl.tan, nl.mish, nl.gelu_dx, nl.silu_dx, nl.erf_dx)):
+            nl.store(out[i], value=f(x))
+        return out
+
+    got = k(X)
+    sig = 1.0 / (1.0 + np.exp(-X))
+    phi = 0.5 * (1.0 + np.vectorize(math.erf)(X / math.sqrt(2.0)))
+    np.testing.assert_allclose(got[0], np.tan(X), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], X * np.tanh(np.log1p(np.exp(X))), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[2], phi + X * np.exp(-X * X / 2) / math.sqrt(2 * math.pi), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[3], sig * (1 + X * (1 - sig)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[4], 2 / math.sqrt(math.pi) * np.exp(-X * X), rtol=1e-5, atol=1e-6)
+    assert last_report()["engines"]["scalar"]["instructions"] == 5
+
+
+def test_nl_var_and_nl_all_reduce_the_free_axis_like_numpy():
+    @jit
+    def k(a):
+        out = nl.ndarray((2, 128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        nl.store(out[0], value=nl.var(x, axis=[1]))
+        nl.store(out[1], value=nl.all(nl.greater(x, -1.0), axis=1))
+        return out
+
+    got = k(X)
+    np.testing.assert_allclose(got[0, :, 0], X.var(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(got[1, :, 0], (X > -1.0).all(axis=1))
+
+
+def test_a_partition_masked_reduction_still_runs_now_that_all_is_an_nki_name():
+    # language.py's own use of Python's all() must not reach nl.all
+    @jit
+    def k(a):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        x = nl.load(a)
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=0.0)
+        s[...] = nl.sum(x, axis=1, keepdims=True, mask=(i_p < 64))
+        nl.store(out, value=s)
+        return out
+
+    got = k(X)
+    np.testing.assert_allclose(got[0:64, 0], X[0:64].sum(axis=1), rtol=1e-5)

@@ -7,6 +7,7 @@ legacy return-value style). Math functions are objects usable both as calls (`nl
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -69,6 +70,22 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.float32(math.sqrt(2.0 / math.pi)) * (x + 0.044715 * x**3)))
 
 
+# The derivatives the legacy nki.language index lists next to their functions (gelu_dx, silu_dx, erf_dx): the
+# pages give no formula beyond the name, so they are the derivatives of the functions emulated here.
+def _gelu_dx(x: np.ndarray) -> np.ndarray:  # d/dx x * Phi(x) = Phi(x) + x * phi(x)
+    return (0.5 * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))
+            + x * np.exp(-0.5 * x * x) / np.float32(math.sqrt(2.0 * math.pi)))
+
+
+def _silu_dx(x: np.ndarray) -> np.ndarray:  # d/dx x * s(x) = s(x) * (1 + x * (1 - s(x)))
+    sig = 1.0 / (1.0 + np.exp(-x))
+    return sig * (1.0 + x * (1.0 - sig))
+
+
+def _erf_dx(x: np.ndarray) -> np.ndarray:
+    return np.float32(2.0 / math.sqrt(math.pi)) * np.exp(-x * x)
+
+
 class NkiOp:
     """A math function: callable as an instruction and usable as an `op=` argument."""
 
@@ -122,6 +139,11 @@ sin = _u("sin", np.sin)
 cos = _u("cos", np.cos)
 erf = _u("erf", _erf)
 square = _u("square", np.square)
+tan = _u("tan", np.tan)
+mish = _u("mish", lambda x: x * np.tanh(np.log1p(np.exp(x))))
+gelu_dx = _u("gelu_dx", _gelu_dx)
+silu_dx = _u("silu_dx", _silu_dx)
+erf_dx = _u("erf_dx", _erf_dx)
 copy_op = _u("copy", lambda x: x)
 identity = copy_op
 abs = _u("abs", np.abs, "vector")  # noqa: A001 - NKI's public name
@@ -232,6 +254,12 @@ max = Reduction("max", np.max, np.maximum)  # noqa: A001
 min = Reduction("min", np.min, np.minimum)  # noqa: A001
 mean = Reduction("mean", np.mean, np.add)
 prod = Reduction("prod", np.prod, np.multiply)
+# nki.language.var ("Similar to numpy.var", no keepdims on its page) and all ("Similar to numpy.all"): one VectorE
+# pass over the input, as the other reductions (the pages give no cost; var's bn_stats/bn_aggr expansion is one
+# pass plus a per-partition aggregate)
+var = Reduction("var", np.var, np.add)
+all = Reduction("all", lambda v, axis, keepdims=False: np.all(v != 0, axis=axis, keepdims=keepdims).astype(  # noqa: A001
+    np.float32), np.logical_and)
 
 
 def reduce_fn(op: Any) -> Callable[..., Any]:
@@ -287,7 +315,7 @@ def _kept_elements(mask: Any, x: Tile, axes: tuple[int, ...], fn: Callable, what
     if mask is None:
         return None
     m = np.asarray(_fit_mask(mask, [x]))
-    if m.ndim == 0 or (x.par_axis == 0 and m.shape[0] in (1, x.shape[0]) and all(n == 1 for n in m.shape[1:])):
+    if m.ndim == 0 or (x.par_axis == 0 and m.shape[0] in (1, x.shape[0]) and builtins.all(n == 1 for n in m.shape[1:])):
         return None
     if fn is not np.mean and fn not in _IDENTITY:
         api = "nisa.tensor_reduce" if what == "tensor_reduce" else f"nl.{what}"
@@ -939,6 +967,7 @@ NOT_EMULATED = {
     # rarely used element-wise functions
     "arctan": "element-wise function", "trunc": "element-wise function",
     "expand_dims": "reshape of on-chip tiles",
+    "gelu_apprx_sigmoid": "its pages give no formula for the sigmoid approximation",
 }
 
 
