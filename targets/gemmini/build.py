@@ -630,6 +630,10 @@ FORBIDDEN_SECTION = re.compile(r"^\.(?:init_array|fini_array|preinit_array|ctors
 # Instructions that reach the OS, read a clock or identify the machine, or change protection keys.
 FORBIDDEN_INSN = re.compile(r"^(?:syscall|sysenter|sysexit|int|into|rdtsc|rdtscp|rdpid|rdpmc|cpuid|wrpkru|rdpkru|"
                             r"xgetbv|rdrand|rdseed|vmcall|vmmcall|iret\w*|lcall|ljmp|in|out|ins\w?|outs\w?)$")
+# Hardware transactions (RTM): an abort discards every memory write made inside one, the model's host-work
+# charge by its trace-pc hook included, and hands back an 8-bit code (xabort's operand), so work done inside
+# runs uncharged and its result leaves a few bits at a time (red-team; the CPUs here have no RTM).
+TRANSACTION = re.compile(r"^(?:xbegin|xend|xabort|xtest|xsusldtrk|xresldtrk)$")
 # x86 string instructions move any number of bytes as one "instruction" of the host-work model.
 REP_STRING = re.compile(r"^rep\w*\s+(?:movs|stos|cmps|scas|lods)")
 # ... and these move 64 to 512+ bytes each: the register file saved to or loaded from memory (fxsave/fxrstor,
@@ -814,6 +818,9 @@ def _instruction_problems(dump: str, undefined: set[str]) -> list[str]:
         if FORBIDDEN_INSN.match(mnemonic):
             found.setdefault(f"executes the instruction {mnemonic} (system calls, clocks and machine identification "
                              "are the harness's)", set()).add(function)
+        if TRANSACTION.match(mnemonic):
+            found.setdefault(f"executes {mnemonic}, a hardware transaction: its abort rolls back the model's charge "
+                             "for the host work inside it", set()).add(function)
         if re.match(r"^(?:notrack\s+|bnd\s+)?(?:call|jmp)\w*\s+\*", insn):
             found.setdefault("makes an indirect call or jump (function pointers are not allowed in kernel code: "
                              "what they reach cannot be checked)", set()).add(function)

@@ -243,6 +243,17 @@ OBJECT_CHEATS = {
         kernel(LIBRARY_CALL, before="__attribute__((symver(\"f@@V1\\n\\tnop\\n#\"))) void f(void) { }"),
         "symver attribute"),
     "assembly injected through #ident": (kernel(LIBRARY_CALL, before="#ident \"x\\\"\\n\\tnop\\n#\""), "#ident"),
+    # RTM: an abort discards the transaction's writes, the trace-pc hook's charge included, and returns an 8-bit
+    # code; one bit of a host dot product per transaction (SIGILL on CPUs without RTM, as here: it passed the
+    # object check and was a runtime error, not a refusal)
+    "host work inside a hardware transaction": (
+        kernel(f"  {LIBRARY_CALL}\n  gemmini_fence();\n  C[0] = (elem_t)bit_of_dot(A, B, 0);",
+               before="__attribute__((target(\"rtm\"), noinline)) static int bit_of_dot(const elem_t *a, const elem_t *b, "
+                      "int bit) {\n  const unsigned status = __builtin_ia32_xbegin();\n  if (status == 0xffffffffu) {\n"
+                      "    int s = 0;\n    for (int k = 0; k < MAT_DIM_K; k++) s += a[k] * b[k * MAT_DIM_J];\n"
+                      "    if ((s >> bit) & 1) __builtin_ia32_xabort(1);\n    __builtin_ia32_xabort(0);\n  }\n"
+                      "  return (int)((status >> 24) & 1);\n}"),
+        "executes xbegin, a hardware transaction"),
     "a linemarker that makes the region's tokens look like a header's": (
         kernel(LIBRARY_CALL, before="# 1 \"fake.h\" 1\nvoid spin(void) __asm__(\".Lspin\");"), "#line"),
 }
