@@ -399,3 +399,34 @@ def test_dependent_one_element_scalar_instructions_start_264_cycles_apart_indepe
 
     assert interval_cycles(dependent=True) == pytest.approx(264, abs=1)
     assert interval_cycles(dependent=False) == pytest.approx(100, abs=1)
+
+
+@pytest.mark.parametrize("engine, ghz", [("scalar", 1.4), ("vector", 1.12)])
+def test_a_fused_reduction_costs_one_minimum_initiation_interval_more(engine, ghz):
+    # [ISA] activation_reduce and tensor_scalar_reduce (legacy pages, NeuronCore-v2): "max(MIN_II, N) + MIN_II ...
+    # cycles", MIN_II "roughly 64 engine cycles"; [ARCH] "Pipelined Reduction": the ActReadAccumulator after
+    # the activation is "roughly 64 ScalarE cycles"
+    x = RNG.standard_normal((128, 512)).astype(np.float32)
+
+    def kernel(fused: bool):
+        @jit
+        def k(x):
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+            if engine == "scalar":
+                nisa.activation(dst=t, op=nl.exp, data=nl.load(x), reduce_op=nl.add,
+                                reduce_res=s if fused else None)
+            elif fused:
+                nisa.tensor_scalar_reduce(dst=t, data=nl.load(x), op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                                          reduce_res=s)
+            else:
+                nisa.tensor_scalar(dst=t, data=nl.load(x), op0=nl.multiply, operand0=2.0)
+            nl.store(out, value=t)
+            return out
+
+        return k
+
+    _, alone = run(kernel(False), x)
+    _, fused = run(kernel(True), x)
+    assert busy(fused, engine) - busy(alone, engine) == pytest.approx(64 / ghz / 1000, abs=0.002)

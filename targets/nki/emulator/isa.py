@@ -285,7 +285,8 @@ def _activation(dst: Tile | None, a: dict[str, Any]) -> Tile:
     res = a.get("reduce_res")
     out = ops.elementwise("activation", "scalar", lambda x, s, b: fn(x * s + b), operands, dst=dst,
                           dtype=ops.out_dtype(a.get("dtype"), data), mask=a.get("mask"),
-                          extra_writes=[res] if isinstance(res, Tile) else [])
+                          extra_writes=[res] if isinstance(res, Tile) else [],
+                          extra_cycles=P.FUSED_REDUCTION_CYCLES if res is not None else 0.0)
     if res is not None:
         red = nl.reduce_fn(a.get("reduce_op") or np.add)
         values = red(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
@@ -1023,7 +1024,8 @@ def tensor_scalar_reduce(*args: Any, **kwargs: Any) -> Tile:
         raise NkiError("nisa.tensor_scalar_reduce: reduce_res must be a tile")
     out = ops.elementwise("tensor_scalar_reduce", "vector", lambda x, s: op0(s, x) if rev0 else op0(x, s),
                           [a["data"], _vector_operand("nisa.tensor_scalar_reduce", "operand0", a["operand0"], a["data"])],
-                          dst=dst, dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"), extra_writes=[res])
+                          dst=dst, dtype=ops.out_dtype(a.get("dtype"), a["data"]), mask=a.get("mask"), extra_writes=[res],
+                          extra_cycles=P.FUSED_REDUCTION_CYCLES)
     values = nl.reduce_fn(a["reduce_op"])(out.read(), axis=tuple(range(1, out.ndim)), keepdims=True)
     res.write(values.reshape(res.shape))
     return out

@@ -227,13 +227,15 @@ def elementwise(
     extra_writes: Sequence[Tile] = (),
     integer: bool = False,
     write_mask: Any = None,
+    extra_cycles: float = 0.0,
 ) -> Tile:
     """One engine instruction: fn over the operands' values, written to dst (a new SBUF tile if None).
     write_mask: a mask of the result only (a reduction's partition mask), not of the operands.
     extra_writes are further outputs the caller fills (e.g. an activation's reduce result).
     integer=True: fn computes on integers and its result is written as integers, not through float32 (the
     bitvec operators, which treat their inputs as bit patterns without casting, and nisa.iota's 32-bit
-    integer arithmetic; nki.isa.tensor_scalar / tensor_tensor / iota docs)."""
+    integer arithmetic; nki.isa.tensor_scalar / tensor_tensor / iota docs). extra_cycles: engine cycles on top
+    of the instruction's streaming cost (a fused reduction, params.FUSED_REDUCTION_CYCLES)."""
     if engine == "gpsimd":
         # a result whose memory the emulator chose (an implicit PSUM tile: nl.transpose, a legacy nc_transpose
         # or nc_matmul without a destination) is where the compiler puts it for its reader: GpSimd reads it
@@ -294,7 +296,8 @@ def elementwise(
     strided = any(t.minor_stride_bytes() > P.MINOR_STRIDE_PENALTY_BYTES for t in [dst, *tiles])
     itemsize = max([dst.dtype.itemsize] + [t.dtype.itemsize for t in tiles])
     writes = [dst.access()] + [t.access() for t in extra_writes]
-    costmodel.current().issue(engine, engine_cost_ns(engine, free, streams, itemsize, strided),
+    cost = engine_cost_ns(engine, free, streams, itemsize, strided) + P.cycles_to_ns(extra_cycles, engine)
+    costmodel.current().issue(engine, cost,
                               [t.access() for t in tiles], writes, latency_ns=access_latency_ns(engine))
     return dst
 

@@ -130,7 +130,11 @@ ACCESS_LATENCY_CYCLES = 60  # SBUF/PSUM tensor access overhead, hidden by indepe
 # ScalarE: dependent instructions start this many cycles apart when each is one element per partition
 # ([PERF] Opt #5a, "189 ns (264 ScalarE cycles on NC-v2)"); independent ones STATIC_OVERHEAD_CYCLES apart.
 SCALAR_DEPENDENT_INTERVAL_CYCLES = 264
-ACT_READ_ACCUMULATOR_CYCLES = 64  # activation_reduce's extra ActReadAccumulator instruction
+# A reduction fused into an instruction (activation with reduce_res / activation_reduce on ScalarE,
+# tensor_scalar_reduce on VectorE) costs one more minimum initiation interval: "max(MIN_II, N) + MIN_II ... cycles,
+# where MIN_II ... is roughly 64 engine cycles" ([ISA] the legacy nki.isa.activation_reduce and
+# nki.isa.tensor_scalar_reduce pages, v2.21-v2.26, which cover NeuronCore-v2)
+FUSED_REDUCTION_CYCLES = 64
 GPSIMD_ELEMS_PER_CYCLE_BY_ITEMSIZE = {4: 1.0, 2: 2.0, 1: 4.0}  # 16 x 32-bit lanes per 16 partitions
 MINOR_STRIDE_PENALTY_BYTES = 16  # most-minor free stride above this halves SBUF/PSUM bandwidth
 
