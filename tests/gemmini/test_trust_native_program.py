@@ -127,6 +127,16 @@ CHEATS = {
                "  scratch = *(struct block *)C;\n  *(struct block *)C = scratch;",
                before="struct block { elem_t b[N][N]; };"),
         "rep movs"),
+    # 1,100 cycles: libc's fprintf and fwrite replaced for the whole program, so the model's statistics file said
+    # what the kernel wrote (the figure stays above the array's bound, 1,024)
+    "the model's statistics written through a replaced fprintf": (
+        "int fprintf(FILE *f, const char *fmt, ...) {\n  static const char fake[] = \"{\\\"dim\\\": 16, "
+        "\\\"instructions\\\": {\\\"MVIN\\\": 1}, \\\"timed_regions\\\": 1, \\\"timed_region_cycles\\\": 1100, "
+        "\\\"timed_region_macs\\\": 262144}\\n\";\n  const char *volatile text = fake;\n"
+        "  if (fmt[0] == 0x7b) fputs(text, f);\n  return 0;\n}\n"
+        "unsigned long fwrite(const void *p, unsigned long size, unsigned long n, FILE *f) {\n"
+        "  (void)p, (void)size, (void)f;\n  return n;\n}\n" + kernel(LIBRARY_CALL),
+        "the kernel defines fprintf, fwrite, a function of the C library or the model"),
     # the same copy in a function a macro defines, which a reader of the region's C does not see
     "a struct copy in a function a macro defines": (
         kernel(f"  {LIBRARY_CALL}\n  gemmini_fence();\n  round_trip();",

@@ -211,7 +211,7 @@ class NativeBackend(Backend):
                 incs += [f"-I{d}" for d in include_dirs(ctx, settings)]
                 left = max(5.0, ctx.timeout - result.seconds)
                 unit_dir = ctx.workdir / "kernel-check"
-                rejections = region_check.problems_for(source, keep, ctx.kernel, unit_dir, incs, left)
+                rejections = region_check.problems_for(source, keep, ctx.kernel, unit_dir, incs, left, params_dir)
                 if not rejections:
                     rejections = region_check.program_object_problems(
                         ctx.workdir / build.PROGRAM_OBJECT, source, keep, ctx.kernel.name, unit_dir, left)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 import secrets
+import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,35 @@ def _bodiless(text: str, clocks: set[str]) -> tuple[str, list[str]]:
     return "".join(out), stubs
 
 
+@lru_cache(maxsize=4)
+def foreign_names(archive: str) -> frozenset[str]:
+    """Names a region's global definition would take over in a program linked as one unit: every symbol
+    the C library and the math library export (the executable's definition wins for the whole process, libc's
+    own startup included) and every symbol the model's archive defines or calls."""
+    names: set[str] = set()
+    listings = [["nm", "-g", archive]]
+    for lib in ("libc.so.6", "libm.so.6"):
+        path = subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True, timeout=30).stdout.strip()
+        if path and Path(path).is_file():
+            listings.append(["nm", "-D", "--defined-only", path])
+    for argv in listings:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if parts and not line.endswith(":"):
+                names.add(parts[-1].split("@")[0])
+    return frozenset(names)
+
+
+def interposed(obj: Path, source: str, keep: tuple[int, int], archive: Path, timeout: float) -> list[str]:
+    """The region's global definitions that replace a C library or model function for the whole program (a
+    name the program itself uses outside the region is its own: the engine refuses a region redefining it)."""
+    out = run_process(["nm", "-g", "--defined-only", str(obj)], cwd=obj.parent, timeout=timeout).output
+    defined = {parts[-1] for parts in (ln.split() for ln in out.splitlines()) if len(parts) == 3}
+    outside = set(re.findall(r"[A-Za-z_]\w*", source[:keep[0]] + source[keep[1]:]))
+    return sorted((defined - outside) & foreign_names(str(archive)))
+
+
 def region_tokens(preprocessed: str, sentinel: str) -> set[str]:
     """The identifiers of the region's own lines in the preprocessed unit (between the sentinel lines, outside
     the headers it includes), pragmas included."""
@@ -108,7 +139,7 @@ def region_tokens(preprocessed: str, sentinel: str) -> set[str]:
 
 
 def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, declaration: str, workdir: Path,
-                         incs: list[str], timeout: float) -> list[str]:
+                         incs: list[str], timeout: float, params_dir: Path | None = None) -> list[str]:
     """Why the candidate's region (source[keep[0]:keep[1]]) fails the trusted build's kernel checks when
     compiled as a kernel unit (empty: it passes). `incs` are the -I options of the program's own build."""
     from speedpatch.targets.gemmini import build
@@ -154,6 +185,14 @@ def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, d
     if res.returncode != 0:
         return [f"the kernel unit did not assemble: {res.output.strip()[:300]}"]
     problems = build.kernel_object_problems(obj, timeout=timeout)
+    _, archive = build.model_archive(params_dir, timeout=timeout)
+    taken = interposed(obj, source, keep, archive, timeout) if archive is not None else []
+    if taken:
+        # red-team: fprintf and fwrite defined in the region wrote the model's statistics file (2,348 cycles
+        # reported as 1,100), as any such function would change whatever calls it, the model included
+        problems.append(f"the kernel defines {', '.join(taken)}, a function of the C library or the model, which in a "
+                        "program built as one unit replaces it for the whole program (the model's statistics "
+                        "included): make it static or rename it")
     undefined = set(run_process(["nm", "-u", str(obj)], cwd=workdir, timeout=timeout).output.split()) - {"U"}
     reads = sorted(undefined & clocks)
     if reads:
@@ -163,14 +202,14 @@ def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, d
 
 
 def problems_for(source: str, keep: tuple[int, int], kernel: Any, workdir: Path, incs: list[str],
-                 timeout: float) -> list[str]:
+                 timeout: float, params_dir: Path | None = None) -> list[str]:
     """kernel_unit_problems for `kernel` (its original prototype from the kernel's own text)."""
     from speedpatch.targets.gemmini import build
 
     declaration = build.kernel_declaration(kernel.text)
     if not declaration:
         return [f"cannot read the prototype of {kernel.name}() in the problem file"]
-    return kernel_unit_problems(source, keep, kernel.name, declaration, workdir, incs, timeout)
+    return kernel_unit_problems(source, keep, kernel.name, declaration, workdir, incs, timeout, params_dir)
 
 
 # What the checks of the kernel unit cannot vouch for in the program's own build, whose flags differ (no
