@@ -62,14 +62,14 @@ def clock_functions(source: str, keep: tuple[int, int]) -> set[str]:
     return found
 
 
-def _bodiless(text: str, clocks: set[str]) -> tuple[str, list[str]]:
-    """`text` with each function definition's body left out, and the stubs that stand for them: a stub that
-    traps for each of the program's own functions (trusted code: the kernel's unit needs only to call them), a
-    bare prototype for the ones that read the clock and for main (a kernel calling one links an undefined
-    name, which the checks refuse by name)."""
+def _bodiless(text: str, clocks: set[str]) -> str:
+    """`text` with each function definition's body left out: a stub that traps for each of the program's own
+    functions (trusted code: the kernel's unit needs only to call them), a bare prototype for the ones that
+    read the clock and for main (a kernel calling one links an undefined name, which the checks refuse by
+    name)."""
     from speedpatch.targets.gemmini import build, csource
 
-    out, stubs, at = [], [], 0
+    out, at = [], 0
     for fn in sorted(csource.functions(text), key=lambda f: f.start):
         if fn.start < at:
             continue
@@ -80,12 +80,10 @@ def _bodiless(text: str, clocks: set[str]) -> tuple[str, list[str]]:
         if fn.name in clocks or fn.name == "main":
             out.append(f"{head};")
         else:
-            stub = f"{head} {{ __builtin_trap(); }}"
-            out.append(stub)
-            stubs.append(stub)
+            out.append(f"{head} {{ __builtin_trap(); }}")
         at = fn.end
     out.append(text[at:])
-    return "".join(out), stubs
+    return "".join(out)
 
 
 @lru_cache(maxsize=4)
@@ -149,14 +147,14 @@ def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, d
     if problems:
         return problems
     clocks = clock_functions(source, keep)
-    prefix, _ = _bodiless(source[:keep[0]], clocks)
-    # functions defined after the region (declared before it) are the program's too
-    later_stubs = "\n".join(_bodiless(source[keep[1]:], clocks)[1])
+    prefix = _bodiless(source[:keep[0]], clocks)
+    # the rest of the file too: functions defined after the region (declared before it) are the program's
+    later = _bodiless(source[keep[1]:], clocks)
     flags = [f for f in [*build.USER_CFLAGS, *build.NATIVE_KERNEL_TU_CFLAGS] if f not in DROPPED_FLAGS]
     workdir.mkdir(parents=True, exist_ok=True)
     unit, asm, obj = (workdir / "speedpatch_kernel_unit.c", workdir / "speedpatch_kernel_unit.s",
                       workdir / "speedpatch_kernel_unit.o")
-    unit.write_text(f"{prefix}{region}\n\n{later_stubs}\n{declaration};\n__attribute__((used)) static const void "
+    unit.write_text(f"{prefix}{region}{later}\n{declaration};\n__attribute__((used)) static const void "
                     f"*const speedpatch_entry_keep_ = (const void *){kernel_name};\n", encoding="utf-8",
                     errors="replace")
     sentinel = f"speedpatch_region_{secrets.token_hex(8)}"
