@@ -26,7 +26,7 @@ PROGRAM = r"""#include <stdint.h>
 #include <stdlib.h>
 #include "include/gemmini_testutils.h"
 
-#define N 64
+#define N 64 /* results are checked below, not written with fprintf */
 static elem_t A[N][N] row_align(1);
 static elem_t B[N][N] row_align(1);
 static elem_t C[N][N] row_align(1);

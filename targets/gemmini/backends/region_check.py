@@ -111,7 +111,10 @@ def interposed(obj: Path, source: str, keep: tuple[int, int], archive: Path, tim
     name the program itself uses outside the region is its own: the engine refuses a region redefining it)."""
     out = run_process(["nm", "-g", "--defined-only", str(obj)], cwd=obj.parent, timeout=timeout).output
     defined = {parts[-1] for parts in (ln.split() for ln in out.splitlines()) if len(parts) == 3}
-    outside = set(re.findall(r"[A-Za-z_]\w*", source[:keep[0]] + source[keep[1]:]))
+    from speedpatch.targets import cfamily
+
+    # (as the engine's boundary reads them: a name only in a comment or a string is not the program's)
+    outside = cfamily.tokens(source[:keep[0]], cfamily.C) | cfamily.tokens(source[keep[1]:], cfamily.C)
     return sorted((defined - outside) & foreign_names(str(archive)))
 
 
