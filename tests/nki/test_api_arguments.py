@@ -143,7 +143,9 @@ UNMODELED = [
     ("nisa.nc_matmul(is_transpose", _matmul_with(is_transpose=True), (X, W)),
     ("nisa.nc_matmul(tile_position", _matmul_with(tile_position=(0, 0), tile_size=(64, 64)), (X, W)),
     ("nisa.nc_matmul(is_moving_onezero", _matmul_with(is_moving_onezero=True), (X, W)),
-    ("nisa.nc_matmul(mask", lambda x, w: nl.copy(nisa.nc_matmul(w, x, mask=False)), (X, W)),
+    # (a constant False mask, the instruction not executed, is modeled since: tests/nki/test_public_sweep6.py)
+    ("nisa.nc_matmul(mask", lambda x, w: nl.copy(nisa.nc_matmul(w, x, mask=(nl.arange(128)[:, None] < 64))),
+     (X, W)),
     ("nisa.activation(reduce_cmd", lambda x: nisa.activation(op=nl.exp, data=x, reduce_cmd=nisa.reduce_cmd.reduce,
                                                              reduce_op=np.add, reduce_res=nl.ndarray(
                                                                  (128, 1), dtype=nl.float32)), (X,)),

@@ -438,3 +438,47 @@ def test_a_partition_masked_reduction_still_runs_now_that_all_is_an_nki_name():
 
     got = k(X)
     np.testing.assert_allclose(got[0:64, 0], X[0:64].sum(axis=1), rtol=1e-5)
+
+
+# ---- constant masks: a False one executes nothing (flash-attention tiles above the diagonal) ------------------
+
+W = RNG.standard_normal((128, 512)).astype(np.float32)
+
+
+def test_matmuls_under_constant_masks_run_only_where_the_mask_holds():
+    # nl.matmul(..., mask=k_i * 512 <= q_tile * 128) in Autocomp's flash-attention problem: a False mask executes
+    # nothing, and `acc += it` adds nothing (it was NotEmulated for nl.matmul, and for nc_matmul's False)
+    @jit
+    def k(q, kk):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.affine_range(2):
+            acc[...] += nl.matmul(nl.load(q), nl.load(kk), transpose_x=True, mask=(i == 0))
+            acc += nisa.nc_matmul(nl.load(q), nl.load(kk), mask=(i == 5))
+            acc += nl.matmul(nl.load(q), nl.load(kk), mask=(i == 7))
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    np.testing.assert_allclose(k(Z, W), Z.T @ W, rtol=1e-4, atol=1e-3)
+    assert last_report()["engines"]["tensor"]["busy_us"] == pytest.approx(4 * 512 / 2.8 / 1000, abs=0.002)
+
+
+def test_an_instruction_under_a_false_constant_mask_leaves_its_assigned_destination_and_costs_nothing():
+    # the same kernel's two writers of one score tile, affine_select on the diagonal and a plain copy left of it,
+    # each under its own constant mask: the copy that is not executed must not overwrite the select's result
+    @jit
+    def k(q):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        buf = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        x = nl.load(q)
+        ip, jf = nl.arange(128)[:, None], nl.arange(128)[None, :]
+        on_diagonal = True
+        buf[ip, jf] = nisa.affine_select(pred=(ip >= jf), on_true_tile=x, on_false_value=-9984.0, mask=on_diagonal)
+        buf[ip, jf] = nl.copy(x, mask=not on_diagonal)
+        nl.store(out, value=buf)
+        return out
+
+    expected = np.where(np.arange(128)[:, None] >= np.arange(128)[None, :], Z, -9984.0)
+    np.testing.assert_array_equal(k(Z), expected)  # NaN everywhere before: the unexecuted copy's unwritten tile
+    assert last_report()["engines"]["vector"]["instructions"] == 0
+

@@ -146,7 +146,8 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
         "is_transpose": ((False, True), "the PE-array transpose mode; use nisa.nc_transpose"),
         "tile_position": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
         "tile_size": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
-        "mask": (_ALWAYS, "a predicated matmul; mask=True, which always holds, is modeled"),
+        "mask": ((*_ALWAYS, False, np.False_), "a predicated matmul; a constant True or False mask (the whole "
+                 "instruction, or none of it) is modeled"),
     },
     "nc_transpose": {
         "mask": (_ALWAYS, "a predicated transpose; mask=True, which always holds, is modeled"),
@@ -233,7 +234,8 @@ def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
     # destination, as the legacy `psum += nc_matmul(...)` / destination-first calls always did here
     accumulate = a.get("accumulate")
     return ops.matmul(dst, a["stationary"], a["moving"],
-                      accumulate=dst is not None if accumulate is None else bool(accumulate) and dst is not None)
+                      accumulate=dst is not None if accumulate is None else bool(accumulate) and dst is not None,
+                      execute=not ops.never_executed(a.get("mask")))
 
 
 def _transpose_hint(stationary: Any, moving: Any) -> None:

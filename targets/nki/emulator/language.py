@@ -853,7 +853,10 @@ def copy(x: Tile, dtype: Any = None, mask: Any = None) -> Tile:
 
 
 def copy_into(dst: Tile, value: Any) -> None:
-    """`tile[...] = value`: a tensor copy (Vector engine) or a memset for a constant."""
+    """`tile[...] = value`: a tensor copy (Vector engine) or a memset for a constant; nothing for the result of
+    an instruction a constant False mask did not execute (ops.never_executed)."""
+    if isinstance(value, Tile) and value.alloc.not_executed:
+        return
     if isinstance(value, Tile) and value.buffer.kind == "hbm" or dst.buffer.kind == "hbm":
         if not isinstance(value, Tile):
             raise NkiError("cannot assign a constant to an HBM tensor; write an SBUF tile and nl.store it")
@@ -886,11 +889,21 @@ def transpose(x: Tile, dtype: Any = None, mask: Any = None) -> Tile:
     return ops.transpose(None, x, out_buffer=psum, what="nl.transpose", dtype=as_dtype(dtype) if dtype else x.dtype)
 
 
-@checked("nl.matmul", {"mask": ((None,), "a predicated matmul")})
+@checked("nl.matmul", {"mask": ((None, True, np.True_, False, np.False_), "a predicated matmul; a constant "
+                                  "True or False mask (the whole instruction, or none of it) is modeled")})
 def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None) -> Tile:
-    """x @ y into PSUM. With transpose_x=True, x is given as (K, M) (already transposed)."""
+    """x @ y into PSUM. With transpose_x=True, x is given as (K, M) (already transposed). A constant False mask
+    (a flash-attention tile above the diagonal) executes neither the transpose nor the matmul."""
+    execute = not ops.never_executed(mask)
+    if not execute and not transpose_x:
+        if not isinstance(x, Tile) or not isinstance(y, Tile):
+            raise NkiError("nl.matmul: x and y must be tiles")
+        out = new_tile((x.shape[0], math.prod(y.shape[1:])), "float32", psum, name="nl.matmul")
+        out.alloc.implicit_buffer = True
+        out.alloc.not_executed = True
+        return out
     stationary = x if transpose_x else ops.transpose(None, x, out_buffer=sbuf, what="nl.matmul (transpose of x)")
-    return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul")
+    return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul", execute=execute)
 
 
 @checked("nl.where")

@@ -215,6 +215,14 @@ def check_partitions(tiles: Sequence[Tile], what: str) -> None:
         )
 
 
+def never_executed(mask: Any) -> bool:
+    """A mask that is a compile-time constant False (`mask=(k_i * 512 <= q_tile * 128)` of a loop index and a
+    launch constant): the instruction is not executed (NKI API Masking, the mask "controls whether/how this
+    instruction is executed"). Its fresh result is marked so that `t[...] = it` and `t += it`, which the
+    compiler makes the instruction itself, write nothing either."""
+    return isinstance(mask, (bool, np.bool_)) and not bool(mask)
+
+
 def elementwise(
     what: str,
     engine: str,
@@ -235,7 +243,10 @@ def elementwise(
     integer=True: fn computes on integers and its result is written as integers, not through float32 (the
     bitvec operators, which treat their inputs as bit patterns without casting, and nisa.iota's 32-bit
     integer arithmetic; nki.isa.tensor_scalar / tensor_tensor / iota docs). extra_cycles: engine cycles on top
-    of the instruction's streaming cost (a fused reduction, params.FUSED_REDUCTION_CYCLES)."""
+    of the instruction's streaming cost (a fused reduction, params.FUSED_REDUCTION_CYCLES). A constant False
+    mask (never_executed) checks the operands, writes nothing and costs nothing."""
+    skipped = never_executed(mask)
+    fresh = dst is None
     if engine == "gpsimd":
         # a result whose memory the emulator chose (an implicit PSUM tile: nl.transpose, a legacy nc_transpose
         # or nc_matmul without a destination) is where the compiler puts it for its reader: GpSimd reads it
@@ -280,6 +291,10 @@ def elementwise(
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}") from None
             if math.prod(np.broadcast_shapes(result.shape, dst.shape)) != math.prod(dst.shape):
                 raise NkiError(f"{what}: result shape {result.shape} does not fit destination {dst.shape}")
+    if skipped:
+        if fresh:
+            dst.alloc.not_executed = True
+        return dst
     if integer and not dst.dtype.is_float:
         # a bit pattern wraps to the destination's width (a left shift's high bits are lost), never saturates
         result = result.astype(np.int64).astype(dst.dtype.storage)
@@ -334,8 +349,10 @@ def _sbuf_operand(t: Any, what: str) -> Any:
     return copy
 
 
-def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, what: str = "nc_matmul") -> Tile:
-    """dst (M, N) (+)= stationary(K, M).T @ moving(K, N) on the Tensor engine into PSUM."""
+def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, what: str = "nc_matmul",
+           execute: bool = True) -> Tile:
+    """dst (M, N) (+)= stationary(K, M).T @ moving(K, N) on the Tensor engine into PSUM. execute=False (a
+    constant False mask): the operands are checked, nothing is written or charged."""
     stationary, moving = (_sbuf_operand(t, what) for t in (stationary, moving))
     for t, role in ((stationary, "stationary"), (moving, "moving")):
         if not isinstance(t, Tile):
@@ -369,6 +386,12 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             f"{what}: stationary is {stationary.dtype!r} but moving is {moving.dtype!r}; both operands must "
             f"have the same dtype"
         )
+    if not execute:
+        if dst is None:
+            dst = new_tile((m, n), "float32", psum, name=what)
+            dst.alloc.implicit_buffer = True
+            dst.alloc.not_executed = True
+        return dst
     result = np.matmul(stationary.read().reshape(k, m).T, moving.read().reshape(k, n), dtype=np.float32)
     if dst is None:
         dst = new_tile((m, n), "float32", psum, name=what)
@@ -664,7 +687,10 @@ def retarget_result(dst: Tile, value: Tile) -> bool:
 
 def accumulate_into(dst: Tile, other: Any) -> None:
     """`dst += other`. A fresh matmul result added into PSUM is the hardware's own PSUM accumulation
-    (no extra instruction time); anything else is a Vector-engine add."""
+    (no extra instruction time); anything else is a Vector-engine add; the result of an instruction that was
+    not executed (never_executed) adds nothing: the compiler makes the instruction accumulate into dst."""
+    if isinstance(other, Tile) and other.alloc.not_executed:
+        return
     producer = getattr(other.alloc, "producer", None) if isinstance(other, Tile) else None
     if (
         dst.buffer.kind == "psum"
