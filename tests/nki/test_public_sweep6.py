@@ -482,3 +482,19 @@ def test_an_instruction_under_a_false_constant_mask_leaves_its_assigned_destinat
     np.testing.assert_array_equal(k(Z), expected)  # NaN everywhere before: the unexecuted copy's unwritten tile
     assert last_report()["engines"]["vector"]["instructions"] == 0
 
+
+
+def test_a_transpose_under_a_false_constant_mask_leaves_its_destination():
+    # Autocomp's flash-attention problem transposes score tiles with nc_transpose(..., mask=forward_mask)
+    @jit
+    def k(q):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        x = nl.load(q)
+        for i in nl.affine_range(2):
+            t[...] = nisa.nc_transpose(x, mask=(i == 0))
+        nl.store(out, value=nl.copy(t))
+        return out
+
+    np.testing.assert_array_equal(k(Z), Z.T)
+    assert last_report()["engines"]["tensor"]["instructions"] == 1

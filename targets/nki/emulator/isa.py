@@ -19,7 +19,7 @@ from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.arguments import refuse_unknown, refuse_unmodeled
 from speedpatch.targets.nki.emulator.errors import NkiError
 from speedpatch.targets.nki.emulator.errors import NotEmulated as NotEmulatedError
-from speedpatch.targets.nki.emulator.tensor import Tile, fit_mask, sbuf
+from speedpatch.targets.nki.emulator.tensor import Tile, fit_mask, new_tile, psum, sbuf
 
 
 class engine(Enum):  # noqa: N801 - NKI's public name
@@ -150,7 +150,8 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
                  "instruction, or none of it) is modeled"),
     },
     "nc_transpose": {
-        "mask": (_ALWAYS, "a predicated transpose; mask=True, which always holds, is modeled"),
+        "mask": ((*_ALWAYS, False, np.False_), "a predicated transpose; a constant True or False mask (the whole "
+                 "instruction, or none of it) is modeled"),
     },
     "activation": {
         # without reduce_cmd the emulator reduces this instruction's result into reduce_res (reset_reduce)
@@ -257,6 +258,12 @@ def _transpose_hint(stationary: Any, moving: Any) -> None:
 def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
     dst, rest = _split_dst(args, kwargs, first_is_dst=len(args) >= 2, what="nc_transpose")
     a = _bind(["data", "engine"], rest, kwargs, "nc_transpose")
+    if ops.never_executed(a.get("mask")) and isinstance(a.get("data"), Tile) and a["data"].ndim == 2:
+        # not executed (ops.never_executed): the legacy form's result, marked so that assigning it writes nothing
+        out = new_tile((a["data"].shape[1], a["data"].shape[0]), "float32", psum, name="nc_transpose")
+        out.alloc.implicit_buffer = True
+        out.alloc.not_executed = True
+        return out
     if a.get("engine") is not None and ops.engine_name(a["engine"], "tensor", ("tensor", "vector"),
                                                        "nisa.nc_transpose") == "vector":
         return ops.vector_transpose(dst, a["data"], dtype=a.get("dtype"))
