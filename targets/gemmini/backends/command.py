@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
-from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, RUNTIME_ERROR, Evaluation
+from speedpatch.model import COMPILE_ERROR, INFRA_ERROR, OK, REJECTED, RUNTIME_ERROR, Evaluation
 from speedpatch.targets.base import Availability, Backend, EvalContext, timeout_evaluation
-from speedpatch.targets.gemmini.backends import common
-from speedpatch.targets.gemmini.backends.native import source_name
+from speedpatch.targets.gemmini.backends import common, region_check
+from speedpatch.targets.gemmini.backends.native import candidate_region, include_dirs, source_name
 from speedpatch.targets.hosts import LocalHost
 
 NOT_CONFIGURED = "not configured: set [backend.gemmini-command] command in speedpatch.toml"
@@ -49,6 +50,22 @@ def _fill(template: str, values: dict[str, str]) -> str:
         return shlex.quote(values[name])
 
     return re.sub(r"\{(\w+)\}", sub, template)
+
+
+def kernel_problems(source: str, ctx: EvalContext, timeout: float) -> list[str]:
+    """A candidate's region through gemmini-native's kernel checks (region_check.py), compiled with the host
+    gcc: the configured build is one unit with the program and the harness, and the result line it prints is
+    the verdict. Red-team: a kernel that printed a result line of its own and ended the program (exit by a
+    pasted name) was "correct, 1 cycles" against the library call's 14,586. Without gcc nothing is checked
+    (the receipt says so)."""
+    from speedpatch.targets.gemmini import build
+
+    keep = candidate_region(source, ctx.baseline_source if ctx.baseline_source is not None else source, ctx.kernel)
+    if keep is None or ctx.kernel is None or not shutil.which("gcc"):
+        return []
+    incs = [f"-I{d}" for d in build._config_include_dirs(ctx.workdir.resolve(), None)]
+    incs += [f"-I{d}" for d in include_dirs(ctx, ctx.settings or {})]
+    return region_check.problems_for(source, keep, ctx.kernel, ctx.workdir / "kernel-check", incs, timeout)
 
 
 class CommandBackend(Backend):
@@ -89,6 +106,11 @@ class CommandBackend(Backend):
             run_cmd = _fill(str(settings["command"]), values)
         except KeyError as exc:
             return Evaluation(status=INFRA_ERROR, message=f"[backend.gemmini-command]: unknown placeholder {{{exc.args[0]}}}")
+        if not shutil.which("gcc"):
+            rec["kernel_checks"] = "none: no host gcc to compile the kernel region for gemmini-native's kernel checks"
+        problems = kernel_problems(source, ctx, timeout)
+        if problems:
+            return Evaluation(status=REJECTED, message="; ".join(problems), receipt=rec)
         if build_cmd:
             built = LocalHost(ctx.workdir).shell(build_cmd, timeout)
             if built.timed_out:

@@ -22,6 +22,7 @@ RESULT_LINE = re.compile(
     r"^speedpatch: correct=(?P<correct>[01]) cycles=(?P<cycles>\d+)(?: macs=(?P<macs>\d+))?(?: trials=(?P<trials>\d+))?",
     re.MULTILINE,
 )
+RESULT_MARK = "speedpatch: correct="  # how a result line begins, wherever it stands in the output
 # Lines that say why a run failed, most specific first.
 ERROR_LINE = re.compile(
     r"^(gemmini-model: error: .*|gemmini library error: .*|speedpatch: mismatch .*|.*(?:Segmentation fault|Aborted).*)$",
@@ -238,6 +239,14 @@ def run_to_evaluation(run: ProcResult, timeout: float, stats: dict[str, Any], re
         return ev
     if whole_program_fallback:
         return whole_program_evaluation(run, stats, rec)
+    printed = run.output.count(RESULT_MARK)
+    if printed > 1:
+        # The harness prints one. Red-team (gemmini-command): a kernel that printed "speedpatch: correct=1
+        # cycles=1 " without a line end had the harness's own line appended to it, so the line that began with
+        # the kernel's text was the verdict: "correct, 1 cycles" for the library call's 14,586.
+        return Evaluation(status=REJECTED, log=run.output, receipt=rec,
+                          message=f"the output holds {printed} speedpatch result lines (the harness prints one): "
+                                  "something besides the harness printed a verdict")
     result = parse_result(run.output)
     error = first_error_line(run.output)
     if result is not None and result.get("correct") == 0:

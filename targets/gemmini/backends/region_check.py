@@ -142,7 +142,8 @@ def region_tokens(preprocessed: str, sentinel: str) -> set[str]:
 def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, declaration: str, workdir: Path,
                          incs: list[str], timeout: float, params_dir: Path | None = None) -> list[str]:
     """Why the candidate's region (source[keep[0]:keep[1]]) fails the trusted build's kernel checks when
-    compiled as a kernel unit (empty: it passes). `incs` are the -I options of the program's own build."""
+    compiled as a kernel unit (empty: it passes). `incs` are the -I options of the program's own build. A
+    harness program's unit sees the harness header as the trusted build's kernel unit does (its types only)."""
     from speedpatch.targets.gemmini import build
 
     region = source[keep[0]:keep[1]]
@@ -153,7 +154,10 @@ def kernel_unit_problems(source: str, keep: tuple[int, int], kernel_name: str, d
     prefix = _bodiless(source[:keep[0]], clocks)
     # the rest of the file too: functions defined after the region (declared before it) are the program's
     later = _bodiless(source[keep[1]:], clocks)
-    flags = [f for f in [*build.USER_CFLAGS, *build.NATIVE_KERNEL_TU_CFLAGS] if f not in DROPPED_FLAGS]
+    from speedpatch.targets.gemmini.backends import common
+
+    dropped = DROPPED_FLAGS - ({"-DSPEEDPATCH_KERNEL_TU=1"} if common.uses_harness(source) else set())
+    flags = [f for f in [*build.USER_CFLAGS, *build.NATIVE_KERNEL_TU_CFLAGS] if f not in dropped]
     workdir.mkdir(parents=True, exist_ok=True)
     unit, asm, obj = (workdir / "speedpatch_kernel_unit.c", workdir / "speedpatch_kernel_unit.s",
                       workdir / "speedpatch_kernel_unit.o")
