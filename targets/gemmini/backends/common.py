@@ -217,11 +217,14 @@ def whole_program_evaluation(run: ProcResult, stats: dict[str, Any], rec: dict[s
     dim = int(stats.get("dim") or DIM)
     bound = -(-int(macs or 0) // (dim * dim))
     if cycles < bound:
-        # the array cannot do more than dim*dim MACs a cycle: a figure below that was not measured, it was forged
-        # (the model's clock moved back by a kernel sharing the program's memory)
+        # the array cannot do more than dim*dim MACs a cycle: a figure below that is no measurement of the work
+        # (the model's clock moved back by a kernel sharing the program's memory, or a region that ends before
+        # the accelerator has finished)
         return Evaluation(status=REJECTED, log=run.output, receipt=rec,
                           message=f"{cycles} cycles is below the array's bound for the {macs} MACs the model counted in "
-                                  f"{region} ({bound} cycles on a {dim}x{dim} array): the figure is not a measurement")
+                                  f"{region} ({bound} cycles on a {dim}x{dim} array): the figure is not a measurement "
+                                  "of that work (a program must fence, gemmini_fence(), before its second "
+                                  "read_cycles(); a kernel may not move the clock)")
     rec = dict(rec, checks="the program's own (exit status 0); whole-program mode, no speedpatch harness",
                timed_region=region)
     return Evaluation(status=OK, value=float(cycles), unit="cycles",
