@@ -14,13 +14,16 @@ go by names: red-team, on a 64x64x64 GEMM whose honest kernel measures 2,348 cyc
 - the model's clock `T` and its sealing function `gm_guard_seal` declared extern and named (natively only,
   under #ifdef __x86_64__): the clock set back after the work and sealed again, 25 cycles.
 
-So the candidate's region is also compiled as the trusted build compiles a kernel (`kernel_unit`): the
-program's text before the region with its function bodies left out, then the region. That unit goes through
-the same checks (build.region_directive_problems, build.preprocessed_region_problems, no asm statement,
-build.kernel_object_problems: what it links, executes and whether each function is charged for host work);
-the run itself is still the one unit. The program's own functions outside the region stay callable (they are
-trusted and charged) unless they read the clock; ending the program (exit) is refused too, since the program's
-checks come after the kernel returns.
+So the candidate's region is also compiled as the trusted build compiles a kernel (`kernel_unit_problems`):
+the program's text around the region with its function bodies left out, and the region. That unit goes
+through the same checks (build.region_directive_problems, build.preprocessed_region_problems, no asm
+statement, build.kernel_object_problems: what it links, executes and whether each function is charged for
+host work); the run itself is still the one unit, whose code for the region's functions goes through the
+instruction checks too (`program_object_problems`: its flags differ). The program's own functions outside the
+region stay callable (they are trusted and charged) unless they read the clock; ending the program (exit) is
+refused, since the program's checks come after the kernel returns, and so is a global definition that would
+replace a C library or model function for the whole process (`interposed`). gemmini-command runs the same
+checks on its candidates (command.kernel_problems).
 """
 
 from __future__ import annotations
