@@ -91,3 +91,17 @@ def test_the_evaluation_figure_is_the_programs_read_cycles_region(tmp_path: Path
 
 
 DIM_ROWS = 16
+
+
+def test_work_still_running_at_the_closing_read_is_timed_until_it_finishes(tmp_path: Path) -> None:
+    # Upstream's conv tests read the clock right after tiled_conv_auto, without a fence: the pair then spans
+    # only the time to issue the work. The figure runs until the work is done, as if the program had fenced.
+    fenced, unfenced = tmp_path / "fenced.c", tmp_path / "unfenced.c"
+    fenced.write_text(PROGRAM.replace("@OWN@", ""))
+    unfenced.write_text(PROGRAM.replace("@OWN@", "").replace("  gemmini_fence();\n  unsigned long end", "  unsigned long end"))
+    with_fence, without = evaluate(fenced), evaluate(unfenced)
+    assert with_fence["status"] == "ok" and without["status"] == "ok", (with_fence, without)
+    # the fence itself costs the host its 2 cycles and the call's few instructions; nothing else differs
+    assert 0 <= with_fence["value"] - without["value"] <= 32, (with_fence["value"], without["value"])
+    assert "still running at the closing read_cycles()" in without["message"], without["message"]
+    assert "still running" not in with_fence["message"], with_fence["message"]
