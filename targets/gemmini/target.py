@@ -22,6 +22,12 @@ NO_MAIN = (
     "(#include \"include/speedpatch_harness.h\" and a main() calling speedpatch_run_matmul/"
     "speedpatch_run_conv, see examples/gemmini/)"
 )
+# riscv-tests' crt calls thread_entry(core id, cores) on every core; a program defining it runs on several
+NO_MAIN_THREADS = (
+    "no main(): this file's entry point is thread_entry(), which riscv-tests' start-up code calls on every core "
+    "of a multi-core SoC; the Gemmini model runs one core with one accelerator, so it cannot run this program "
+    "(keep the single-core work in a main(), or add the speedpatch harness, see examples/gemmini/)"
+)
 # Whole-program mode: a program that does its Gemmini work in main() itself (upstream gemmini-rocc-tests
 # style) is run as it is. Its verdict is its exit status and its figure the model's cycles between its own
 # read_cycles() calls; main() holds the program's checks, so it is never rewritten.
@@ -50,6 +56,7 @@ class GemminiTarget(Target):
         # main() may be where the parser gives up (upstream programs split braces across #ifdef branches)
         has_main = any(f.name == "main" for f in fns) or any(
             f.name == "main" for f in csource.functions(text, first_branches=True))
+        no_main = NO_MAIN_THREADS if any(f.name == "thread_entry" for f in fns) else NO_MAIN
         kernels = []
         for fn in fns:
             if fn.name == "main" or not csource.calls_gemmini(fn) or csource.is_instruction_wrapper(fn):
@@ -57,7 +64,7 @@ class GemminiTarget(Target):
             kernels.append(Kernel(
                 name=fn.name, target=self.name, start=fn.start, end=fn.end, start_line=fn.start_line,
                 end_line=fn.end_line, signature_line=fn.signature_line, text=fn.text,
-                runnable=has_main, reason="" if has_main else NO_MAIN,
+                runnable=has_main, reason="" if has_main else no_main,
             ))
         return kernels
 

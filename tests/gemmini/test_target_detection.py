@@ -49,6 +49,13 @@ def test_file_without_main_is_listed_but_not_runnable(target) -> None:
     assert not k.runnable and "main()" in k.reason and "speedpatch_harness.h" in k.reason
 
 
+def test_a_multi_core_program_is_told_that_the_model_runs_one_core(target) -> None:
+    # riscv-tests' start-up code calls thread_entry(cid, nc) on every core; such programs have no main()
+    text = QUICK[: QUICK.index("int main")] + "void thread_entry(int cid, int nc) { (void)nc; if (cid == 0) exit(0); }\n"
+    (k,) = target.find_kernels(text)
+    assert not k.runnable and "thread_entry()" in k.reason and "one core" in k.reason, k.reason
+
+
 def test_functions_without_gemmini_calls_are_not_kernels(target) -> None:
     text = "int add(int a, int b) { return a + b; }\nint main(void) { return add(1, 2); }\n"
     assert target.find_kernels(text) == []
