@@ -131,11 +131,6 @@ _PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 _NOT_USED = (None,)
-# a predicate that always holds executes the whole instruction, as no mask does ("a compile-time constant predicate
-# that controls whether/how this instruction is executed": the legacy nc_matmul / nc_transpose pages); LoRA's
-# `nc_matmul(..., mask=m2 == 0)` in the loop's first iteration. A false one (the instruction not executed) is
-# not modeled
-_ALWAYS = (None, True, np.True_)
 # Documented parameters whose effect the emulator does not model: any value but the listed "not used" ones
 # (the first is the documented default) is NotEmulated (arguments.refuse_unmodeled).
 _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
@@ -146,12 +141,6 @@ _UNMODELED: dict[str, dict[str, tuple[tuple[Any, ...], str]]] = {
         "is_transpose": ((False, True), "the PE-array transpose mode; use nisa.nc_transpose"),
         "tile_position": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
         "tile_size": (((), [], None), "row/column tiling of the PE array, concurrent matmuls"),
-        "mask": ((*_ALWAYS, False, np.False_), "a predicated matmul; a constant True or False mask (the whole "
-                 "instruction, or none of it) is modeled"),
-    },
-    "nc_transpose": {
-        "mask": ((*_ALWAYS, False, np.False_), "a predicated transpose; a constant True or False mask (the whole "
-                 "instruction, or none of it) is modeled"),
     },
     "activation": {
         # without reduce_cmd the emulator reduces this instruction's result into reduce_res (reset_reduce)
@@ -234,9 +223,10 @@ def nc_matmul(*args: Any, **kwargs: Any) -> Tile:
     # accumulate= (nki >= 0.3): True adds into dst, False overwrites it, None (the default) accumulates into a
     # destination, as the legacy `psum += nc_matmul(...)` / destination-first calls always did here
     accumulate = a.get("accumulate")
+    execute = not ops.never_executed(a.get("mask"))
     return ops.matmul(dst, a["stationary"], a["moving"],
                       accumulate=dst is not None if accumulate is None else bool(accumulate) and dst is not None,
-                      execute=not ops.never_executed(a.get("mask")))
+                      execute=execute, mask=a.get("mask") if execute else None)
 
 
 def _transpose_hint(stationary: Any, moving: Any) -> None:
@@ -266,8 +256,12 @@ def nc_transpose(*args: Any, **kwargs: Any) -> Tile:
         return out
     if a.get("engine") is not None and ops.engine_name(a["engine"], "tensor", ("tensor", "vector"),
                                                        "nisa.nc_transpose") == "vector":
+        if a.get("mask") is not None and not (isinstance(a["mask"], (bool, np.bool_)) and a["mask"]):
+            raise NotEmulatedError("nisa.nc_transpose(engine=vector, mask=...) is part of NKI but not of the "
+                                   "speedpatch emulator (a mask is modeled on the Tensor engine's transpose); "
+                                   "leave engine at its default")
         return ops.vector_transpose(dst, a["data"], dtype=a.get("dtype"))
-    return ops.transpose(dst, a["data"], dtype=a.get("dtype"))
+    return ops.transpose(dst, a["data"], dtype=a.get("dtype"), mask=a.get("mask"))
 
 
 def activation(*args: Any, **kwargs: Any) -> Tile:

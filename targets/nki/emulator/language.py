@@ -870,30 +870,39 @@ def copy_into(dst: Tile, value: Any) -> None:
         return
     if isinstance(value, Tile) and (ops.retarget_load(dst, value) or ops.retarget_result(dst, value)):
         return
-    ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst)
+    written = ops.masked_result(dst, value)
+    ops.elementwise("copy", "vector", lambda v: v, [value], dst=dst,
+                    mask=value.alloc.masked_result if written is not None else None, write_mask=written)
 
 
 def accumulate_into(dst: Tile, other: Any) -> None:
     ops.accumulate_into(dst, other)
 
 
-@checked("nl.transpose", {"mask": ((None,), "a predicated transpose")})
+@checked("nl.transpose")
 def transpose(x: Tile, dtype: Any = None, mask: Any = None) -> Tile:
     """The Tensor engine's transpose, its result in PSUM, the only memory that engine writes (nki.language.transpose
     docs: `result_psum = nl.transpose(x)` then nisa.tensor_copy to SBUF). The kernel's own copy out of PSUM is
     the one charged; used directly as a matmul operand, the copy the compiler inserts is (ops._sbuf_operand).
     It landed in SBUF with its copy charged, so the documented transpose-then-copy paid two copies (public
-    decode attention kernels: +5% and +9%)."""
+    decode attention kernels: +5% and +9%). A mask transposes the rectangle of x it selects (ops.transpose);
+    a constant False one executes nothing."""
     if not isinstance(x, Tile):
         raise NkiError("nl.transpose: x must be a tile")
-    return ops.transpose(None, x, out_buffer=psum, what="nl.transpose", dtype=as_dtype(dtype) if dtype else x.dtype)
+    out_dtype = as_dtype(dtype) if dtype else x.dtype
+    if ops.never_executed(mask) and x.ndim == 2:
+        out = new_tile((x.shape[1], x.shape[0]), out_dtype, psum, name="nl.transpose")
+        out.alloc.implicit_buffer = True
+        out.alloc.not_executed = True
+        return out
+    return ops.transpose(None, x, out_buffer=psum, what="nl.transpose", dtype=out_dtype, mask=mask)
 
 
-@checked("nl.matmul", {"mask": ((None, True, np.True_, False, np.False_), "a predicated matmul; a constant "
-                                  "True or False mask (the whole instruction, or none of it) is modeled")})
+@checked("nl.matmul")
 def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None) -> Tile:
     """x @ y into PSUM. With transpose_x=True, x is given as (K, M) (already transposed). A constant False mask
-    (a flash-attention tile above the diagonal) executes neither the transpose nor the matmul."""
+    (a flash-attention tile above the diagonal) executes neither the transpose nor the matmul; a mask over the
+    contraction (partition) axis sums the selected partitions only (ops.contraction_mask)."""
     execute = not ops.never_executed(mask)
     if not execute and not transpose_x:
         if not isinstance(x, Tile) or not isinstance(y, Tile):
@@ -903,7 +912,8 @@ def matmul(x: Tile, y: Tile, transpose_x: bool = False, mask: Any = None) -> Til
         out.alloc.not_executed = True
         return out
     stationary = x if transpose_x else ops.transpose(None, x, out_buffer=sbuf, what="nl.matmul (transpose of x)")
-    return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul", execute=execute)
+    return ops.matmul(None, stationary, y, accumulate=False, what="nl.matmul", execute=execute,
+                      mask=mask if execute else None)
 
 
 @checked("nl.where")

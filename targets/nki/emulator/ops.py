@@ -13,7 +13,7 @@ import numpy as np
 from speedpatch.targets.nki.emulator import costmodel
 from speedpatch.targets.nki.emulator import params as P
 from speedpatch.targets.nki.emulator.dtypes import DType, as_dtype, promote
-from speedpatch.targets.nki.emulator.errors import NkiError
+from speedpatch.targets.nki.emulator.errors import NkiError, NotEmulated
 from speedpatch.targets.nki.emulator.tensor import Tile, accumulator_values, fit_mask, new_tile, psum, sbuf
 
 ENGINE_NAMES = {"vector": "vector", "scalar": "scalar", "act": "scalar", "gpsimd": "gpsimd", "pool": "gpsimd"}
@@ -223,6 +223,69 @@ def never_executed(mask: Any) -> bool:
     return isinstance(mask, (bool, np.bool_)) and not bool(mask)
 
 
+def _fitted(mask: Any, tile: Tile) -> np.ndarray | None:
+    """A mask laid over one operand as a bool array of its shape (None where it does not fit that shape)."""
+    laid = fit_mask(mask, [tile])
+    try:
+        return np.broadcast_to(np.asarray(laid, dtype=bool), tile.shape)
+    except ValueError:
+        return None
+
+
+def _api(what: str) -> str:
+    """An instruction's public name in a message: nl.* as given, nki.isa's with its usual prefix."""
+    return what if "." in what else f"nisa.{what}"
+
+
+def transpose_mask(mask: Any, data: Tile, what: str) -> np.ndarray | None:
+    """The input elements a mask of a Tensor-engine transpose selects, a (P, F) bool array (None: all of
+    them). NKI API Masking: the mask makes the compiler "generate the instruction with a smaller input tile
+    shape", and each of its comparisons gives "which range of indices along one of the input tile axes should
+    be valid"; so the selection is a rectangle of rows times columns (Autocomp's conv problem: `(i < B) & (j <
+    N)` on a ragged edge tile). One that is no such product (a triangle `i >= j`) is no smaller tile."""
+    if mask is None or (isinstance(mask, (bool, np.bool_)) and mask):
+        return None
+    m = _fitted(mask, data)
+    if m is None:
+        raise NkiError(f"{what}: mask of shape {np.shape(mask)} does not fit the input tile {data.shape}; "
+                       f"build it from the iterators that index the input (mask=(i_p < n) & (i_f < m))")
+    if m.all():
+        return None
+    rows, cols = m.any(axis=1), m.any(axis=0)
+    if not np.array_equal(m, np.outer(rows, cols)):
+        raise NotEmulated(f"{_api(what)}(mask=...) with a mask that is no rectangle of rows times columns of the input "
+                          f"is part of NKI but not of the speedpatch emulator (NKI API Masking: each comparison "
+                          f"restricts one input axis, making a smaller tile); restrict rows and columns only, e.g. "
+                          f"mask=(i_p < n) & (i_f < m)")
+    return np.ascontiguousarray(m)
+
+
+def contraction_mask(mask: Any, stationary: Tile, moving: Tile, what: str) -> np.ndarray | None:
+    """The contraction (partition) rows a mask of a matmul selects, a (K,) bool array (None: all of them).
+    NKI API Masking: a matmul's mask field cannot tell the stationary's free axis from the moving's (the
+    compiler "cannot distinguish the two input axes"; the pages introduce operand masking for them), so only a
+    mask over the partitions both operands share is modeled: the partitions it leaves out take no part in the
+    sum (a ragged last K tile whose unloaded rows hold garbage). A mask over a free axis is refused."""
+    if mask is None or (isinstance(mask, (bool, np.bool_)) and mask):
+        return None
+    laid = [(t, m) for t in (stationary, moving) if (m := _fitted(mask, t)) is not None]
+    if not laid:
+        raise NkiError(f"{what}: mask of shape {np.shape(mask)} fits neither operand ({stationary.shape}, "
+                       f"{moving.shape}); a matmul's mask restricts the contraction (partition) axis, e.g. "
+                       f"mask=(i_p < k)")
+    rows = None
+    for t, m in laid:
+        flat = m.reshape(t.shape[0], -1)
+        if not (flat == flat[:, :1]).all():
+            raise NotEmulated(f"{_api(what)}(mask=...) over a free axis is part of NKI but not of the speedpatch "
+                              f"emulator: NKI API Masking says a matmul's mask cannot tell the stationary's free "
+                              f"axis from the moving's (operand masking); slice the operands to the smaller tile "
+                              f"instead (stationary[:, 0:m], moving[:, 0:n]), or mask the partitions only")
+        rows = flat[:, 0] if rows is None else rows & flat[:, 0]
+    assert rows is not None
+    return None if rows.all() else np.ascontiguousarray(rows)
+
+
 def elementwise(
     what: str,
     engine: str,
@@ -350,9 +413,11 @@ def _sbuf_operand(t: Any, what: str) -> Any:
 
 
 def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, what: str = "nc_matmul",
-           execute: bool = True) -> Tile:
+           execute: bool = True, mask: Any = None) -> Tile:
     """dst (M, N) (+)= stationary(K, M).T @ moving(K, N) on the Tensor engine into PSUM. execute=False (a
-    constant False mask): the operands are checked, nothing is written or charged."""
+    constant False mask): the operands are checked, nothing is written or charged. A mask over the partitions
+    (contraction_mask) sums the selected ones only, at the cost of the whole tile (the pages give no cost of a
+    smaller one); one that selects none executes nothing."""
     stationary, moving = (_sbuf_operand(t, what) for t in (stationary, moving))
     for t, role in ((stationary, "stationary"), (moving, "moving")):
         if not isinstance(t, Tile):
@@ -386,13 +451,19 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
             f"{what}: stationary is {stationary.dtype!r} but moving is {moving.dtype!r}; both operands must "
             f"have the same dtype"
         )
+    rows = contraction_mask(mask, stationary, moving, what) if execute else None
+    if rows is not None and not rows.any():
+        execute = False
     if not execute:
         if dst is None:
             dst = new_tile((m, n), "float32", psum, name=what)
             dst.alloc.implicit_buffer = True
             dst.alloc.not_executed = True
         return dst
-    result = np.matmul(stationary.read().reshape(k, m).T, moving.read().reshape(k, n), dtype=np.float32)
+    st_mask, mv_mask = ((None, None) if rows is None else
+                        (rows.reshape((k,) + (1,) * (t.ndim - 1)) for t in (stationary, moving)))
+    result = np.matmul(stationary.read(st_mask).reshape(k, m).T, moving.read(mv_mask).reshape(k, n),
+                       dtype=np.float32)
     if dst is None:
         dst = new_tile((m, n), "float32", psum, name=what)
         dst.alloc.implicit_buffer = True
@@ -419,22 +490,38 @@ def matmul(dst: Tile | None, stationary: Tile, moving: Tile, accumulate: bool, w
 
 
 def transpose(dst: Tile | None, data: Tile, out_buffer: Any = psum, what: str = "nc_transpose",
-              dtype: Any = None) -> Tile:
+              dtype: Any = None, mask: Any = None) -> Tile:
     """(P, F) -> (F, P) through the Tensor engine (a matmul with the identity). Without dst, a new tile in
-    out_buffer of `dtype` (default: the data's type in SBUF, float32 in PSUM, as the legacy nc_transpose)."""
+    out_buffer of `dtype` (default: the data's type in SBUF, float32 in PSUM, as the legacy nc_transpose).
+    A mask (transpose_mask, the legacy form's only) transposes the selected rectangle of the input, at the
+    cost of the whole tile (the pages give no cost of a smaller one): the rest of the fresh result is never
+    written (Allocation.masked_result; in PSUM reading it is an error, as of an nl.ndarray). One that selects
+    nothing executes nothing."""
     require_on_chip(data, what)
     if data.ndim != 2:
         raise NkiError(f"{what}: data must be 2-D, got {data.shape}")
     p, f = data.shape
     if p > P.PARTITIONS or f > P.PARTITIONS:
         raise NkiError(f"{what}: tile {data.shape} too large; the Tensor engine transposes at most 128 x 128")
-    values = data.read().T
+    selected = transpose_mask(mask, data, what)
+    if selected is not None and dst is not None:
+        raise NkiError(f"{what}: a mask belongs to the form that returns its result")
+    if selected is not None and not selected.any():
+        out = new_tile((f, p), dtype or (data.dtype if out_buffer is sbuf else "float32"), out_buffer, name=what)
+        out.alloc.implicit_buffer = True
+        out.alloc.not_executed = True
+        return out
+    values = data.read(selected).T
     if dst is None:
         dst = new_tile((f, p), dtype or (data.dtype if out_buffer is sbuf else "float32"), out_buffer, name=what)
         dst.alloc.implicit_buffer = True
+        if selected is not None:
+            dst.alloc.masked_result = np.ascontiguousarray(selected.T)
+            if dst.buffer.kind == "psum":
+                dst.alloc.unwritten_psum = "ndarray"
     elif tuple(dst.shape) != (f, p):
         raise NkiError(f"{what}: destination shape {dst.shape} != {(f, p)}")
-    dst.write(values)
+    dst.write(values, None if selected is None else selected.T)
     # a matmul of the data (stationary, F columns) against a P x P identity (moving)
     trace = costmodel.current()
     trace.issue("tensor", tensor_cost_ns(p, f, data.dtype), [data.access()], [dst.access()],
@@ -679,7 +766,10 @@ def retarget_result(dst: Tile, value: Tile) -> bool:
     target = dst.access()
     if trace._ready([], [target]) > start:
         return False
-    dst.write(value.read().reshape(dst.shape), exact=dst.dtype == value.dtype)
+    # a masked instruction writes dst only where it wrote its own result
+    written = alloc.masked_result
+    dst.write(value.read(written).reshape(dst.shape), None if written is None else written.reshape(dst.shape),
+              exact=dst.dtype == value.dtype)
     target[0].writes.add(target[1], visible)
     trace.release(alloc)
     return True
@@ -708,7 +798,21 @@ def accumulate_into(dst: Tile, other: Any) -> None:
         trace.issue("tensor", 0.0, [other.access(), dst.access()], [dst.access()])
         trace.release(other.alloc)  # on hardware the matmul accumulated into dst's bank directly
         return
-    elementwise("add", "vector", np.add, [dst, other], dst=dst)
+    elementwise("add", "vector", np.add, [dst, other], dst=dst, mask=masked_result(dst, other))
+
+
+def masked_result(dst: Tile, value: Any) -> np.ndarray | None:
+    """Where `dst[...] = value` / `dst += value` writes when value is the fresh result of a masked instruction
+    (Allocation.masked_result): the compiler makes that instruction write dst, so only what it wrote; the mask
+    laid out in dst's shape (None: everywhere)."""
+    written = value.alloc.masked_result if isinstance(value, Tile) else None
+    if written is None:
+        return None
+    if tuple(dst.shape) == written.shape:
+        return written
+    if dst.ndim == written.ndim or written.size != int(np.prod(dst.shape)):
+        raise NkiError(f"the masked result of shape {written.shape} does not fit {dst.name!r} of shape {dst.shape}")
+    return written.reshape(dst.shape)
 
 
 def out_dtype(dtype: Any, *tiles: Any) -> DType | None:

@@ -112,6 +112,7 @@ class Allocation:
         self.psum_written: np.ndarray | None = None
         self.implicit_buffer = False  # a legacy instruction result whose memory the emulator chose (ops._sbuf_operand)
         self.not_executed = False  # the fresh result of an instruction a constant False mask skipped (ops.never_executed)
+        self.masked_result: np.ndarray | None = None  # where a masked transpose wrote its fresh result (ops.transpose)
         self.sbuf_copy: Any = None  # (producer, view, SBUF copy) of such a PSUM result read by a matmul
         self.slot: Any = None  # the cost model's record of its on-chip space
         self.block_slots: list[Any] = []  # instead, one record per block (a blocked SBUF tensor)
